@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs superop with its test extras into .venv and runs the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+pip install -q --upgrade pip >/dev/null
+pip install -q -e ".[test]"
+set +e
+python -m pytest -q -ra "$@"
+rc=$?
+set -e
+# 5 = no tests collected: not a failure (e.g. a selection that matches nothing).
+if [ "$rc" -eq 5 ]; then exit 0; fi
+exit "$rc"

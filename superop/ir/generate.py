@@ -1,0 +1,307 @@
+"""Plan IR -> Spark SQL, built as sqlglot expressions (never pasted strings).
+
+A node becomes an *open* relation: a FROM item (plus joins), WHERE conjuncts, and one
+SQL expression per output field. Selects, deterministic projections and renames stay
+open (merged into the enclosing SELECT); aggregates, windows, unions and anything that
+would change meaning if merged are closed into a derived table with a fresh alias.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import sqlglot
+from sqlglot import exp
+
+from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
+                    Sort, UnionAll, Window, resolve_field)
+
+_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED = {"select", "from", "where", "group", "order", "by", "limit", "join", "on", "as",
+             "and", "or", "not", "union", "all", "table", "case", "when", "then", "else", "end",
+             "null", "true", "false", "in", "is", "left", "right", "full", "inner", "outer",
+             "cross", "semi", "anti", "having", "distinct", "with", "date", "interval",
+             "timestamp", "values", "using", "natural", "over", "partition", "window", "user",
+             "current_date", "current_timestamp", "both", "leading", "trailing", "to", "of",
+             "into", "array", "map", "struct", "exists", "between", "like", "rlike", "position",
+             "cast", "primary", "foreign", "references", "check", "constraint", "unique",
+             "default", "create", "drop", "alter", "grant", "fetch", "offset", "order", "time"}
+
+
+def ident(name: str) -> exp.Identifier:
+    quoted = not _SAFE.match(name) or name.lower() in _RESERVED
+    return exp.to_identifier(name, quoted=quoted)
+
+
+def col(name: str, table: Optional[str] = None) -> exp.Column:
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+@dataclass
+class _Rel:
+    source: exp.Expression                   # Table/Subquery with alias
+    joins: list = field(default_factory=list)
+    where: list = field(default_factory=list)
+    cols: list = field(default_factory=list)  # SQL expression per field
+    fields: tuple = ()
+    order: Optional[list] = None
+    limit: Optional[tuple[int, int]] = None
+
+    @property
+    def plain(self) -> bool:
+        """Only a FROM item: can be a join's right side without changing meaning."""
+        return not self.joins and not self.where and self.order is None and self.limit is None
+
+
+class _Gen:
+    def __init__(self):
+        self.counter = itertools.count(1)
+        self.used: set[str] = set()
+
+    def alias(self, hint: Optional[str]) -> str:
+        base = (hint or "").lower()
+        if base and _SAFE.match(base) and base not in self.used and base not in _RESERVED:
+            self.used.add(base)
+            return base
+        while True:
+            a = f"_s{next(self.counter)}"
+            if a not in self.used:
+                self.used.add(a)
+                return a
+
+    # -- expressions -------------------------------------------------------
+    @staticmethod
+    def tr(e: exp.Expression, fields: Sequence[Field], cols: Sequence[exp.Expression]) -> exp.Expression:
+        """Rewrite column refs of ``e`` (outside nested queries) into ``cols``."""
+        e = e.copy()
+        if isinstance(e, exp.Column):
+            return cols[resolve_field(tuple(fields), e)].copy()
+        targets = []
+        stack = list(e.iter_expressions())
+        while stack:
+            n = stack.pop()
+            if isinstance(n, exp.Column):
+                targets.append(n)
+            elif not isinstance(n, exp.Query):
+                stack.extend(n.iter_expressions())
+        for c in targets:
+            repl = cols[resolve_field(tuple(fields), c)].copy()
+            if not isinstance(repl, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null,
+                                     exp.Boolean, exp.Cast)):
+                repl = exp.Paren(this=repl)
+            c.replace(repl)
+        return e
+
+    # -- closing -------------------------------------------------------------
+    def select_of(self, rel: _Rel, names: Sequence[str], extra: Optional[dict] = None) -> exp.Select:
+        sel = exp.Select(expressions=[self._aliased(c, n) for c, n in zip(rel.cols, names)])
+        sel.set("from_", exp.From(this=rel.source))
+        if rel.joins:
+            sel.set("joins", list(rel.joins))
+        if rel.where:
+            w = rel.where[0]
+            for p in rel.where[1:]:
+                w = exp.and_(w, p, copy=False)
+            sel.set("where", exp.Where(this=w))
+        if rel.order is not None:
+            sel.set("order", exp.Order(expressions=list(rel.order)))
+        if rel.limit is not None:
+            n, off = rel.limit
+            sel.set("limit", exp.Limit(expression=exp.Literal.number(n)))
+            if off:
+                sel.set("offset", exp.Offset(expression=exp.Literal.number(off)))
+        for k, v in (extra or {}).items():
+            sel.set(k, v)
+        return sel
+
+    @staticmethod
+    def _aliased(c: exp.Expression, name: str) -> exp.Expression:
+        if isinstance(c, exp.Column) and c.name == name:
+            return c
+        return exp.Alias(this=c, alias=ident(name))
+
+    @staticmethod
+    def unique_names(fields: Sequence[Field]) -> list[str]:
+        seen: dict[str, int] = {}
+        out = []
+        for f in fields:
+            n = f.name
+            k = n.lower()
+            if k in seen:
+                seen[k] += 1
+                n = f"{n}_{seen[k]}"
+                while n.lower() in seen:
+                    n = n + "_"
+            seen.setdefault(n.lower(), 0)
+            out.append(n)
+        return out
+
+    def wrap(self, query: exp.Expression, fields: tuple, names: list[str], hint=None) -> _Rel:
+        a = self.alias(hint)
+        src = exp.Subquery(this=query, alias=exp.TableAlias(this=ident(a)))
+        return _Rel(src, cols=[col(n, a) for n in names], fields=fields)
+
+    def close(self, rel: _Rel, hint=None) -> _Rel:
+        names = self.unique_names(rel.fields)
+        return self.wrap(self.select_of(rel, names), rel.fields, names, hint)
+
+    # -- nodes -----------------------------------------------------------------
+    def gen(self, node: Node, hint: Optional[str] = None) -> _Rel:
+        m = getattr(self, "g_" + type(node).__name__)
+        return m(node, hint)
+
+    def g_Scan(self, n: Scan, hint):
+        a = self.alias(hint or n.table)
+        src = exp.Table(this=ident(n.table), alias=exp.TableAlias(this=ident(a)))
+        return _Rel(src, cols=[col(c, a) for c, _ in n.columns], fields=n.fields)
+
+    def g_Opaque(self, n: Opaque, hint):
+        q = sqlglot.parse_one(n.sql, dialect="spark")
+        names = list(n.output)
+        return self.wrap(q, n.fields, names, hint) if len(set(names)) == len(names) else \
+            self._wrap_positional(q, n)
+
+    def _wrap_positional(self, q, n: Opaque):
+        names = self.unique_names(n.fields)
+        a = self.alias(None)
+        alias = exp.TableAlias(this=ident(a), columns=[ident(x) for x in names])
+        return _Rel(exp.Subquery(this=q, alias=alias), cols=[col(x, a) for x in names], fields=n.fields)
+
+    def g_Rename(self, n: Rename, hint):
+        rel = self.gen(n.child, n.qualifier or hint)
+        fields = n.child.fields
+        cols = [rel.cols[resolve_field(fields, f.column())] for f, _ in n.mapping]
+        rel.cols, rel.fields = cols, n.fields
+        return rel
+
+    def g_Select(self, n: Select, hint):
+        rel = self.gen(n.child, hint)
+        if rel.order is not None or rel.limit is not None:
+            rel = self.close(rel)
+        rel.where.append(self.tr(n.predicate, rel.fields, rel.cols))
+        return rel
+
+    def g_Project(self, n: Project, hint):
+        rel = self.gen(n.child, hint)
+        # ORDER BY / LIMIT do not depend on the select list: a mergeable projection
+        # stays in the same SELECT (closing would lose the order).
+        if not all(_mergeable(e) for e, _ in n.items):
+            rel = self.close(rel)
+        rel.cols = [self.tr(e, rel.fields, rel.cols) for e, _ in n.items]
+        rel.fields = n.fields
+        return rel
+
+    def g_Aggregate(self, n: Aggregate, hint):
+        rel = self.gen(n.child)
+        if rel.order is not None or rel.limit is not None:
+            rel = self.close(rel)
+        keys = [self.tr(k, rel.fields, rel.cols) for k in n.keys]
+        items = _Rel(rel.source, rel.joins, rel.where,
+                     [self.tr(e, rel.fields, rel.cols) for e, _ in n.items], n.fields)
+        names = self.unique_names(n.fields)
+        extra = {"group": exp.Group(expressions=keys)} if keys else {}
+        return self.wrap(self.select_of(items, names, extra), n.fields, names, hint)
+
+    def g_Window(self, n: Window, hint):
+        rel = self.gen(n.child)
+        if rel.order is not None or rel.limit is not None:
+            rel = self.close(rel)
+        cols = list(rel.cols) + [self.tr(e, rel.fields, rel.cols) for e, _ in n.items]
+        out = _Rel(rel.source, rel.joins, rel.where, cols, n.fields)
+        return self.close(out, hint)
+
+    def g_Sort(self, n: Sort, hint):
+        rel = self.gen(n.child, hint)
+        if rel.order is not None or rel.limit is not None:
+            rel = self.close(rel)
+        rel.order = [self.tr(o, rel.fields, rel.cols) for o in n.order]
+        return rel
+
+    def g_Limit(self, n: Limit, hint):
+        rel = self.gen(n.child, hint)
+        if rel.limit is not None:
+            rel = self.close(rel)
+        rel.limit = (n.limit, n.offset)
+        return rel
+
+    def g_UnionAll(self, n: UnionAll, hint):
+        names = self.unique_names(n.fields)
+        q = None
+        for child in n.inputs:
+            rel = self.gen(child)
+            s = self.select_of(rel, names if q is None else self.unique_names(rel.fields))
+            q = s if q is None else exp.Union(this=q, expression=s, distinct=False)
+        return self.wrap(q, n.fields, names, hint)
+
+    def g_Join(self, n: Join, hint):
+        left = self.gen(n.left)
+        if left.order is not None or left.limit is not None:
+            left = self.close(left)
+        right = self.gen(n.right)
+        if right.joins or right.order is not None or right.limit is not None:
+            right = self.close(right)
+        on: list[exp.Expression] = []
+        where = list(left.where)
+        if n.kind in ("full",) and where:
+            left = self.close(left)
+            where = []
+        if right.where:
+            if n.kind in ("inner", "cross"):
+                where += right.where
+            elif n.kind in ("left", "semi", "anti"):
+                on += right.where          # a filter on the optional side moves into ON
+            else:                           # right / full: the right side is preserved
+                right = self.close(right)
+        if n.kind == "right" and where:
+            left = self.close(left)
+            where = []
+        lf, rf = n.left.fields, n.right.fields
+        for a, b in n.equi:
+            on.append(exp.EQ(this=self.tr(a, lf, left.cols), expression=self.tr(b, rf, right.cols)))
+        if n.residual is not None:
+            on.append(self.tr(n.residual, lf + rf, left.cols + right.cols))
+        cond = None
+        for p in on:
+            cond = p if cond is None else exp.and_(cond, p, copy=False)
+        if n.kind == "cross" and cond is None:
+            j = exp.Join(this=right.source, kind="CROSS")
+        else:
+            side, kind = {"inner": (None, None), "cross": (None, None), "left": ("LEFT", None),
+                          "right": ("RIGHT", None), "full": ("FULL", None),
+                          "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}[n.kind]
+            j = exp.Join(this=right.source, on=cond if cond is not None else exp.true())
+            if side:
+                j.set("side", side)
+            if kind:
+                j.set("kind", kind)
+        cols = left.cols + ([] if n.kind in ("semi", "anti") else right.cols)
+        return _Rel(left.source, left.joins + [j], where, cols, n.fields)
+
+
+def _mergeable(e: exp.Expression) -> bool:
+    """Can a projection item be inlined into the enclosing SELECT? Not if it is
+    nondeterministic, aggregates, is a window or holds a subquery."""
+    for n in e.walk():
+        if isinstance(n, (exp.AggFunc, exp.Window, exp.Query, exp.Rand)):
+            return False
+        if isinstance(n, exp.Anonymous) and n.name.lower() in ("uuid", "rand", "random", "shuffle",
+                                                               "monotonically_increasing_id"):
+            return False
+    return True
+
+
+def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
+    """The plan as a sqlglot query. ``names`` overrides the output column names
+    (e.g. Spark's own names for unaliased expressions)."""
+    g = _Gen()
+    rel = g.gen(plan)
+    out = list(names) if names is not None else [f.name for f in plan.fields]
+    if len(out) != len(rel.cols):
+        raise ValueError("names do not match the plan's width")
+    return g.select_of(rel, out)
+
+
+def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
+    return to_ast(plan, names).sql(dialect="spark", pretty=pretty)

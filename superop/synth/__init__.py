@@ -1,0 +1,1 @@
+"""Super-operator synthesis. ``superop.synth.dsl`` (the DSL) imports neither Spark nor Z3."""

@@ -1,0 +1,195 @@
+"""The super-operator DSL: the programs of the paper's Fig. 7-12 as data.
+
+A program reads ONE input relation (the shared source of the sub-plan) and runs per
+partition (rows with equal ``keys``; NULL keys form their own partition, as GROUP BY):
+
+1. ``sort``   – optional order of the rows within the partition.
+2. fold       – every :class:`Accumulator` folds the rows where its ``guard`` is TRUE
+                (SQL aggregate semantics: NULL arguments are ignored; sum/min/max/avg of
+                no value is NULL, count is 0); every :class:`Flag` becomes TRUE iff some
+                row satisfies its guard (the paper's emptiness flags ``out_i``).
+3. emit       – :class:`PartitionEmit`: once per partition after the fold, when its guard
+                is TRUE (UNION ALL branches, join outputs); :class:`RowEmit`: once per row
+                in sort order (join-back outputs).
+
+Names inside expressions (sqlglot) are qualified by their namespace:
+``row.<col>`` an input column of the current row, ``key.<col>`` a partition key,
+``acc.<name>`` an accumulator, ``flag.<name>`` a flag.
+
+Memory class. ``streaming`` means a :class:`RowEmit` sees the accumulators' *running*
+values (folded up to and including the current row): the program needs constant state
+per partition. ``buffering`` means it sees the *final* values, which needs the partition
+buffered. Partition emits always see final values. Whether a streaming program is right
+is therefore a semantic question that the verifier decides (e.g. a running min over a
+partition sorted on that column equals the final min; a running min under a guard does not
+— the paper's Fig. 13).
+
+This module is pure data + printing; it imports neither Spark nor Z3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import sqlglot
+from sqlglot import exp
+
+AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct")
+NAMESPACES = ("row", "key", "acc", "flag")
+STREAMING, BUFFERING = "streaming", "buffering"
+
+
+def e(sql: str) -> exp.Expression:
+    """Parse a DSL expression written in Spark SQL, e.g. ``e("row.s < 100")``."""
+    return sqlglot.parse_one(sql, dialect="spark")
+
+
+def ref(ns: str, name: str) -> exp.Column:
+    assert ns in NAMESPACES, ns
+    return exp.column(name, ns)
+
+
+def _sql(x: Optional[exp.Expression]) -> str:
+    return "TRUE" if x is None else x.sql(dialect="spark")
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    name: str
+    func: str                                  # one of AGG_FUNCS
+    arg: Optional[exp.Expression] = None       # over row.*; None only for count_star
+    guard: Optional[exp.Expression] = None     # over row.*; None = TRUE
+
+    def __post_init__(self):
+        if self.func not in AGG_FUNCS:
+            raise ValueError(f"unknown aggregate {self.func!r}")
+        if (self.arg is None) != (self.func == "count_star"):
+            raise ValueError(f"{self.func} {'needs' if self.arg is None else 'takes no'} argument")
+
+    def pretty(self) -> str:
+        fn = "count(*)" if self.func == "count_star" else (
+            f"count(distinct {_sql(self.arg)})" if self.func == "count_distinct"
+            else f"{self.func}({_sql(self.arg)})")
+        g = f" if {_sql(self.guard)}" if self.guard is not None else ""
+        return f"{self.name} = {fn}{g}"
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    guard: Optional[exp.Expression] = None     # over row.*; None = TRUE
+
+    def pretty(self) -> str:
+        return f"{self.name} = exists row: {_sql(self.guard)}"
+
+
+@dataclass(frozen=True)
+class PartitionEmit:
+    guard: Optional[exp.Expression]            # over key.*, acc.*, flag.*
+    outputs: tuple[exp.Expression, ...]
+
+    def pretty(self) -> str:
+        return f"if {_sql(self.guard)}: OUT({', '.join(_sql(o) for o in self.outputs)})"
+
+
+@dataclass(frozen=True)
+class RowEmit:
+    guard: Optional[exp.Expression]            # over row.*, key.*, acc.*, flag.*
+    outputs: tuple[exp.Expression, ...]
+
+    def pretty(self) -> str:
+        return f"for each row: if {_sql(self.guard)}: OUT({', '.join(_sql(o) for o in self.outputs)})"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str                                # an input column
+    ascending: bool = True
+    nulls_first: bool = False
+
+    def pretty(self) -> str:
+        return f"{self.column} {'ASC' if self.ascending else 'DESC'} NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+
+
+@dataclass(frozen=True)
+class Program:
+    keys: tuple[str, ...]                       # partition keys: input column names
+    output: tuple[str, ...]                     # output column names, in order
+    accumulators: tuple[Accumulator, ...] = ()
+    flags: tuple[Flag, ...] = ()
+    partition_emits: tuple[PartitionEmit, ...] = ()
+    row_emits: tuple[RowEmit, ...] = ()
+    sort: tuple[SortKey, ...] = ()
+    memory: str = STREAMING
+    output_types: tuple[str, ...] = ()          # optional Spark types, for NULL outputs
+
+    def __post_init__(self):
+        if self.memory not in (STREAMING, BUFFERING):
+            raise ValueError(f"memory class must be {STREAMING} or {BUFFERING}")
+        names = [a.name for a in self.accumulators] + [f.name for f in self.flags]
+        if len(set(names)) != len(names):
+            raise ValueError("accumulator/flag names must be unique")
+        for em in self.partition_emits + self.row_emits:
+            if len(em.outputs) != len(self.output):
+                raise ValueError("every emit must produce one value per output column")
+
+    @property
+    def size(self) -> int:
+        """A size measure for smallest-first search: statements + expression nodes."""
+        n = len(self.accumulators) + len(self.flags) + len(self.partition_emits) + len(self.row_emits)
+        n += len(self.sort)
+        for a in self.accumulators:
+            n += sum(1 for _ in a.arg.walk()) if a.arg is not None else 0
+            n += sum(1 for _ in a.guard.walk()) if a.guard is not None else 0
+        for f in self.flags:
+            n += sum(1 for _ in f.guard.walk()) if f.guard is not None else 0
+        for em in self.partition_emits + self.row_emits:
+            n += sum(1 for _ in em.guard.walk()) if em.guard is not None else 0
+        return n
+
+    def pretty(self, name: str = "SuperOp") -> str:
+        lines = [f"{name}(partition by {', '.join(self.keys)}"
+                 + (f"; sort by {', '.join(s.pretty() for s in self.sort)}" if self.sort else "")
+                 + f") [{self.memory}] -> ({', '.join(self.output)})"]
+        for a in self.accumulators:
+            lines.append("  " + a.pretty())
+        for f in self.flags:
+            lines.append("  " + f.pretty())
+        for r in self.row_emits:
+            lines.append("  " + r.pretty())
+        for p in self.partition_emits:
+            lines.append("  " + p.pretty())
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        s = lambda x: None if x is None else x.sql(dialect="spark")  # noqa: E731
+        return {
+            "keys": list(self.keys), "output": list(self.output),
+            "output_types": list(self.output_types), "memory": self.memory,
+            "sort": [{"column": k.column, "ascending": k.ascending, "nulls_first": k.nulls_first}
+                     for k in self.sort],
+            "accumulators": [{"name": a.name, "func": a.func, "arg": s(a.arg), "guard": s(a.guard)}
+                             for a in self.accumulators],
+            "flags": [{"name": f.name, "guard": s(f.guard)} for f in self.flags],
+            "partition_emits": [{"guard": s(p.guard), "outputs": [s(o) for o in p.outputs]}
+                                for p in self.partition_emits],
+            "row_emits": [{"guard": s(r.guard), "outputs": [s(o) for o in r.outputs]}
+                          for r in self.row_emits],
+        }
+
+    @staticmethod
+    def from_json(d: dict) -> "Program":
+        p = lambda x: None if x is None else e(x)  # noqa: E731
+        return Program(
+            keys=tuple(d["keys"]), output=tuple(d["output"]),
+            output_types=tuple(d.get("output_types", ())), memory=d.get("memory", STREAMING),
+            sort=tuple(SortKey(k["column"], k.get("ascending", True), k.get("nulls_first", False))
+                       for k in d.get("sort", ())),
+            accumulators=tuple(Accumulator(a["name"], a["func"], p(a.get("arg")), p(a.get("guard")))
+                               for a in d.get("accumulators", ())),
+            flags=tuple(Flag(f["name"], p(f.get("guard"))) for f in d.get("flags", ())),
+            partition_emits=tuple(PartitionEmit(p(x.get("guard")), tuple(e(o) for o in x["outputs"]))
+                                  for x in d.get("partition_emits", ())),
+            row_emits=tuple(RowEmit(p(x.get("guard")), tuple(e(o) for o in x["outputs"]))
+                            for x in d.get("row_emits", ())),
+        )
