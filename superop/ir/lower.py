@@ -137,6 +137,9 @@ def _is_within(node: exp.Expression, root: exp.Expression) -> bool:
 
 
 def _resolves(fields, c: exp.Column) -> bool:
+    """Strict: a qualified column belongs to a side only if that side has its qualifier."""
+    if c.table and not any(f.qualifier == c.table for f in fields):
+        return False
     try:
         resolve_field(fields, c)
         return True
