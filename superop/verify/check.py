@@ -1,0 +1,122 @@
+"""Bounded equivalence: ``check_equivalence(sub_plan, program, K)``.
+
+Asks Z3 for an input table of at most K rows (each row present or not, every value
+nullable) on which the sub-plan's output bag and the program's output bag differ.
+unsat -> ``verified`` (bounded by K), sat -> ``refuted`` with the concrete table and
+both outputs, anything else -> ``unknown``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import z3
+
+from ..ir.nodes import Node, Scan, walk
+from ..synth.dsl import Program
+from .encode import (PlanEncoder, ProgramEncoder, Table, bags_differ, concrete_rel)
+from .result import (REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result,
+                     Unsupported)
+
+DEFAULT_K = 4
+DEFAULT_TIMEOUT_MS = 20000
+
+
+def base_table(sub_plan: Node) -> Scan:
+    scans = {}
+    for n in walk(sub_plan):
+        if isinstance(n, Scan):
+            scans.setdefault(n.table, n)
+    if len(scans) != 1:
+        raise Unsupported(f"the sub-plan must read exactly one base table, reads {sorted(scans)}")
+    return next(iter(scans.values()))
+
+
+def _nice_bounds(table: Table) -> list:
+    """Constraints that make a counterexample readable and replayable on Spark
+    (small ints, short lowercase strings). Only used AFTER a counterexample exists."""
+    cs = []
+    for _, vals in table.rows:
+        for v in vals:
+            if v.kind in ("int", "date"):
+                cs += [v.v >= -20, v.v <= 20]
+            elif v.kind == "real":
+                cs += [v.v >= -20, v.v <= 20]
+            elif v.kind == "str":
+                cs += [z3.Length(v.v) <= 2,
+                       z3.InRe(v.v, z3.Star(z3.Range("a", "e")))]
+    return cs
+
+
+def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
+                      timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
+    """Bounded equivalence of an IR sub-plan over ONE base table and a DSL program
+    reading that table's rows. Never raises for unmodelled input: returns ``unsupported``."""
+    t0 = time.perf_counter()
+    try:
+        scan = base_table(sub_plan)
+        table = Table(scan.table, scan.columns, K)
+        plan_rel = PlanEncoder(table).encode(sub_plan)
+        prog_rel = ProgramEncoder(table, program).encode()
+        if plan_rel.rows and prog_rel.rows and len(plan_rel.rows[0][1]) != len(prog_rel.rows[0][1]):
+            return Result(UNSUPPORTED, K=K, seconds=time.perf_counter() - t0,
+                          reason=f"arity differs: plan {len(plan_rel.rows[0][1])} columns, "
+                                 f"program {len(prog_rel.rows[0][1])}")
+        differ = bags_differ(plan_rel, prog_rel)
+    except Unsupported as why:
+        return Result(UNSUPPORTED, K=K, seconds=time.perf_counter() - t0, reason=str(why))
+    s = z3.Solver()
+    s.set("timeout", int(timeout_ms))
+    s.add(differ)
+    r = s.check()
+    if r == z3.unsat:
+        return Result(VERIFIED, K=K, seconds=time.perf_counter() - t0,
+                      reason=f"no input table of at most {K} rows distinguishes the outputs")
+    if r == z3.unknown:
+        return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
+                      reason=f"solver: {s.reason_unknown()}")
+    model = s.model()
+    # Prefer a small, readable counterexample when one exists.
+    s.push()
+    s.add(*_nice_bounds(table))
+    if s.check() == z3.sat:
+        model = s.model()
+    s.pop()
+    cex = counterexample_from_model(model, table, scan, plan_rel, prog_rel)
+    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0,
+                  reason="the outputs differ on the counterexample table", counterexample=cex)
+
+
+def counterexample_from_model(model, table: Table, scan: Scan, plan_rel, prog_rel) -> Counterexample:
+    rows = concrete_rel(model, table.rel())
+    return Counterexample(table=scan.table, columns=[c for c, _ in scan.columns],
+                          types=[t for _, t in scan.columns], rows=rows,
+                          plan_output=concrete_rel(model, plan_rel),
+                          program_output=concrete_rel(model, prog_rel))
+
+
+def check_sql(sql: str, schema: dict, program: Program, K: int = DEFAULT_K,
+              timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
+    """Lower ``sql`` and check it; an SQL that does not fully lower is ``unsupported``."""
+    from ..ir import lower
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        return Result(UNSUPPORTED, K=K, reason="; ".join(low.opaque_reasons))
+    return check_equivalence(low.plan, program, K=K, timeout_ms=timeout_ms)
+
+
+def check_memory_class(sub_plan: Node, program: Program, K: int = DEFAULT_K,
+                       timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Optional[str]:
+    """The memory class a program actually achieves (checked, not declared):
+    ``streaming`` if it is equivalent when row emits see running values and it keeps only
+    constant state (no COUNT DISTINCT), else ``buffering`` if equivalent with final
+    values, else None (not equivalent / not decided)."""
+    from dataclasses import replace
+    from ..synth.dsl import BUFFERING, STREAMING
+    constant_state = not any(a.func == "count_distinct" for a in program.accumulators)
+    if constant_state:
+        r = check_equivalence(sub_plan, replace(program, memory=STREAMING), K, timeout_ms)
+        if r.status == VERIFIED:
+            return STREAMING
+    r = check_equivalence(sub_plan, replace(program, memory=BUFFERING), K, timeout_ms)
+    return BUFFERING if r.status == VERIFIED else None
