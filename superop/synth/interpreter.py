@@ -189,6 +189,8 @@ class Compiled:
         parts: dict[tuple, list[tuple]] = {}
         for r in rows:
             parts.setdefault(tuple(r[i] for i in self.key_idx), []).append(r)
+        if not self.key_idx and not parts:
+            parts[()] = []      # no keys = one partition, the whole input, even when empty (as GROUP BY ())
         out: list[tuple] = []
         streaming = self.p.memory == STREAMING
         for kv, prow in parts.items():

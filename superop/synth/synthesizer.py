@@ -1,0 +1,391 @@
+"""Counterexample-guided synthesis of super-operator programs.
+
+    synthesize(sub_plan, schema=None, K=4, timeout_s=60) -> SynthResult
+
+1. :mod:`superop.synth.space` reads the search space off the sub-plan (edges captured
+   with Algorithm 5, keys traced with Algorithm 4, the root's emit structure) and
+   enumerates candidate programs; they are tried smallest first (streaming before
+   buffering, so a streaming program wins when one exists).
+2. Each candidate runs (:mod:`superop.synth.interpreter`) on a test set of input tables
+   and is compared as a bag with the sub-plan's own output on the same table
+   (:mod:`superop.synth.plan_eval`). The test set starts with generated tables — small
+   key domains (so groups collide), NULLs, duplicates, the constants of the sub-plan's
+   predicates ±1 (so filters both pass and fail, including groups where no row passes) —
+   and grows with every counterexample; a failing table moves to the front, so most
+   wrong candidates die on their first table.
+3. A candidate that passes every test goes to the Z3 verifier
+   (``superop.verify.check_equivalence``, bounded by K rows). ``verified`` ends the search;
+   a counterexample joins the test set and the search continues (CEGIS).
+
+Statuses: ``verified`` (Z3 proved it for inputs of ≤K rows), ``unknown`` (the solver
+timed out, the verifier could not model something, or the search ran out of time —
+then ``program`` may still hold the best *tested* candidate), ``no_program`` (every
+candidate failed; ``counterexample`` killed the last one), ``unsupported`` (the
+sub-plan is not a shape any program in the space can implement).
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+from sqlglot import exp
+
+from ..ir.nodes import Node, Scan, expressions_of, walk
+from ..sparkutil import bag
+from .dsl import BUFFERING, STREAMING, Program
+from .expr_eval import EvalError
+from .interpreter import Compiled, ProgramError
+from .plan_eval import PlanEvalError, eval_plan
+from .space import Choice, NotExpressible, NotSupported, Parts, analyze, build, choices, strip_order
+
+VERIFIED, REFUTED, NO_PROGRAM, UNSUPPORTED, UNKNOWN = (
+    "verified", "refuted", "no_program", "unsupported", "unknown")
+
+
+@dataclass
+class SynthResult:
+    status: str
+    program: Optional[Program] = None
+    streaming: bool = False
+    counterexample: Optional[dict] = None
+    reason: str = ""
+    candidates_tried: int = 0
+    seconds: float = 0.0
+    checked_by: str = ""                 # "z3" | "testing" | ""
+    family: str = ""                     # DU | DJ | MJ
+    tests: int = 0                       # size of the final test set
+    search_space: int = 0
+    streaming_counterexample: Optional[dict] = None  # why no streaming program (if buffering)
+    verifier: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"status": self.status,
+                "program": self.program.to_json() if self.program is not None else None,
+                "pseudo_code": self.program.pretty() if self.program is not None else None,
+                "streaming": self.streaming, "counterexample": self.counterexample,
+                "streaming_counterexample": self.streaming_counterexample,
+                "reason": self.reason, "family": self.family, "checked_by": self.checked_by,
+                "candidates_tried": self.candidates_tried, "search_space": self.search_space,
+                "tests": self.tests, "seconds": round(self.seconds, 4), "verifier": self.verifier}
+
+
+# ---------------------------------------------------------------------------
+# test inputs
+# ---------------------------------------------------------------------------
+def _kind(t: str) -> str:
+    t = t.lower()
+    if t in ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte"):
+        return "int"
+    if t in ("double", "float", "real") or t.startswith("decimal"):
+        return "real"
+    if t in ("boolean", "bool"):
+        return "bool"
+    return "str"
+
+
+def _literals(plan: Node) -> dict[str, list]:
+    """Constants of the sub-plan's expressions, by kind, with neighbours for ints/reals,
+    so that generated rows land on both sides of every comparison."""
+    out: dict[str, list] = {"int": [], "real": [], "str": []}
+    for n in walk(plan):
+        for e in expressions_of(n):
+            for lit in e.find_all(exp.Literal):
+                if lit.is_string:
+                    out["str"].append(lit.this)
+                    continue
+                try:
+                    v = int(lit.this)
+                    out["int"] += [v - 1, v, v + 1]
+                except ValueError:
+                    try:
+                        v = float(lit.this)
+                        out["real"] += [v - 0.5, v, v + 0.5]
+                    except ValueError:
+                        pass
+    return {k: list(dict.fromkeys(v)) for k, v in out.items()}
+
+
+class Inputs:
+    """Generated input tables for a set of leaves (one when the source is shared)."""
+
+    def __init__(self, parts: Parts, plan: Node, key_cols: set[str], seed: int = 7):
+        self.leaves: list[Scan] = [s for s in parts.sources]
+        lits = _literals(plan)
+        self.domains = {}
+        for leaf in self.leaves:
+            doms = []
+            for col, t in leaf.columns:
+                k = _kind(t)
+                if col in key_cols:
+                    dom = {"int": [1, 2], "real": [1.0, 2.0], "str": ["a", "b"], "bool": [True, False]}[k]
+                else:
+                    dom = {"int": [0, 1, 2, 3] + lits["int"],
+                           "real": [0.5, 1.0, 2.5] + lits["real"] + [float(x) for x in lits["int"]],
+                           "str": ["a", "b"] + lits["str"],
+                           "bool": [True, False]}[k]
+                doms.append(list(dict.fromkeys(dom)))
+            self.domains[id(leaf)] = doms
+        self.rng = random.Random(seed)
+
+    def table(self, n_rows: int, null_p: float = 0.15) -> dict[int, list[tuple]]:
+        out = {}
+        for leaf in self.leaves:
+            doms = self.domains[id(leaf)]
+            rows = []
+            for _ in range(n_rows):
+                if rows and self.rng.random() < 0.15:
+                    rows.append(rows[self.rng.randrange(len(rows))])   # duplicates matter for bags
+                    continue
+                rows.append(tuple(None if self.rng.random() < null_p else self.rng.choice(d) for d in doms))
+            out[id(leaf)] = rows
+        return out
+
+    def initial(self, n: int = 48) -> list[dict[int, list[tuple]]]:
+        tables = [{id(l): [] for l in self.leaves}]
+        for i in range(n):
+            tables.append(self.table(1 + i % 8, null_p=0.0 if i % 5 == 0 else 0.15))
+        return tables
+
+
+class _Test:
+    __slots__ = ("data", "expected", "origin")
+
+    def __init__(self, data, expected, origin):
+        self.data, self.expected, self.origin = data, expected, origin
+
+
+def _sort_rows(rows):
+    return sorted((list(r) for r in rows), key=lambda r: [(v is None, str(type(v)), v if v is not None else 0)
+                                                         for v in r])
+
+
+# ---------------------------------------------------------------------------
+# the search
+# ---------------------------------------------------------------------------
+class Synthesizer:
+    def __init__(self, sub_plan: Node, K: int = 4, timeout_s: float = 60.0, verify: bool = True,
+                 require_streaming: bool = False, max_candidates: int = 20000, seed: int = 7,
+                 verify_timeout_s: float = 20.0):
+        self.plan = strip_order(sub_plan)
+        self.K, self.timeout_s, self.use_verifier = K, timeout_s, verify
+        self.require_streaming = require_streaming
+        self.max_candidates, self.seed = max_candidates, seed
+        self.verify_timeout_s = verify_timeout_s
+
+    # -- reference ---------------------------------------------------------
+    def _expected(self, data) -> Any:
+        tables = {leaf.table: data[id(leaf)] for leaf in self.parts.sources}
+        return bag(eval_plan(self.plan, tables=tables))
+
+    def _add_test(self, data, origin: str, front: bool = False) -> _Test:
+        t = _Test(data, self._expected(data), origin)
+        if front:
+            self.tests.insert(0, t)
+        else:
+            self.tests.append(t)
+        return t
+
+    def _cex(self, t: _Test, program: Program, actual, choice: Choice) -> dict:
+        src = self.parts.sources
+        d = {"origin": t.origin, "candidate": program.pretty(), "choice": choice.describe()}
+        if len(src) == 1:
+            d["table"] = src[0].table
+            d["columns"] = [c for c, _ in src[0].columns]
+            d["types"] = [ty for _, ty in src[0].columns]
+            d["rows"] = _sort_rows(t.data[id(src[0])])
+        else:
+            d["tables"] = {s.table: {"columns": [c for c, _ in s.columns],
+                                     "types": [ty for _, ty in s.columns],
+                                     "rows": _sort_rows(t.data[id(s)])} for s in src}
+            d["program_reads"] = src[0].table
+        d["plan_output"] = _sort_rows(list(t.expected.elements()))
+        d["program_output"] = _sort_rows(actual)
+        return d
+
+    # -- candidate checking -------------------------------------------------
+    def _run(self, comp: Compiled, t: _Test) -> list[tuple]:
+        return comp.run(t.data[id(self.parts.sources[0])])
+
+    def _test(self, program: Program, choice: Choice) -> Optional[dict]:
+        """None if the candidate agrees with the sub-plan on every test, else a counterexample."""
+        comp = Compiled(program, [c for c, _ in self.parts.sources[0].columns])
+        for i, t in enumerate(self.tests):
+            out = self._run(comp, t)
+            if bag(out) != t.expected:
+                if i > 0:   # CEGIS: the killer goes first for the next candidate
+                    self.tests.insert(0, self.tests.pop(i))
+                return self._cex(t, program, out, choice)
+        return None
+
+    def _verify(self, program: Program):
+        if not self.use_verifier or not self.parts.shared:
+            return None
+        try:
+            from ..verify import check_equivalence  # lazy: z3 is heavy
+        except ImportError:
+            try:
+                from ..verify.check import check_equivalence
+            except ImportError:
+                return None
+        remaining = max(1.0, self.deadline - time.perf_counter())
+        return check_equivalence(self.plan, program, self.K,
+                                 timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
+
+    def run(self) -> SynthResult:
+        t0 = time.perf_counter()
+        self.deadline = t0 + self.timeout_s
+        res = SynthResult(UNSUPPORTED)
+        try:
+            self.parts = analyze(self.plan)
+        except NotSupported as why:
+            res.reason = str(why)
+            res.seconds = time.perf_counter() - t0
+            return res
+        parts = self.parts
+        res.family = parts.family
+        # candidates, smallest first; streaming ones before buffering ones
+        cands: list[tuple[tuple, Program, Choice]] = []
+        seen: set = set()
+        unbuildable = []
+        for i, ch in enumerate(choices(parts)):
+            if len(cands) >= self.max_candidates:
+                break
+            try:
+                prog = build(parts, ch)
+            except NotExpressible as why:
+                unbuildable.append(str(why))
+                continue
+            except NotSupported as why:
+                res.reason = str(why)
+                res.seconds = time.perf_counter() - t0
+                return res
+            sig = repr(prog.to_json())
+            if sig in seen:
+                continue
+            seen.add(sig)
+            cands.append(((prog.memory != STREAMING, prog.size, i), prog, ch))
+        cands.sort(key=lambda c: c[0])
+        res.search_space = len(cands)
+        if not cands:
+            res.reason = ("no candidate program can be written for this sub-plan"
+                          + (f": {unbuildable[0]}" if unbuildable else ""))
+            res.seconds = time.perf_counter() - t0
+            return res
+        key_cols = set()
+        for ch in (c[2] for c in cands):
+            key_cols.update(ch.keys)
+        gen = Inputs(parts, self.plan, key_cols, self.seed)
+        self.tests: list[_Test] = []
+        try:
+            for data in gen.initial():
+                self._add_test(data, "generated")
+        except (PlanEvalError, EvalError) as why:
+            res.reason = f"the sub-plan cannot be evaluated on test data: {why}"
+            res.seconds = time.perf_counter() - t0
+            return res
+
+        last_cex = None
+        last_stream_cex = None
+        unknown: Optional[tuple[Program, str]] = None
+        tried = 0
+        for _, prog, ch in cands:
+            if time.perf_counter() > self.deadline:
+                res.status = UNKNOWN
+                res.reason = f"search timed out after {tried} candidates"
+                break
+            if self.require_streaming and prog.memory != STREAMING:
+                continue
+            tried += 1
+            try:
+                cex = self._test(prog, ch)
+            except (ProgramError, EvalError) as why:
+                res.status = UNSUPPORTED
+                res.reason = f"a candidate cannot be evaluated: {why}"
+                res.candidates_tried = tried
+                res.seconds = time.perf_counter() - t0
+                return res
+            if cex is not None:
+                last_cex = cex
+                if prog.memory == STREAMING and prog.row_emits:
+                    last_stream_cex = cex
+                continue
+            v = self._verify(prog)
+            if v is None:
+                # no verifier for this input (not one base table / verifier missing)
+                res.status = UNKNOWN
+                res.program = prog
+                res.checked_by = "testing"
+                why = ("inputs are not one shared source" if not parts.shared else
+                       "verification disabled" if not self.use_verifier else "Z3 verifier unavailable")
+                res.reason = f"passed {len(self.tests)} test tables; NOT verified ({why})"
+                break
+            res.verifier = v.to_json() if hasattr(v, "to_json") else {"status": getattr(v, "status", str(v))}
+            status = getattr(v, "status", None)
+            if status == VERIFIED:
+                res.status = VERIFIED
+                res.program = prog
+                res.checked_by = "z3"
+                res.reason = f"verified by Z3 for every input of at most {self.K} rows; " + (
+                    getattr(v, "reason", "") or "")
+                break
+            if status == REFUTED and getattr(v, "counterexample", None) is not None:
+                z = v.counterexample
+                rows = [tuple(r) for r in z.rows]
+                order = [c for c, _ in parts.source.columns]
+                if list(z.columns) != order:
+                    idx = [list(z.columns).index(c) for c in order]
+                    rows = [tuple(r[i] for i in idx) for r in rows]
+                t = self._add_test({id(parts.source): rows}, "z3", front=True)
+                comp = Compiled(prog, order)
+                out = self._run(comp, t)
+                last_cex = self._cex(t, prog, out, ch)
+                if bag(out) == t.expected:
+                    # The verifier's model and our reference semantics disagree on this
+                    # table: record it (a bug in one of them) and keep searching.
+                    last_cex["disagreement"] = ("Z3 claims the outputs differ, the interpreter and "
+                                                "the IR evaluator agree")
+                    res.verifier["disagreement"] = last_cex
+                if prog.memory == STREAMING and prog.row_emits:
+                    last_stream_cex = last_cex
+                continue
+            # unknown / unsupported by the verifier: keep the tested program, say so
+            unknown = (prog, f"passed {len(self.tests)} test tables; Z3: {status}: "
+                             f"{getattr(v, 'reason', '')}")
+            res.status = UNKNOWN
+            res.program = prog
+            res.checked_by = "testing"
+            res.reason = unknown[1]
+            break
+        else:
+            res.status = NO_PROGRAM
+            res.reason = (f"all {tried} candidates fail" + ("" if not unbuildable else
+                          f" ({len(unbuildable)} more choices are not expressible, e.g. {unbuildable[0]})"))
+        if res.status == NO_PROGRAM:
+            res.counterexample = last_cex
+            if self.require_streaming:
+                res.reason = "no streaming program: " + res.reason
+        if res.program is not None:
+            res.streaming = res.program.memory == STREAMING
+            if not res.streaming and last_stream_cex is not None:
+                res.streaming_counterexample = last_stream_cex
+                res.reason += "; no streaming candidate survived (see streaming_counterexample)"
+        res.candidates_tried = tried
+        res.tests = len(self.tests)
+        res.seconds = time.perf_counter() - t0
+        return res
+
+
+def synthesize(sub_plan: Node, schema: Optional[dict] = None, K: int = 4, timeout_s: float = 60.0,
+               verify: bool = True, require_streaming: bool = False, **kw) -> SynthResult:
+    """Synthesize the smallest program equivalent to ``sub_plan`` (an IR node; or SQL text,
+    lowered with ``schema``)."""
+    if isinstance(sub_plan, str):
+        from ..ir import lower
+        low = lower(sub_plan, schema or {})
+        if not low.fully_lowered:
+            return SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))
+        sub_plan = low.plan
+    return Synthesizer(sub_plan, K=K, timeout_s=timeout_s, verify=verify,
+                       require_streaming=require_streaming, **kw).run()
