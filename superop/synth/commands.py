@@ -1,0 +1,64 @@
+"""`superop synth`: synthesize (and verify) a super-operator program for one sub-query."""
+from __future__ import annotations
+
+import json
+
+from ..cliutil import add_sql_args, read_schema, read_sql
+from ..errors import SuperopError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("synth", help="synthesize + verify a super-operator program for one sub-query")
+    add_sql_args(p)
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.add_argument("-K", type=int, default=4, help="Z3 bound: input tables of at most K rows (default 4)")
+    p.add_argument("--timeout", type=float, default=120.0, help="search time limit in seconds")
+    p.add_argument("--no-verify", action="store_true", help="test candidates only (status is then unknown)")
+    p.add_argument("--streaming-only", action="store_true",
+                   help="accept only streaming programs (constant state per partition)")
+    p.set_defaults(func=run)
+
+
+def _cex_text(c: dict) -> str:
+    lines = [f"  counterexample ({c.get('origin')}), killed: {c.get('choice', '')}"]
+    if "tables" in c:
+        for t, d in c["tables"].items():
+            lines.append(f"    input {t}({', '.join(d['columns'])}): {d['rows']}")
+        lines.append(f"    (the program reads only {c.get('program_reads')})")
+    else:
+        lines.append(f"    input {c.get('table')}({', '.join(c.get('columns', []))}): {c.get('rows')}")
+    lines.append(f"    sub-query output: {c.get('plan_output')}")
+    lines.append(f"    program output:   {c.get('program_output')}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from ..ir import lower
+    from .corpus import PAPER_SCHEMA
+    from .synthesizer import UNSUPPORTED, SynthResult, synthesize
+    if args.K < 1:
+        raise SuperopError("-K must be at least 1")
+    sql = read_sql(args)
+    schema = read_schema(args) or PAPER_SCHEMA   # the paper's tables when no --schema
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        res = SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))
+    else:
+        res = synthesize(low.plan, schema, K=args.K, timeout_s=args.timeout, verify=not args.no_verify,
+                         require_streaming=args.streaming_only)
+    if args.json:
+        print(json.dumps(res.to_json(), indent=2, default=str))
+        return 0
+    print(f"status: {res.status}" + (f" ({res.family})" if res.family else ""))
+    if res.program is not None:
+        print(f"memory: {'streaming' if res.streaming else 'buffering'}; checked by {res.checked_by}")
+        print(res.program.pretty())
+    print(f"reason: {res.reason}")
+    print(f"search: {res.candidates_tried} of {res.search_space} candidates tried, {res.tests} test tables, "
+          f"{res.seconds:.2f}s")
+    if res.counterexample:
+        print(_cex_text(res.counterexample))
+    if res.streaming_counterexample:
+        print("why not streaming:")
+        print(_cex_text(res.streaming_counterexample))
+    return 0
