@@ -1,0 +1,13 @@
+"""The production runtime: load a verified rule catalog, match its abstract rules on the
+plan IR, generate Spark-native super-operator SQL, and apply it behind a benefit gate.
+
+    from superop.runtime import SuperOpSession, Rewriter, compile_program
+
+Imports neither Z3 nor MLflow (MLflow only lazily for ``models:/`` catalog URIs).
+"""
+from .compile import NoNativeForm, compile_program, run_generic
+from .rewriter import Match, RewriteResult, Rewriter, rewrite_structural
+from .session import SuperOpSession
+
+__all__ = ["SuperOpSession", "Rewriter", "RewriteResult", "Match", "compile_program",
+           "run_generic", "NoNativeForm", "rewrite_structural"]

@@ -1,0 +1,299 @@
+"""Super-operator programs (superop.synth.dsl) -> Spark SQL that runs after ONE exchange.
+
+* Only partition emits (DU, DJ): one ``GROUP BY keys`` with guarded aggregates
+  (``sum(CASE WHEN guard THEN arg END)``), flags as ``max(CASE WHEN guard THEN 1 ELSE 0
+  END) = 1``, then the emits: a single emit is a ``WHERE``; several become
+  ``inline(filter(array(struct(guard, outputs...), ...), x -> x.guard))`` — 0..n rows
+  per group from one pass.
+* Row emits (MJ): window aggregates ``f(CASE WHEN guard THEN arg END) OVER (PARTITION BY
+  keys)`` (final values; *running* values ``ORDER BY sort ROWS UNBOUNDED PRECEDING`` when a
+  streaming program's row emits read the state), one output row per input row from the
+  same inline/filter, partition emits once per partition via ``row_number() = 1``. Every
+  window shares one PARTITION BY, so Spark plans one exchange.
+
+Guards are two-valued at emission (``coalesce(g, false)``): a NULL guard never emits, as in
+the DSL. NULL outputs take the output column's type (``CAST(NULL AS t)``) when types are
+known, else the type of the same column in another emit (``if(false, expr, NULL)``), so
+the array's structs agree. With ``output_types`` every output is cast to it, which keeps
+the original query's column types exactly.
+
+:func:`run_generic` is the generic executor for programs without a native form
+(repartition by the keys, sort within partitions, the reference interpreter in
+``mapInPandas``).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import sqlglot
+from sqlglot import exp
+
+from ..ir.generate import ident
+from ..synth.dsl import STREAMING, Program
+
+P = "__so_"          # prefix of every internal name (cannot clash with the source's columns)
+
+
+class NoNativeForm(Exception):
+    """The program has no Spark-native (single-exchange SQL) form; use run_generic."""
+
+
+def _q(name: str) -> str:
+    return ident(name).sql(dialect="spark")
+
+
+def _s(e: exp.Expression) -> str:
+    return e.sql(dialect="spark")
+
+
+def _subst(e: Optional[exp.Expression], mapping) -> Optional[exp.Expression]:
+    """Replace ``ns.name`` references by ``mapping(ns, name)`` (an expression)."""
+    if e is None:
+        return None
+    e = e.copy()
+    if isinstance(e, exp.Column) and e.table:
+        return mapping(e.table, e.name)
+    for c in list(e.find_all(exp.Column)):
+        if c.table:
+            c.replace(mapping(c.table, c.name))
+    return e
+
+
+def _paren(x: exp.Expression) -> exp.Expression:
+    return x if isinstance(x, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null, exp.Boolean)) \
+        else exp.Paren(this=x)
+
+
+def _col(name: str, table: Optional[str] = None) -> exp.Column:
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+class _Names:
+    def __init__(self, program: Program):
+        self.acc = {a.name: f"{P}a_{a.name}" for a in program.accumulators}
+        self.flag = {f.name: f"{P}f_{f.name}" for f in program.flags}
+
+
+def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expression]) -> str:
+    g = None if guard is None else _s(guard)
+    if func == "count_star":
+        return "count(1)" if g is None else f"count(CASE WHEN {g} THEN 1 END)"
+    a = _s(arg)
+    val = a if g is None else f"CASE WHEN {g} THEN {a} END"
+    if func == "count_distinct":
+        return f"count(DISTINCT {val})"
+    return f"{func}({val})"
+
+
+def _flag_sql(guard: Optional[exp.Expression]) -> str:
+    if guard is None:
+        return "max(1)"  # a partition always has a row; keeps it an aggregate
+    return f"max(CASE WHEN {_s(guard)} THEN 1 ELSE 0 END)"
+
+
+def _row_ref(ns: str, name: str) -> exp.Expression:
+    if ns not in ("row", "key"):
+        raise ValueError(f"{ns}.{name} is not allowed here (only row.* in guards and arguments)")
+    return _col(name)
+
+
+def _emit_outputs(program: Program, emits, out_types: Sequence[Optional[str]], mapping) -> list[list[str]]:
+    """SQL text per emit per output column, NULLs typed."""
+    rows = [[_subst(o, mapping) for o in em.outputs] for em in emits]
+    out = []
+    for r in rows:
+        cells = []
+        for j, x in enumerate(r):
+            t = out_types[j]
+            if isinstance(x, exp.Null):
+                if t:
+                    cells.append(f"CAST(NULL AS {t})")
+                else:
+                    donor = next((rr[j] for rr in rows if not isinstance(rr[j], exp.Null)), None)
+                    cells.append("NULL" if donor is None else f"if(false, {_s(donor)}, NULL)")
+            else:
+                cells.append(f"CAST({_s(x)} AS {t})" if t else _s(x))
+        out.append(cells)
+    return out
+
+
+def _emission(program: Program, guarded: list[tuple[str, list[str]]], inner_sql: str,
+              out_types: Sequence[Optional[str]]) -> str:
+    """0..n output rows per input row of ``inner_sql`` from (guard, cells) alternatives."""
+    names = list(program.output)
+    outs = [f"{P}o{j}" for j in range(len(names))]
+    if len(guarded) == 1:
+        g, cells = guarded[0]
+        sel = ", ".join(f"{c} AS {_q(n)}" for c, n in zip(cells, names))
+        where = "" if g == "TRUE" else f" WHERE {g}"
+        return f"SELECT {sel} FROM ({inner_sql}) AS {P}in{where}"
+    structs = []
+    for g, cells in guarded:
+        fields = [f"{g} AS {P}g"] + [f"{c} AS {o}" for c, o in zip(cells, outs)]
+        structs.append(f"struct({', '.join(fields)})")
+    gen = f"inline(filter(array({', '.join(structs)}), {P}x -> {P}x.{P}g))"
+    sel = ", ".join(f"{o} AS {_q(n)}" for o, n in zip(outs, names))
+    return f"SELECT {sel} FROM (SELECT {gen} FROM ({inner_sql}) AS {P}in) AS {P}em"
+
+
+def _guard(g: Optional[exp.Expression], mapping) -> str:
+    if g is None:
+        return "TRUE"
+    return f"coalesce({_s(_subst(g, mapping))}, false)"
+
+
+def _empty(program: Program, out_types) -> str:
+    cols = ", ".join(f"CAST(NULL AS {t or 'string'}) AS {_q(n)}" for n, t in zip(program.output, out_types))
+    return f"SELECT {cols} WHERE false"
+
+
+def compile_program(program: Program, source: str, output_types: Optional[Sequence[str]] = None) -> str:
+    """Spark SQL running ``program`` over ``source`` (a query or a table name whose
+    columns are the program's ``row.*`` names). ``output_types`` (Spark SQL type strings,
+    one per output column) override ``program.output_types``. Raises NoNativeForm."""
+    src = source.strip()
+    src_item = f"({src}) AS {P}src" if " " in src or "(" in src else f"{_q(src)} AS {P}src"
+    types = list(output_types or program.output_types or [None] * len(program.output))
+    if len(types) != len(program.output):
+        raise ValueError("output_types must give one type per output column")
+    if not program.partition_emits and not program.row_emits:
+        return _empty(program, types)
+    if not program.keys:
+        raise NoNativeForm("a program without partition keys")
+    nm = _names = _Names(program)
+    keys = ", ".join(_q(k) for k in program.keys)
+
+    if not program.row_emits:
+        # --- one GROUP BY with guarded aggregates, then guarded emission ---
+        items = [_q(k) for k in program.keys]
+        for a in program.accumulators:
+            items.append(f"{_agg_sql(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref))} AS {nm.acc[a.name]}")
+        for f in program.flags:
+            items.append(f"({_flag_sql(_subst(f.guard, _row_ref))} = 1) AS {nm.flag[f.name]}")
+        inner = f"SELECT {', '.join(items)} FROM {src_item} GROUP BY {keys}"
+
+        def part_map(ns, name):
+            if ns == "key":
+                return _col(name)
+            if ns == "acc":
+                return _col(nm.acc[name])
+            if ns == "flag":
+                return _col(nm.flag[name])
+            raise ValueError(f"{ns}.{name} is not allowed in a partition emit")
+        cells = _emit_outputs(program, program.partition_emits, types, part_map)
+        guarded = [(_guard(em.guard, part_map), c) for em, c in zip(program.partition_emits, cells)]
+        return _emission(program, guarded, inner, types)
+
+    # --- window form: per-row state over one PARTITION BY ---
+    used_in_rows = set()
+    for r in program.row_emits:
+        for x in (r.guard, *r.outputs):
+            if x is not None:
+                used_in_rows.update((c.table, c.name) for c in x.find_all(exp.Column) if c.table in ("acc", "flag"))
+    running = program.memory == STREAMING and bool(used_in_rows)
+    if running and not program.sort:
+        raise NoNativeForm("a streaming program whose row emits read state needs a sort order")
+    over_final = f"OVER (PARTITION BY {keys})"
+    order = ", ".join(f"{_q(k.column)} {'ASC' if k.ascending else 'DESC'} NULLS {'FIRST' if k.nulls_first else 'LAST'}"
+                      for k in program.sort)
+    over_run = f"OVER (PARTITION BY {keys} ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    items = [f"{P}src.*"]
+    run_acc, run_flag = {}, {}
+    for a in program.accumulators:
+        agg = _agg_sql(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref))
+        items.append(f"{agg} {over_final} AS {nm.acc[a.name]}")
+        if running and ("acc", a.name) in used_in_rows:
+            if a.func == "count_distinct":
+                raise NoNativeForm("a running count(DISTINCT) has no window form in Spark")
+            run_acc[a.name] = f"{P}r{nm.acc[a.name][len(P):]}"
+            items.append(f"{agg} {over_run} AS {run_acc[a.name]}")
+    for f in program.flags:
+        fl = _flag_sql(_subst(f.guard, _row_ref))
+        items.append(f"({fl} {over_final} = 1) AS {nm.flag[f.name]}")
+        if running and ("flag", f.name) in used_in_rows:
+            run_flag[f.name] = f"{P}r{nm.flag[f.name][len(P):]}"
+            items.append(f"({fl} {over_run} = 1) AS {run_flag[f.name]}")
+    if program.partition_emits:
+        items.append(f"row_number() OVER (PARTITION BY {keys} ORDER BY {keys}) AS {P}rn")
+    inner = f"SELECT {', '.join(items)} FROM {src_item}"
+
+    def row_map(ns, name):
+        if ns in ("row", "key"):
+            return _col(name)
+        if ns == "acc":
+            return _col(run_acc.get(name, nm.acc[name]))
+        if ns == "flag":
+            return _col(run_flag.get(name, nm.flag[name]))
+        raise ValueError(ns)
+
+    def part_map(ns, name):
+        if ns == "key":
+            return _col(name)
+        if ns == "acc":
+            return _col(nm.acc[name])
+        if ns == "flag":
+            return _col(nm.flag[name])
+        raise ValueError(f"{ns}.{name} is not allowed in a partition emit")
+
+    guarded = []
+    cells_r = _emit_outputs(program, program.row_emits, types, row_map)
+    for em, c in zip(program.row_emits, cells_r):
+        guarded.append((_guard(em.guard, row_map), c))
+    if program.partition_emits:
+        cells_p = _emit_outputs(program, program.partition_emits, types, part_map)
+        for em, c in zip(program.partition_emits, cells_p):
+            g = _guard(em.guard, part_map)
+            guarded.append((f"({P}rn = 1)" if g == "TRUE" else f"({P}rn = 1 AND {g})", c))
+    # typed NULLs must agree across row and partition emits: recompute donors jointly
+    if not any(types):
+        allp = list(program.row_emits) + list(program.partition_emits)
+        maps = [row_map] * len(program.row_emits) + [part_map] * len(program.partition_emits)
+        rows = [[_subst(o, m) for o in em.outputs] for em, m in zip(allp, maps)]
+        for i, r in enumerate(rows):
+            for j, x in enumerate(r):
+                if isinstance(x, exp.Null):
+                    donor = next((rr[j] for rr in rows if not isinstance(rr[j], exp.Null)), None)
+                    if donor is not None:
+                        guarded[i][1][j] = f"if(false, {_s(donor)}, NULL)"
+    return _emission(program, guarded, inner, types)
+
+
+def check_roundtrip(sql: str) -> str:
+    """The compiled SQL must survive sqlglot (the IR generator re-parses Opaque SQL)."""
+    return sqlglot.parse_one(sql, dialect="spark").sql(dialect="spark")
+
+
+# ---------------------------------------------------------------------------
+# generic executor
+# ---------------------------------------------------------------------------
+def run_generic(spark, program: Program, source_df, output_schema):
+    """Run any verified program on Spark: one exchange (repartition by the keys), sort
+    within partitions (keys, then the program's sort), then the reference interpreter
+    per partition in ``mapInPandas``. ``output_schema`` is a StructType or DDL string."""
+    from ..synth.interpreter import run_program  # noqa: F401  (fail early if missing)
+    keys = list(program.keys)
+    if not keys:
+        raise NoNativeForm("a program without partition keys")
+    order = keys + [k.column for k in program.sort]
+    df = source_df.repartition(*keys).sortWithinPartitions(*order)
+    prog_json = program.to_json()
+    columns = list(source_df.columns)
+
+    def run(batches):
+        import pandas as pd
+        from superop.synth.dsl import Program as _P
+        from superop.synth.interpreter import run_program as _run
+        prog = _P.from_json(prog_json)
+        parts = list(batches)
+        if not parts:
+            return
+        pdf = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        if len(pdf) == 0:
+            return
+        pdf = pdf[columns]
+        rows = _run(prog, pdf)  # partitions of the program = equal keys inside this batch
+        out = pd.DataFrame.from_records(rows, columns=list(prog.output)) if rows else \
+            pd.DataFrame({c: pd.Series([], dtype=object) for c in prog.output})
+        yield out
+
+    return df.mapInPandas(run, schema=output_schema)
