@@ -1,0 +1,165 @@
+"""Generalization: verified concrete patterns -> a few abstract rules (paper §3.1, §4.2).
+
+A pattern is one candidate sub-query that was synthesized and verified. Patterns are
+grouped by their *core skeleton* — family, the join kind (DJ/MJ) or number of UNION ALL
+inputs (DU), and for MJ the side the aggregate is on. Each group becomes one abstract rule
+whose abstract edges carry the optional operators (σ π ρ) seen on that edge in any member
+(in any number and order). A rule carries the unbounded proof of its parametric template
+when one exists (``proof = "unbounded"``) and otherwise the bounded certificates of its
+members (``proof = "bounded"``).
+
+Only streaming programs become rules: a Min & Join whose verified program buffers the
+partition (a filter below the min, count/sum joined back) is reported, not admitted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from ..ir.analysis import Decomposition, Edge
+from ..ir.nodes import Rename
+from .catalog import OPTIONAL_OPS, make_rule
+
+FAMILY_NAMES = {"DU": "diamond-union-all", "DJ": "diamond-join", "MJ": "min-join"}
+
+
+@dataclass
+class Pattern:
+    """One verified concrete pattern (a mined candidate + its program)."""
+    candidate_id: str
+    family: str
+    shape: str
+    sql: str
+    edges: list[list[str]]                 # optional ops per abstract edge, make_rule order
+    join_kind: Optional[str] = None
+    branches: int = 2
+    agg_side: Optional[int] = None         # MJ: 0 = aggregate on the left
+    aggregates: list[str] = field(default_factory=list)
+    memory: str = "streaming"
+    program: Optional[dict] = None         # DSL program JSON
+    pseudo_code: str = ""
+    certificate: Optional[dict] = None     # the bounded verification certificate
+    distinct_queries: int = 0
+    executions: int = 0
+    cost_share: float = 0.0
+    first_seen: Optional[str] = None
+    last_seen: Optional[str] = None
+    template_ids: list[str] = field(default_factory=list)
+
+    @property
+    def skeleton(self) -> tuple:
+        if self.family == "DU":
+            return ("DU", self.branches)
+        if self.family == "DJ":
+            return ("DJ", self.join_kind)
+        return ("MJ", self.join_kind, self.agg_side)
+
+
+def _ops(edge: Optional[Edge]) -> list[str]:
+    if edge is None:
+        return []
+    out = []
+    for o in edge.ops:
+        if isinstance(o, Rename) and o.is_identity():
+            continue  # a FROM alias is not an operator
+        n = type(o).__name__
+        if n not in out:
+            out.append(n)
+    return [o for o in OPTIONAL_OPS if o in out]
+
+
+def edges_of(d: Decomposition) -> list[list[str]]:
+    """Optional operators per abstract edge in the catalog's edge order
+    (DU: spool→γ_i then γ_i→∪; DJ: e1 spool→γ1, e2 spool→γ2, e3 γ1→⋈, e4 γ2→⋈;
+    MJ: e1 spool→γ, e2 γ→⋈, e3 spool→⋈)."""
+    if d.family == "DU":
+        return [_ops(b.lower) for b in d.branches] + [_ops(b.upper) for b in d.branches]
+    if d.family == "DJ":
+        l, r = d.branches
+        return [_ops(l.lower), _ops(r.lower), _ops(l.upper), _ops(r.upper)]
+    a = d.branches[d.agg_side]
+    row = d.branches[1 - d.agg_side]
+    return [_ops(a.lower), _ops(a.upper), _ops(row.upper)]
+
+
+def rule_id(skeleton: tuple) -> str:
+    fam = skeleton[0]
+    if fam == "DU":
+        return f"{FAMILY_NAMES['DU']}-{skeleton[1]}way"
+    if fam == "DJ":
+        return f"{FAMILY_NAMES['DJ']}-{skeleton[1]}"
+    side = "" if skeleton[2] in (1, None) else "-aggregate-first"
+    return f"{FAMILY_NAMES['MJ']}-{skeleton[1]}{side}"
+
+
+@dataclass
+class Rejected:
+    pattern: Pattern
+    reason: str
+
+
+def generalize(patterns: Sequence[Pattern],
+               template_proof: Optional[Callable[[str, Optional[str]], Optional[dict]]] = None,
+               ) -> tuple[list[dict], list[Rejected]]:
+    """Group patterns into abstract rules. ``template_proof(family, join_kind)`` returns
+    the certificate of the unbounded proof of that parametric template, or None.
+    Returns (rules sorted by id, rejected patterns)."""
+    groups: dict[tuple, list[Pattern]] = {}
+    rejected: list[Rejected] = []
+    for p in patterns:
+        cert_ok = p.certificate is not None and p.certificate.get("status") == "verified"
+        if not cert_ok:
+            rejected.append(Rejected(p, "no verified certificate"))
+            continue
+        if p.memory != "streaming":
+            rejected.append(Rejected(p, "verified program buffers the partition (not streaming)"))
+            continue
+        groups.setdefault(p.skeleton, []).append(p)
+    rules = []
+    for sk, members in groups.items():
+        members = sorted(members, key=lambda m: m.candidate_id)
+        n_edges = len(members[0].edges)
+        edges = [sorted({op for m in members for op in m.edges[i]}, key=OPTIONAL_OPS.index)
+                 for i in range(n_edges)]
+        proof_cert = template_proof(sk[0], members[0].join_kind) if template_proof else None
+        member_certs = [dict(m.certificate, pattern=m.candidate_id) for m in members]
+        certs = ([proof_cert] if proof_cert else []) + member_certs
+        aggs = sorted({a for m in members for a in m.aggregates})
+        tids = {t for m in members for t in m.template_ids}
+        support = {
+            "patterns": len(members),
+            "distinct_queries": len(tids) if tids else sum(m.distinct_queries for m in members),
+            "executions": sum(m.executions for m in members),
+            "cost_share": round(sum(m.cost_share for m in members), 6),
+        }
+        firsts = [m.first_seen for m in members if m.first_seen]
+        lasts = [m.last_seen for m in members if m.last_seen]
+        params = {"examples": [{"candidate": m.candidate_id, "shape": m.shape, "sql": m.sql,
+                                "program": m.program, "pseudo_code": m.pseudo_code}
+                               for m in members[:3]],
+                  "shapes": sorted({m.shape for m in members})}
+        if sk[0] == "MJ":
+            params["agg_side"] = "left" if sk[2] == 0 else "right"
+        kwargs = dict(rule_id=rule_id(sk), edges=edges, aggregates=aggs or None,
+                      certificates=certs,
+                      proof="unbounded" if proof_cert else "bounded", support=support,
+                      first_seen=min(firsts) if firsts else None,
+                      last_seen=max(lasts) if lasts else None, parameters=params,
+                      description=_describe(sk, len(members)))
+        if sk[0] == "DU":
+            rule = make_rule("DU", branches=sk[1], **kwargs)
+        else:
+            rule = make_rule(sk[0], join_kinds=(sk[1],), **kwargs)
+        rules.append(rule)
+    rules.sort(key=lambda r: r["id"])
+    return rules, rejected
+
+
+def _describe(sk: tuple, n: int) -> str:
+    if sk[0] == "DU":
+        what = f"{sk[1]} aggregates of one input on the same key glued by UNION ALL"
+    elif sk[0] == "DJ":
+        what = f"two aggregates of one input on the same key joined ({sk[1]}) on that key"
+    else:
+        what = f"a min/max aggregate joined back ({sk[1]}) to its own input on the grouping key"
+    return f"{what}; generalizes {n} verified pattern{'s' if n != 1 else ''}"
