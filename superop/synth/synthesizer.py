@@ -57,6 +57,7 @@ class SynthResult:
     family: str = ""                     # DU | DJ | MJ
     tests: int = 0                       # size of the final test set
     search_space: int = 0
+    z3_counterexamples: int = 0          # CEGIS rounds driven by the verifier
     streaming_counterexample: Optional[dict] = None  # why no streaming program (if buffering)
     verifier: dict = field(default_factory=dict)
 
@@ -68,6 +69,7 @@ class SynthResult:
                 "streaming_counterexample": self.streaming_counterexample,
                 "reason": self.reason, "family": self.family, "checked_by": self.checked_by,
                 "candidates_tried": self.candidates_tried, "search_space": self.search_space,
+                "z3_counterexamples": self.z3_counterexamples,
                 "tests": self.tests, "seconds": round(self.seconds, 4), "verifier": self.verifier}
 
 
@@ -189,7 +191,8 @@ class Synthesizer:
 
     def _cex(self, t: _Test, program: Program, actual, choice: Choice) -> dict:
         src = self.parts.sources
-        d = {"origin": t.origin, "candidate": program.pretty(), "choice": choice.describe()}
+        d = {"origin": t.origin, "candidate": program.pretty(), "candidate_program": program.to_json(),
+             "choice": choice.describe()}
         if len(src) == 1:
             d["table"] = src[0].table
             d["columns"] = [c for c, _ in src[0].columns]
@@ -208,16 +211,42 @@ class Synthesizer:
     def _run(self, comp: Compiled, t: _Test) -> list[tuple]:
         return comp.run(t.data[id(self.parts.sources[0])])
 
-    def _test(self, program: Program, choice: Choice) -> Optional[dict]:
-        """None if the candidate agrees with the sub-plan on every test, else a counterexample."""
+    def _test(self, program: Program, choice: Choice) -> Optional[_Test]:
+        """None if the candidate agrees with the sub-plan on every test, else the failing test."""
         comp = Compiled(program, [c for c, _ in self.parts.sources[0].columns])
         for i, t in enumerate(self.tests):
             out = self._run(comp, t)
             if bag(out) != t.expected:
                 if i > 0:   # CEGIS: the killer goes first for the next candidate
                     self.tests.insert(0, self.tests.pop(i))
-                return self._cex(t, program, out, choice)
+                return t
         return None
+
+    def explain(self, pred) -> Optional[dict]:
+        """The (minimized) counterexample that killed the first tried candidate whose
+        Choice satisfies ``pred`` — for asking *why* a candidate was rejected."""
+        for ch, prog, failed in getattr(self, "trace", []):
+            if pred(ch) and failed is not None:
+                return self._minimal_cex(failed, prog, ch)
+        return None
+
+    def _minimal_cex(self, t: _Test, program: Program, choice: Choice) -> dict:
+        """Shrink a failing table (drop rows while the outputs still differ) and render it:
+        a 2-row counterexample explains a wrong candidate better than an 8-row one."""
+        comp = Compiled(program, [c for c, _ in self.parts.sources[0].columns])
+        data = {k: list(v) for k, v in t.data.items()}
+        for leaf in self.parts.sources:
+            i = 0
+            while i < len(data[id(leaf)]):
+                trial = dict(data)
+                trial[id(leaf)] = data[id(leaf)][:i] + data[id(leaf)][i + 1:]
+                exp_bag = self._expected(trial)
+                if bag(comp.run(trial[id(self.parts.sources[0])])) != exp_bag:
+                    data = trial
+                else:
+                    i += 1
+        small = _Test(data, self._expected(data), t.origin)
+        return self._cex(small, program, comp.run(data[id(self.parts.sources[0])]), choice)
 
     def _verify(self, program: Program):
         if not self.use_verifier or not self.parts.shared:
@@ -288,6 +317,8 @@ class Synthesizer:
 
         last_cex = None
         last_stream_cex = None
+        self.z3_cex = 0
+        self.trace = []     # (choice, program, failing test or None) per candidate tested
         unknown: Optional[tuple[Program, str]] = None
         tried = 0
         for _, prog, ch in cands:
@@ -299,17 +330,18 @@ class Synthesizer:
                 continue
             tried += 1
             try:
-                cex = self._test(prog, ch)
+                failed = self._test(prog, ch)
             except (ProgramError, EvalError) as why:
                 res.status = UNSUPPORTED
                 res.reason = f"a candidate cannot be evaluated: {why}"
                 res.candidates_tried = tried
                 res.seconds = time.perf_counter() - t0
                 return res
-            if cex is not None:
-                last_cex = cex
+            self.trace.append((ch, prog, failed))
+            if failed is not None:
+                last_cex = (failed, prog, ch)
                 if prog.memory == STREAMING and prog.row_emits:
-                    last_stream_cex = cex
+                    last_stream_cex = last_cex
                 continue
             v = self._verify(prog)
             if v is None:
@@ -340,13 +372,15 @@ class Synthesizer:
                 t = self._add_test({id(parts.source): rows}, "z3", front=True)
                 comp = Compiled(prog, order)
                 out = self._run(comp, t)
-                last_cex = self._cex(t, prog, out, ch)
+                last_cex = (t, prog, ch)
+                self.z3_cex += 1
                 if bag(out) == t.expected:
                     # The verifier's model and our reference semantics disagree on this
                     # table: record it (a bug in one of them) and keep searching.
-                    last_cex["disagreement"] = ("Z3 claims the outputs differ, the interpreter and "
-                                                "the IR evaluator agree")
-                    res.verifier["disagreement"] = last_cex
+                    d = self._cex(t, prog, out, ch)
+                    d["disagreement"] = ("Z3 claims the outputs differ, the interpreter and "
+                                         "the IR evaluator agree")
+                    res.verifier["disagreement"] = d
                 if prog.memory == STREAMING and prog.row_emits:
                     last_stream_cex = last_cex
                 continue
@@ -362,16 +396,17 @@ class Synthesizer:
             res.status = NO_PROGRAM
             res.reason = (f"all {tried} candidates fail" + ("" if not unbuildable else
                           f" ({len(unbuildable)} more choices are not expressible, e.g. {unbuildable[0]})"))
-        if res.status == NO_PROGRAM:
-            res.counterexample = last_cex
+        if res.status == NO_PROGRAM and last_cex is not None:
+            res.counterexample = self._minimal_cex(*last_cex)
             if self.require_streaming:
                 res.reason = "no streaming program: " + res.reason
         if res.program is not None:
             res.streaming = res.program.memory == STREAMING
             if not res.streaming and last_stream_cex is not None:
-                res.streaming_counterexample = last_stream_cex
+                res.streaming_counterexample = self._minimal_cex(*last_stream_cex)
                 res.reason += "; no streaming candidate survived (see streaming_counterexample)"
         res.candidates_tried = tried
+        res.z3_counterexamples = self.z3_cex
         res.tests = len(self.tests)
         res.seconds = time.perf_counter() - t0
         return res
