@@ -1,0 +1,151 @@
+"""Merkle fingerprints of IR sub-plans (cache-based MQO paper, §4.1, Def. 1-3).
+
+ID(u) is *loose* (operator label only) for Select, Project and Rename — shared operators can
+subsume different predicates / column lists — and *strict* (label + attributes) for everything
+else. A Rename is treated like the projection it is (Spark plans it as a Project); an identity
+Rename (a FROM alias) is no operator at all and is transparent.
+
+Attributes are canonicalized so that the same computation written differently hashes equally:
+column references become input positions (``$i``, side-tagged ``L$i``/``R$i`` in joins), literals
+become ``?`` (templates already abstract them), grouping keys are a set, inputs of commutative
+operators (inner/full/cross join, UNION ALL) are ordered canonically, and a right outer join is
+the left outer join with its inputs swapped.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Callable
+
+from sqlglot import exp
+
+from ..ir import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
+                  UnionAll, Window, walk)
+from ..ir.nodes import Field
+
+
+def _h(s: str) -> str:
+    return hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+def strict_index(fields: tuple[Field, ...], col: exp.Column) -> int | None:
+    """Index of ``col`` in ``fields``: an exact (qualifier, name) match wins; an unqualified
+    (or unknown-qualifier) column falls back to a unique name. None if unresolvable."""
+    name, q = col.name, (col.table or None)
+    if q is not None:
+        hits = [i for i, f in enumerate(fields) if f.name == name and f.qualifier == q]
+        if len(hits) == 1:
+            return hits[0]
+        if hits or any(f.qualifier == q for f in fields):
+            return None
+    hits = [i for i, f in enumerate(fields) if f.name == name]
+    return hits[0] if len(hits) == 1 else None
+
+
+def canon_expr(e: exp.Expression, ref: Callable[[exp.Column], str]) -> str:
+    """Expression text with columns replaced by ``ref(col)`` and literals by ``?``."""
+    def fix(n):
+        if isinstance(n, exp.Column):
+            return exp.var(ref(n))
+        if isinstance(n, exp.Literal):
+            return exp.var("?")
+        return n
+    try:
+        return e.copy().transform(fix).sql(dialect="spark")
+    except Exception:  # pragma: no cover - defensive: never fail a template on rendering
+        return e.sql(dialect="spark")
+
+
+def _pos_ref(fields):
+    def ref(c: exp.Column) -> str:
+        i = strict_index(fields, c)
+        return f"${i}" if i is not None else f"${c.name}"
+    return ref
+
+
+def join_sides(j: Join):
+    """(left_ref, right_ref) resolvers tagging columns L$i / R$i."""
+    lf, rf = j.left.fields, j.right.fields
+
+    def ref(c: exp.Column) -> str:
+        i = strict_index(lf, c)
+        if i is not None and strict_index(rf, c) is None:
+            return f"L${i}"
+        k = strict_index(rf, c)
+        if k is not None:
+            return f"R${k}"
+        return f"?{c.name}"
+    return ref
+
+
+class Fingerprinter:
+    """Fingerprints every node of one plan (memoized by identity)."""
+
+    def __init__(self):
+        self.memo: dict[int, str] = {}
+
+    def __call__(self, node: Node) -> str:
+        for n in walk(node):
+            if id(n) not in self.memo:
+                self.memo[id(n)] = self._fp(n)
+        return self.memo[id(node)]
+
+    def _fp(self, n: Node) -> str:
+        kid = [self.memo[id(c)] for c in n.children]
+        if isinstance(n, Scan):
+            return _h(f"scan|{n.table}")
+        if isinstance(n, Opaque):
+            return _h(f"opaque|{n.sql}")
+        if isinstance(n, Rename) and n.is_identity():
+            return kid[0]                       # a FROM alias is not an operator
+        if isinstance(n, Select):
+            return _h(f"σ|{kid[0]}")
+        if isinstance(n, Project):
+            return _h(f"π|{kid[0]}")
+        if isinstance(n, Rename):
+            return _h(f"ρ|{kid[0]}")
+        inf = n.input_fields()
+        ref = _pos_ref(inf)
+        if isinstance(n, Aggregate):
+            keys = sorted(canon_expr(k, ref) for k in n.keys)
+            items = [canon_expr(e, ref) for e, _ in n.items]
+            return _h(f"γ|{keys}|{items}|{kid[0]}")
+        if isinstance(n, Window):
+            return _h(f"ω|{[canon_expr(e, ref) for e, _ in n.items]}|{kid[0]}")
+        if isinstance(n, Sort):
+            return _h(f"τ|{[canon_expr(o, ref) for o in n.order]}|{kid[0]}")
+        if isinstance(n, Limit):
+            return _h(f"λ|{kid[0]}")
+        if isinstance(n, UnionAll):
+            return _h(f"∪|{sorted(kid)}")
+        if isinstance(n, Join):
+            return self._join(n, kid)
+        return _h(f"{n.op}|{kid}")
+
+    def _join(self, j: Join, kid: list[str]) -> str:
+        ref = join_sides(j)
+        pairs = [(canon_expr(a, ref), canon_expr(b, ref)) for a, b in j.equi]
+        res = canon_expr(j.residual, ref) if j.residual is not None else ""
+        kind, lfp, rfp = j.kind, kid[0], kid[1]
+        swap = kind == "right" or (kind in ("inner", "full", "cross") and rfp < lfp)
+        if kind == "right":
+            kind = "left"
+        if swap:
+            lfp, rfp = rfp, lfp
+            flip = {"L": "R", "R": "L"}
+            pairs = [(_flip(b, flip), _flip(a, flip)) for a, b in pairs]
+            res = _flip(res, flip)
+        if kind in ("inner", "full", "cross"):
+            pairs = [tuple(sorted(p)) for p in pairs]
+        return _h(f"⋈|{kind}|{sorted(pairs)}|{res}|{lfp}|{rfp}")
+
+
+def _flip(s: str, m: dict) -> str:
+    out = []
+    i = 0
+    while i < len(s):
+        if s[i] in m and i + 1 < len(s) and s[i + 1] == "$":
+            out.append(m[s[i]])
+        else:
+            out.append(s[i])
+        i += 1
+    return "".join(out)

@@ -1,0 +1,349 @@
+"""The nightly mining job: query log -> templates -> IR -> recurring sub-plans -> candidates.
+
+    from superop.mining.job import run_mining
+    res = run_mining("superop/workloads/data/query_log.jsonl.gz", "out/")
+    res.candidates          # pandas DataFrame, also out/candidates.parquet
+    res.summary             # dict, also out/summary.json
+
+Phases (all Spark; Python runs inside mapInPandas / applyInPandas):
+  read       log -> DataFrame of canonical rows (bad rows carry an error reason)
+  normalize  literal normalization -> template id per row; ONE aggregation over the log gives
+             per template: executions, summed duration / bytes, one example statement
+  analyze    per template (mapInPandas): lower to the IR, Merkle fingerprints of every
+             sub-plan, candidate / near-miss detection, example SQL via ``to_sql``
+  aggregate  recurring sub-plans (>= k distinct templates), candidates grouped by variant
+             (family, join kind, shape) with support and cost share
+  write      candidates.parquet, near_misses.parquet, recurring.parquet, summary.json (atomic)
+  mlflow     params, metrics, summary + candidates as artifacts
+
+MLflow: MLFLOW_TRACKING_URI wins; otherwise a local SQLite store ``sqlite:///<out>/mlflow.db``
+with artifacts under ``<out>/mlartifacts`` — the run stays with the output it describes and
+needs no server (MLflow's own default, ./mlruns or ./mlflow.db, depends on the caller's cwd).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pandas as pd
+
+from ..errors import SuperopError
+from .normalize import normalize, statement_kind, template_id
+from .readers import SUCCESS, read_log
+
+MALFORMED_REASONS = {"malformed_json", "not_a_json_object", "missing_statement_text",
+                     "bad_statement_text_type", "bad_numeric_field", "malformed_csv",
+                     "malformed_event", "unreadable_event_log"}
+
+CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_counts", "n_inputs",
+                     "agg", "input_tables", "example_sql", "example_template_id", "templates",
+                     "executions", "cost_ms", "cost_share", "read_bytes", "shuffle_bytes",
+                     "distinct_subplans", "template_ids"]
+
+
+@dataclass
+class MiningResult:
+    out_dir: Path
+    summary: dict
+    candidates: pd.DataFrame
+    near_misses: pd.DataFrame
+    recurring: pd.DataFrame
+    mlflow_run_id: Optional[str] = None
+
+
+def candidate_id(family: str, join_kind: str, shape: str) -> str:
+    """Stable across runs and logs: a hash of the variant key."""
+    h = hashlib.blake2b(f"{family}|{join_kind}|{shape}".encode(), digest_size=5).hexdigest()
+    return f"{family}-{h}"
+
+
+class Progress:
+    """Phase display on a terminal (stderr) and seconds per phase for the summary."""
+
+    def __init__(self, enabled: Optional[bool] = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str, note: str = ""):
+        t0 = time.perf_counter()
+        if self.enabled:
+            print(f"[mine] {name:<10} {note} ...", file=sys.stderr, end="", flush=True)
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + dt, 3)
+            if self.enabled:
+                print(f" {dt:.1f}s", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+def _normalize_mapper(include_failed: bool):
+    def mapper(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        cache: dict[str, tuple[str, str, str]] = {}
+        for pdf in batches:
+            tids, reasons, temps = [], [], []
+            for text, err, status in zip(pdf["statement_text"], pdf["error"],
+                                         pdf["execution_status"]):
+                if isinstance(err, str) and err:
+                    tids.append(None); reasons.append(err); temps.append(None)
+                    continue
+                if not include_failed and str(status or "").strip().lower() not in SUCCESS:
+                    tids.append(None); reasons.append("failed_statement"); temps.append(None)
+                    continue
+                hit = cache.get(text)
+                if hit is None:
+                    t = normalize(text)
+                    kind = statement_kind(t)
+                    hit = (template_id(t), "" if kind == "query" else kind, t)
+                    if len(cache) < 50_000:
+                        cache[text] = hit
+                tid, reason, t = hit
+                if reason:
+                    tids.append(None); reasons.append(reason); temps.append(None)
+                else:
+                    tids.append(tid); reasons.append(""); temps.append(t)
+            yield pd.DataFrame({"template_id": tids, "reason": reasons, "template": temps,
+                                "statement_text": pdf["statement_text"],
+                                "duration_ms": pdf["duration_ms"], "read_bytes": pdf["read_bytes"],
+                                "shuffle_bytes": pdf["shuffle_bytes"]})
+    return mapper
+
+
+NORM_DDL = ("template_id string, reason string, template string, statement_text string, "
+            "duration_ms double, read_bytes double, shuffle_bytes double")
+
+
+def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None, k: int = 2,
+               spark=None, mlflow_run: bool = True, column_map: Optional[dict] = None,
+               include_failed: bool = False, progress: Optional[bool] = None,
+               master: Optional[str] = None, experiment: str = "superop-mining") -> MiningResult:
+    """Mine ``log_path`` and write the outputs to ``out_dir`` (see module doc)."""
+    from pyspark.sql import functions as F
+
+    from .analyze import ANALYSIS_DDL, make_mapper
+
+    if k < 1:
+        raise SuperopError(f"k must be >= 1, got {k}")
+    out = Path(out_dir)
+    prog = Progress(progress)
+    if spark is None:
+        from ..sparkutil import get_spark
+        spark = get_spark(app_name="superop-mine", master=master)
+    if schema is None:
+        from ..workloads.loggen import mining_schema
+        schema = mining_schema()
+    t_start = time.perf_counter()
+
+    with prog.phase("read", str(log_path)):
+        rows = read_log(spark, str(log_path), fmt, column_map)
+    with prog.phase("normalize"):
+        norm = rows.mapInPandas(_normalize_mapper(include_failed), NORM_DDL)
+        per_template = norm.groupBy("template_id", "reason").agg(
+            F.count(F.lit(1)).alias("executions"),
+            F.sum("duration_ms").alias("cost_ms"),
+            F.sum("read_bytes").alias("read_bytes"),
+            F.sum("shuffle_bytes").alias("shuffle_bytes"),
+            F.min("statement_text").alias("example"),
+            F.first("template").alias("template")).cache()
+        by_reason = {r["reason"]: (int(r["n"]), float(r["cost"] or 0.0)) for r in
+                     per_template.groupBy("reason").agg(F.sum("executions").alias("n"),
+                                                        F.sum("cost_ms").alias("cost")).collect()}
+    queries_read = sum(n for n, _ in by_reason.values())
+    if queries_read == 0:
+        per_template.unpersist()
+        raise SuperopError(f"the log {log_path} is empty")
+    usable = by_reason.get("", (0, 0.0))[0]
+    malformed = sum(n for r, (n, _) in by_reason.items() if r in MALFORMED_REASONS)
+    if usable == 0 and malformed == queries_read:
+        per_template.unpersist()
+        raise SuperopError(f"no usable row in {log_path}: all {queries_read} rows are malformed "
+                           f"({', '.join(sorted(r for r in by_reason if r))})")
+    total_cost = sum(c for r, (_, c) in by_reason.items()
+                     if r not in MALFORMED_REASONS and r != "failed_statement")
+
+    with prog.phase("analyze"):
+        templates = per_template.filter(F.col("reason") == "").drop("reason")
+        n_templates = templates.count()
+        parts = max(2, min(64, spark.sparkContext.defaultParallelism * 2, n_templates))
+        analysis = templates.select("template_id", "example").repartition(parts, "template_id") \
+            .mapInPandas(make_mapper(schema), ANALYSIS_DDL).cache()
+        analysis.count()
+    with prog.phase("aggregate"):
+        stats = templates.select("template_id", "executions", "cost_ms", "read_bytes",
+                                 "shuffle_bytes")
+        a = analysis.join(F.broadcast(stats) if n_templates < 200_000 else stats, "template_id")
+        status_rows = a.filter(F.col("row_kind") == "status").groupBy("status", "reason").agg(
+            F.count(F.lit(1)).alias("templates"), F.sum("executions").alias("executions")).collect()
+        recurring = (a.filter(F.col("row_kind") == "subplan").groupBy("fingerprint").agg(
+            F.countDistinct("template_id").alias("templates"),
+            F.sum("executions").alias("executions"), F.sum("cost_ms").alias("cost_ms"),
+            F.first("op").alias("op"), F.first("shape").alias("shape"),
+            F.max("plan_nodes").alias("plan_nodes"),
+            F.min("template_id").alias("example_template_id"))
+            .filter(F.col("templates") >= k).toPandas())
+        variant = ["status", "family", "join_kind", "shape"]
+        fnd = a.filter(F.col("row_kind") == "finding")
+        # one row per (template, variant): a template with the same variant twice counts once
+        fnd = fnd.groupBy("template_id", *variant).agg(
+            F.first("executions").alias("executions"), F.first("cost_ms").alias("cost_ms"),
+            F.first("read_bytes").alias("read_bytes"),
+            F.first("shuffle_bytes").alias("shuffle_bytes"),
+            F.collect_set("fingerprint").alias("fps"), F.first("reason").alias("reason"),
+            F.max(F.struct("n_inputs", "agg", "inputs", "shape_counts", "example_sql"))
+            .alias("ex"))
+        grouped = fnd.groupBy(*variant).agg(
+            F.countDistinct("template_id").alias("templates"),
+            F.sum("executions").alias("executions"), F.sum("cost_ms").alias("cost_ms"),
+            F.sum("read_bytes").alias("read_bytes"), F.sum("shuffle_bytes").alias("shuffle_bytes"),
+            F.array_distinct(F.flatten(F.collect_list("fps"))).alias("fps"),
+            F.first("reason").alias("reason"),
+            F.max(F.struct("executions", "template_id", "ex")).alias("best"),
+            F.sort_array(F.collect_set("template_id")).alias("template_ids")).toPandas()
+        analysis.unpersist()
+        per_template.unpersist()
+    cands, near = _tables(grouped, k, total_cost)
+
+    skipped: dict[str, int] = {r: n for r, (n, _) in by_reason.items() if r}
+    lowered = 0
+    partly_opaque = 0
+    for r in status_rows:
+        if r["status"] == "skipped":
+            skipped[r["reason"]] = skipped.get(r["reason"], 0) + int(r["executions"])
+        else:
+            lowered += int(r["templates"])
+            if r["reason"] == "partly_opaque":
+                partly_opaque += int(r["templates"])
+    summary = {
+        "log": str(log_path), "format": fmt, "k": k,
+        "queries_read": queries_read,
+        "malformed": malformed,
+        "queries_mined": usable - sum(n for r, n in skipped.items() if r not in by_reason),
+        "skipped_by_reason": dict(sorted(skipped.items())),
+        "templates": n_templates,
+        "templates_lowered": lowered,
+        "templates_partly_opaque": partly_opaque,
+        "recurring_subplans": int(len(recurring)),
+        "candidates": int(len(cands)),
+        "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in ("DU", "DJ", "MJ")},
+        "near_misses": int(len(near)),
+        "near_misses_by_reason": {str(r): int(n) for r, n in
+                                  near.groupby("reason")["executions"].count().items()}
+        if len(near) else {},
+        "total_cost_ms": total_cost,
+        "candidate_cost_share": float(cands["cost_share"].sum()) if len(cands) else 0.0,
+        "seconds_by_phase": {},
+    }
+    with prog.phase("write", str(out)):
+        _write_outputs(out, summary, cands, near, recurring, prog, t_start)
+    run_id = None
+    if mlflow_run:
+        with prog.phase("mlflow"):
+            run_id = _log_mlflow(out, summary, cands, log_path, fmt, k, experiment)
+        summary["mlflow_run_id"] = run_id
+        summary["seconds_by_phase"] = dict(prog.seconds)
+        from ..cliutil import atomic_write_json
+        atomic_write_json(out / "summary.json", summary)
+    return MiningResult(out, summary, cands, near, recurring, run_id)
+
+
+def _tables(g: pd.DataFrame, k: int, total_cost: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows_c, rows_n = [], []
+    for r in g.to_dict("records"):
+        best = r["best"]
+        ex = best["ex"]
+        base = {
+            "family": r["family"], "join_kind": r["join_kind"] or "", "shape": r["shape"],
+            "shape_counts": ex["shape_counts"], "n_inputs": int(ex["n_inputs"] or 0),
+            "agg": ex["agg"] or "", "input_tables": ex["inputs"] or "",
+            "example_sql": ex["example_sql"] or "", "example_template_id": best["template_id"],
+            "templates": int(r["templates"]), "executions": int(r["executions"]),
+            "cost_ms": float(r["cost_ms"] or 0.0),
+            "cost_share": float(r["cost_ms"] or 0.0) / total_cost if total_cost else 0.0,
+            "read_bytes": float(r["read_bytes"] or 0.0),
+            "shuffle_bytes": float(r["shuffle_bytes"] or 0.0),
+            "distinct_subplans": len(r["fps"]), "template_ids": list(r["template_ids"]),
+        }
+        if r["status"] == "candidate":
+            if base["templates"] >= k:
+                rows_c.append(dict(base, candidate_id=candidate_id(r["family"], base["join_kind"],
+                                                                   r["shape"])))
+        else:
+            rows_n.append(dict(base, reason=r["reason"]))
+    cands = pd.DataFrame(rows_c, columns=CANDIDATE_COLUMNS)
+    near = pd.DataFrame(rows_n, columns=[c for c in CANDIDATE_COLUMNS if c != "candidate_id"]
+                        + ["reason"])
+    cands = cands.sort_values(["cost_share", "candidate_id"], ascending=[False, True],
+                              ignore_index=True)
+    near = near.sort_values(["executions", "shape"], ascending=[False, True], ignore_index=True)
+    return cands, near
+
+
+def _parquet_bytes(df: pd.DataFrame) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf)
+    return buf.getvalue()
+
+
+def _write_outputs(out: Path, summary, cands, near, recurring, prog, t_start) -> None:
+    from ..cliutil import atomic_write_bytes, atomic_write_json
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "candidates.parquet", _parquet_bytes(cands))
+    atomic_write_bytes(out / "near_misses.parquet", _parquet_bytes(near))
+    atomic_write_bytes(out / "recurring.parquet", _parquet_bytes(recurring))
+    summary["seconds_by_phase"] = dict(prog.seconds)
+    summary["seconds_total"] = round(time.perf_counter() - t_start, 3)
+    atomic_write_json(out / "summary.json", summary)
+
+
+def tracking_uri_for(out: Path) -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{out.resolve()}/mlflow.db"
+
+
+def _log_mlflow(out: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
+                experiment: str) -> str:
+    import logging
+    import mlflow
+    from mlflow.tracking import MlflowClient
+    for name in ("mlflow", "alembic", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    uri = tracking_uri_for(out)
+    client = MlflowClient(tracking_uri=uri)
+    exp_ = client.get_experiment_by_name(experiment)
+    if exp_ is None:
+        loc = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
+        exp_id = client.create_experiment(experiment, artifact_location=loc)
+    else:
+        exp_id = exp_.experiment_id
+    run = client.create_run(exp_id, run_name=f"mine-{Path(str(log_path)).name}")
+    rid = run.info.run_id
+    try:
+        for key, v in {"log": str(log_path), "format": fmt, "k": k,
+                       "templates": summary["templates"]}.items():
+            client.log_param(rid, key, str(v)[:500])
+        for key in ("queries_read", "malformed", "queries_mined", "templates",
+                    "recurring_subplans", "candidates", "near_misses", "candidate_cost_share",
+                    "seconds_total"):
+            client.log_metric(rid, key, float(summary.get(key) or 0))
+        for fam, n in summary["candidates_by_family"].items():
+            client.log_metric(rid, f"candidates_{fam}", float(n))
+        for ph, s in summary["seconds_by_phase"].items():
+            client.log_metric(rid, f"seconds_{ph}", float(s))
+        for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
+            client.log_artifact(rid, str(out / f))
+        client.set_terminated(rid, "FINISHED")
+    except Exception:
+        client.set_terminated(rid, "FAILED")
+        raise
+    return rid
