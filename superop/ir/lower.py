@@ -147,6 +147,126 @@ def _resolves(fields, c: exp.Column) -> bool:
         return False
 
 
+def _outermost_queries(e: exp.Expression) -> list[exp.Query]:
+    """Query expressions nested in ``e`` that are not inside another nested query."""
+    out, stack = [], list(e.iter_expressions())
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Query):
+            out.append(n)
+            continue
+        stack.extend(n.iter_expressions())
+    return out
+
+
+def _defined_aliases(q: exp.Expression) -> set[str]:
+    """Relation names/aliases introduced anywhere inside ``q`` (after qualify every
+    FROM item carries an alias)."""
+    out = set()
+    for ta in q.find_all(exp.TableAlias):
+        if ta.name:
+            out.add(ta.name.lower())
+    for t in q.find_all(exp.Table):
+        out.add(t.alias_or_name.lower())
+    for c in q.find_all(exp.CTE):
+        out.add(c.alias_or_name.lower())
+    return out
+
+
+def _outer_columns(q: exp.Expression) -> list[exp.Column]:
+    """Columns inside ``q`` that refer to a relation defined outside it (correlation).
+    SQL resolves a qualifier to the innermost relation with that name, so a qualifier
+    defined inside ``q`` is never an outer reference."""
+    inner = _defined_aliases(q)
+    return [c for c in q.find_all(exp.Column) if c.table and c.table.lower() not in inner]
+
+
+def _has_query(e: exp.Expression) -> bool:
+    return any(True for _ in _outermost_queries(e)) or isinstance(e, exp.Query)
+
+
+def _nondeterministic(e: exp.Expression) -> bool:
+    for n in e.walk():
+        if isinstance(n, NONDETERMINISTIC):
+            return True
+        if isinstance(n, exp.Anonymous) and n.name.lower() in (
+                "uuid", "rand", "random", "randn", "shuffle", "monotonically_increasing_id"):
+            return True
+    return False
+
+
+def _resolves_strict(fields, c: exp.Column) -> bool:
+    """Like resolve_field, but a qualified column needs a field with its qualifier."""
+    name, q = c.name, (c.table or None)
+    hits = [f for f in fields if f.name == name and (q is None or f.qualifier == q)]
+    return len(hits) == 1
+
+
+def _all_resolve(fields, e: exp.Expression) -> bool:
+    return all(_resolves_strict(fields, c) for c in _columns_outside_queries(e))
+
+
+def _replace_outside_queries(e: exp.Expression, fn) -> exp.Expression:
+    """Copy of ``e`` with sub-expressions replaced by ``fn(node)`` (None = keep and
+    recurse); nested queries are never entered."""
+    e = e.copy()
+    r = fn(e)
+    if r is not None:
+        return r
+    stack = list(e.iter_expressions())
+    while stack:
+        n = stack.pop()
+        r = fn(n)
+        if r is not None:
+            n.replace(r)
+            continue
+        if not isinstance(n, exp.Query):
+            stack.extend(n.iter_expressions())
+    return e
+
+
+_CMP = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def _null_on_empty(e: exp.Expression) -> bool:
+    """True if ``e`` (an aggregate expression) is NULL over an empty input: SUM/AVG/
+    MIN/MAX, or arithmetic with such an operand. COUNT and COALESCE are not."""
+    if isinstance(e, (exp.Sum, exp.Avg, exp.Min, exp.Max)):
+        return True
+    if isinstance(e, (exp.Paren, exp.Neg, exp.Cast)):
+        return _null_on_empty(e.this)
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        return _null_on_empty(e.this) or _null_on_empty(e.expression)
+    return False
+
+
+def _type_at(node: Node, i: int) -> str | None:
+    """Spark type of output field ``i`` when it is a base column passed through
+    unchanged (None when unknown)."""
+    try:
+        if isinstance(node, Scan):
+            return node.columns[i][1]
+        if isinstance(node, (Select, Sort, Limit)):
+            return _type_at(node.child, i)
+        if isinstance(node, Rename):
+            f = node.mapping[i][0]
+            return _type_at(node.child, node.child.fields.index(f))
+        if isinstance(node, Join):
+            nl = len(node.left.fields)
+            return _type_at(node.left, i) if i < nl else _type_at(node.right, i - nl)
+        if isinstance(node, Window) and i < len(node.child.fields):
+            return _type_at(node.child, i)
+    except (ValueError, IndexError):
+        return None
+    return None
+
+
+def _column_type(node: Node, c: exp.Expression) -> str | None:
+    if not isinstance(c, exp.Column) or not _resolves_strict(node.fields, c):
+        return None
+    return _type_at(node, resolve_field(node.fields, c))
+
+
 def _strip_alias(e: exp.Expression) -> tuple[exp.Expression, str]:
     if isinstance(e, exp.Alias):
         return e.this.copy(), e.alias
@@ -332,12 +452,21 @@ class _Lowerer:
         else:
             jk = "inner"
         on = j.args.get("on")
-        lf, rf = left.fields, right.fields
-        equi, residual = [], []
-        for c in _conjuncts(on):
-            if any(isinstance(n, exp.Query) for n in c.find_all(exp.Query)):
+        conjs = _conjuncts(on)
+        for c in conjs:
+            if _has_query(c):
                 raise Unsupported("subquery in a join condition")
-            if isinstance(c, exp.EQ):
+        equi, residual = self._split_on(conjs, left.fields, right.fields)
+        if jk == "cross" and (equi or residual):
+            jk = "inner"
+        return Join(left, right, jk, tuple(equi), and_all(residual))
+
+    def _split_on(self, conjs, lf, rf):
+        """ON conjuncts -> (equi pairs (left expr, right expr), residual conjuncts).
+        An equality is an equi key only if each side reads exactly one input."""
+        equi, residual = [], []
+        for c in conjs:
+            if isinstance(c, exp.EQ) and not _nondeterministic(c):
                 a, b = c.this, c.expression
                 sa, sb = self._side(a, lf, rf), self._side(b, lf, rf)
                 if sa == "L" and sb == "R":
@@ -347,9 +476,7 @@ class _Lowerer:
                     equi.append((b.copy(), a.copy()))
                     continue
             residual.append(c.copy())
-        if jk == "cross" and (equi or residual):
-            jk = "inner"
-        return Join(left, right, jk, tuple(equi), and_all(residual))
+        return equi, residual
 
     @staticmethod
     def _side(e: exp.Expression, lf, rf) -> str | None:
@@ -368,19 +495,246 @@ class _Lowerer:
     # -- SELECT ----------------------------------------------------------------
     def _check_subqueries(self, e: exp.Expression | None, what: str) -> None:
         """Uncorrelated subquery expressions are kept (made self-contained);
-        correlated ones cannot be modeled."""
+        correlated ones cannot be modeled here (see :meth:`_where` for the
+        decorrelated forms)."""
         if e is None:
             return
-        for sub in list(e.find_all(exp.Query)):
-            if sub is e:
-                continue
-            if sub.find_ancestor(exp.Query) is not None and _is_within(sub.find_ancestor(exp.Query), e) \
-                    and sub.find_ancestor(exp.Query) is not e:
-                continue  # nested deeper; handled with its outermost query
-            scope = build_scope(sub)
-            if scope is None or any(s.external_columns for s in scope.traverse()):
+        for sub in _outermost_queries(e):
+            if _outer_columns(sub):
                 raise Unsupported(f"correlated subquery in {what}")
             self._attach_ctes(sub)
+
+    # -- WHERE: join predicates, decorrelation ---------------------------------
+    def _fresh(self) -> str:
+        self._n_fresh = getattr(self, "_n_fresh", 0) + 1
+        return f"_sq{self._n_fresh}"
+
+    def _where(self, node: Node, pred: exp.Expression, ctes) -> Node:
+        """Lower a WHERE clause over ``node``.
+
+        * conjuncts relating both inputs of an inner/cross join of the FROM clause
+          become that join's condition (what ``FROM a, b WHERE a.x = b.y`` means);
+        * top-level ``[NOT] EXISTS`` and ``IN`` with a correlated simple sub-query
+          become semi/anti joins (exactly their semantics in a WHERE conjunct);
+        * ``expr <op> (correlated scalar aggregate)`` becomes a LEFT join with the
+          aggregate grouped by the correlation keys (only when the aggregate is NULL
+          over an empty group, so an unmatched row sees NULL either way);
+        * uncorrelated sub-queries stay expressions; other correlated ones -> Opaque.
+        """
+        plain, semis, scalars = [], [], []
+        for c in _conjuncts(pred):
+            subs = _outermost_queries(c) if not isinstance(c, exp.Query) else [c]
+            if not any(_outer_columns(q) for q in subs):
+                self._check_subqueries(c, "WHERE")
+                plain.append(c)
+            elif self._semi_form(c) is not None:
+                semis.append(c)
+            elif self._scalar_form(c) is not None:
+                scalars.append(c)
+            else:
+                raise Unsupported("correlated subquery in WHERE")
+        node, rest = self._push_join_preds(node, plain)
+        if rest:
+            node = Select(node, and_all([r.copy() for r in rest]))
+        for c in semis:
+            node = self._semi_join(node, c, ctes)
+        if scalars:
+            preds = []
+            for c in scalars:
+                node, p = self._scalar_join(node, c, ctes)
+                preds.append(p)
+            node = Select(node, and_all(preds))
+        return node
+
+    def _push_join_preds(self, node: Node, conjs: list) -> tuple[Node, list]:
+        spine = []
+        n = node
+        while isinstance(n, Join) and n.kind in ("inner", "cross"):
+            spine.append(n)
+            n = n.left
+        if not spine or not conjs:
+            return node, list(conjs)
+        extra: dict[int, list] = {i: [] for i in range(len(spine))}
+        rest = []
+        for c in conjs:
+            cols = list(_columns_outside_queries(c))
+            target = None
+            if cols and not _has_query(c) and not _nondeterministic(c):
+                for i in range(len(spine) - 1, -1, -1):       # lowest join first
+                    j = spine[i]
+                    if _all_resolve(j.fields, c):
+                        if not _all_resolve(j.left.fields, c) and not _all_resolve(j.right.fields, c):
+                            target = i
+                        break
+            if target is None:
+                rest.append(c)
+            else:
+                extra[target].append(c)
+        if not any(extra.values()):
+            return node, rest
+        cur = spine[-1].left
+        for i in range(len(spine) - 1, -1, -1):
+            j = spine[i]
+            equi, residual = self._split_on(extra[i], cur.fields, j.right.fields)
+            res = ([j.residual] if j.residual is not None else []) + residual
+            kind = "inner" if (j.kind == "inner" or equi or res) else "cross"
+            cur = Join(cur, j.right, kind, tuple(j.equi) + tuple(equi), and_all(res))
+        return cur, rest
+
+    @staticmethod
+    def _semi_form(c: exp.Expression):
+        """(kind, subquery select, IN left operand or None) for a decorrelatable
+        [NOT] EXISTS / IN conjunct, else None."""
+        neg = False
+        e = c
+        if isinstance(e, exp.Not):
+            neg, e = True, e.this
+            while isinstance(e, exp.Paren):
+                e = e.this
+        lhs = None
+        if isinstance(e, exp.Exists):
+            sub = e.this
+        elif isinstance(e, exp.In) and e.args.get("query") is not None and not neg:
+            # NOT IN is not an anti join when NULLs occur: kept out on purpose.
+            sub, lhs = e.args["query"], e.this
+            if _has_query(lhs):
+                return None
+        else:
+            return None
+        while isinstance(sub, exp.Subquery):
+            sub = sub.this
+        if not isinstance(sub, exp.Select):
+            return None
+        for k in ("group", "having", "limit", "offset", "qualify", "laterals", "with_", "with",
+                  "windows", "distribute", "cluster", "sort"):
+            if sub.args.get(k):
+                return None
+        if any(_has_agg(x) or x.find(exp.Window) is not None for x in sub.expressions):
+            return None      # EXISTS (SELECT COUNT(*) ...) is always true, etc.
+        where = sub.args.get("where")
+        if where is None or _outermost_queries(where.this):
+            return None
+        outer = _outer_columns(sub)
+        if not outer or any(not _is_within(o, where) for o in outer):
+            return None      # outer references only in the sub-query's WHERE
+        if lhs is not None:
+            if len(sub.expressions) != 1 or any(_is_within(o, sub.expressions[0]) for o in outer):
+                return None
+        return ("anti" if neg else "semi", sub, lhs)
+
+    def _semi_join(self, node: Node, c: exp.Expression, ctes) -> Node:
+        kind, sub, lhs = self._semi_form(c)
+        right = self._from(sub, ctes)
+        conjs = [x.copy() for x in _conjuncts(sub.args["where"].this)]
+        if lhs is not None:
+            item = sub.expressions[0]
+            item = item.this if isinstance(item, exp.Alias) else item
+            conjs = [exp.EQ(this=lhs.copy(), expression=item.copy())] + conjs
+        lq = {f.qualifier for f in node.fields}
+        rq = {f.qualifier for f in right.fields}
+        if lq & rq:
+            # The sub-query reuses an outer alias: re-qualify its side (possible when it
+            # has one qualifier and unique names, the common `FROM t` case).
+            names = [f.name for f in right.fields]
+            if len(rq) != 1 or len(set(names)) != len(names):
+                raise Unsupported("correlated sub-query reuses an outer alias")
+            (old_q,) = rq
+            fresh = self._fresh()
+            right = Rename(right, tuple((f, f.name) for f in right.fields), fresh)
+            inner_q = _defined_aliases(sub)
+
+            def requal(n):
+                if isinstance(n, exp.Column) and n.table and n.table.lower() == old_q \
+                        and old_q in inner_q:
+                    return exp.column(n.name, fresh)
+                return None
+            conjs = [_replace_outside_queries(x, requal) for x in conjs]
+        both = node.fields + right.fields
+        if not all(_all_resolve(both, x) for x in conjs):
+            raise Unsupported("correlated sub-query columns do not resolve")
+        equi, residual = self._split_on(conjs, node.fields, right.fields)
+        return Join(node, right, kind, tuple(equi), and_all(residual))
+
+    def _scalar_form(self, c: exp.Expression):
+        """(subquery expression, select, correlated (outer, inner) column pairs,
+        inner-only conjuncts) for ``x <op> (SELECT agg ... WHERE inner = outer ...)``."""
+        if not isinstance(c, _CMP):
+            return None
+        sides = [c.this, c.expression]
+        subs = [x for x in sides if isinstance(x, exp.Subquery)]
+        if len(subs) != 1:
+            return None
+        other = sides[1] if sides[0] is subs[0] else sides[0]
+        if _has_query(other):
+            return None
+        sel = subs[0].this
+        if not isinstance(sel, exp.Select) or len(sel.expressions) != 1:
+            return None
+        for k in ("group", "having", "limit", "offset", "qualify", "laterals", "with_", "with",
+                  "distinct", "windows", "order"):
+            if sel.args.get(k):
+                return None
+        item = sel.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        inner_q = _defined_aliases(sel)
+
+        def outer_refs(e):
+            return [x for x in e.find_all(exp.Column) if x.table and x.table.lower() not in inner_q]
+        if not _null_on_empty(item) or outer_refs(item) or item.find(exp.Window):
+            return None
+        where = sel.args.get("where")
+        if where is None or _outermost_queries(where.this):
+            return None
+        pairs, local = [], []
+        for w in _conjuncts(where.this):
+            if not outer_refs(w):
+                local.append(w)
+                continue
+            if not isinstance(w, exp.EQ):
+                return None
+            a, b = w.this, w.expression
+            if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
+                return None
+            a_in = a.table.lower() in inner_q
+            b_in = b.table.lower() in inner_q
+            if a_in == b_in:
+                return None
+            pairs.append((b, a) if a_in else (a, b))    # (outer, inner)
+        frm = sel.args.get("from_") or sel.args.get("from")
+        if not pairs or frm is None:
+            return None
+        return subs[0], sel, pairs, local
+
+    def _scalar_join(self, node: Node, c: exp.Expression, ctes):
+        subq, sel, pairs, local = self._scalar_form(c)
+        inner = self._from(sel, ctes)
+        inner, rest = self._push_join_preds(inner, [x.copy() for x in local])
+        if rest:
+            inner = Select(inner, and_all(rest))
+        keys = []
+        for outer_c, inner_c in pairs:
+            # Grouping equality must coincide with `=`: same types on both sides.
+            t_out, t_in = _column_type(node, outer_c), _column_type(inner, inner_c)
+            if t_out is None or t_out != t_in:
+                raise Unsupported("correlated scalar sub-query on keys of different types")
+            keys.append(inner_c.copy())
+        item = sel.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        if not _all_resolve(inner.fields, item) or not all(_all_resolve(inner.fields, k) for k in keys):
+            raise Unsupported("correlated scalar sub-query columns do not resolve")
+        names = [f"_k{i}" for i in range(len(keys))] + ["_v"]
+        agg = Aggregate(inner, tuple(keys), tuple(zip([k.copy() for k in keys] + [item.copy()], names)))
+        fresh = self._fresh()
+        right = Rename(agg, tuple((f, f.name) for f in agg.fields), fresh)
+        equi = tuple((o.copy(), exp.column(f"_k{i}", fresh)) for i, (o, _) in enumerate(pairs))
+        if not all(_all_resolve(node.fields, o) for o, _ in equi):
+            raise Unsupported("correlated scalar sub-query columns do not resolve")
+        val = exp.column("_v", fresh)
+        pred = c.copy()
+        for side in ("this", "expression"):
+            if isinstance(pred.args.get(side), exp.Subquery):
+                pred.set(side, val)
+        return Join(node, right, "left", equi, None), pred
 
     def _select(self, s: exp.Select, ctes) -> Node:
         if s.args.get("distinct") and s.args["distinct"].args.get("on"):
@@ -391,8 +745,7 @@ class _Lowerer:
         node = self._from(s, ctes)
         where = s.args.get("where")
         if where is not None:
-            self._check_subqueries(where.this, "WHERE")
-            node = Select(node, where.this.copy())
+            node = self._where(node, where.this, ctes)
         items = [_strip_alias(e) for e in s.expressions]
         for e, _ in items:
             self._check_subqueries(e, "SELECT")
@@ -489,8 +842,8 @@ class _Lowerer:
 
     def _hidden_refs(self, pred: exp.Expression, items: list, keys) -> exp.Expression:
         """Rewrite a HAVING predicate over the aggregate's output: aggregate calls
-        and grouping expressions become references to (possibly hidden) items."""
-        pred = pred.copy()
+        and grouping expressions become references to (possibly hidden) items.
+        Nested (uncorrelated) sub-queries are left alone."""
 
         def ref(sub: exp.Expression) -> exp.Expression:
             for e, n in items:
@@ -501,22 +854,24 @@ class _Lowerer:
             return exp.column(name)
 
         def fix(node):
-            if isinstance(node, exp.AggFunc) and not node.find_ancestor(exp.Query):
+            if isinstance(node, exp.Query):
+                return node.copy()          # keep as is, do not enter
+            if isinstance(node, exp.AggFunc) and node.find_ancestor(exp.Window) is None:
                 return ref(node)
+            for k in keys:
+                if k == node and not isinstance(node, exp.Literal):
+                    return ref(node)
             if isinstance(node, exp.Column):
                 for e, n in items:
                     if e == node:
                         return exp.column(n)
-                for k in keys:
-                    if k == node:
-                        return ref(node)
                 # An unqualified reference to an output alias stays as is.
                 if not node.table and any(n == node.name for _, n in items):
-                    return node
+                    return exp.column(node.name)
                 raise Unsupported("HAVING refers to a non-grouped column")
-            return node
+            return None
 
-        return pred.transform(fix, copy=False)
+        return _replace_outside_queries(pred, fix)
 
     def _order_refs(self, order, items: list, keys) -> tuple[exp.Ordered, ...]:
         out = []
