@@ -1,0 +1,37 @@
+"""Shared data of the runtime tests: tiny tables with NULLs, duplicates and empty groups, and
+a test rule catalog (one rule per family / join kind, every edge admitting σ/π/ρ)."""
+from __future__ import annotations
+
+from superop.rules_out.catalog import certificate, make_catalog, make_rule
+
+OPS_SCHEMA = "a int, b int, c int, d string, s int"
+# a=1: duplicates; a=2: NULLs in b/c/s; a=3: every b < 0 (empty group under b > 0);
+# a=NULL: a NULL group; a=4: a single row; a=5: only NULL s.
+OPS_ROWS = [
+    (1, 1, 1, "x", 10), (1, 2, None, "y", 5), (1, 2, None, "y", 5), (1, 3, 4, "x", 7),
+    (2, None, 3, None, None), (2, 5, None, "z", 2), (2, 6, 2, "x", 8),
+    (3, -5, -5, "q", 1), (3, -1, 0, "q", 4),
+    (None, 1, 1, "x", 7), (None, -1, 0, "z", 3), (None, 2, 2, None, 7),
+    (4, 7, 7, "y", 0), (5, 1, None, "x", None), (5, 0, 9, "w", None),
+]
+ACCOUNTS_SCHEMA = "a int, region string, tier int"
+ACCOUNTS_ROWS = [(1, "eu", 1), (1, "us", 2), (2, "eu", None), (3, None, 3), (None, "us", 1),
+                 (6, "ap", 2)]
+SCHEMA = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"},
+          "accounts": {"a": "int", "region": "string", "tier": "int"}}
+
+KINDS = ("inner", "left", "right", "full", "semi", "anti")
+
+# The certificates of this catalog are produced by this test suite: the runtime's
+# differential tests below check every rule on Spark (the verifier is exercised by its
+# own tests); nothing in production marks a certificate verified.
+TEST_CERT = certificate("verified", "differential-test", "tests/runtime (test catalog)")
+
+
+def catalog_rules(cert=TEST_CERT):
+    rules = [make_rule("DU", certificates=[cert])]
+    rules += [make_rule("DJ", join_kinds=[k], certificates=[cert]) for k in KINDS]
+    rules += [make_rule("MJ", join_kinds=[k], aggregates=["min", "max"], certificates=[cert]) for k in KINDS]
+    return rules
+
+
