@@ -1,0 +1,338 @@
+"""The whole nightly job: mine → synthesize → verify → generalize → export.
+
+One MLflow parent run with a child run per stage (params, metrics, artifacts). A stage
+failure on one candidate (solver timeout, synthesizer crash) marks that candidate and the
+run goes on; a failure of a whole stage aborts the run *before* anything replaces the
+previous ``catalog.json`` — the catalog and report are written atomically at the very end.
+The new catalog is registered in the MLflow Model Registry with the alias ``candidate``
+(see :mod:`superop.rules_out.registry` for promotion to ``production``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..errors import SuperopError
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = {"k": 2, "K": 4, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
+
+
+@dataclass
+class NightlyResult:
+    out_dir: Path
+    catalog_path: Optional[Path]
+    report_path: Optional[Path]
+    catalog: Optional[dict]
+    outcomes: list[dict] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    mlflow_run_id: Optional[str] = None
+    tracking_uri: Optional[str] = None
+    registered_version: Optional[str] = None
+
+
+def content_hash(path: str | os.PathLike) -> str:
+    """sha256 over the log's bytes (every file of a directory, in name order)."""
+    p = Path(path)
+    h = hashlib.sha256()
+    files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
+    for f in files:
+        h.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+class _Tracker:
+    """MLflow parent/child runs through the client API (no global active-run state, so
+    the job can run inside other code)."""
+
+    def __init__(self, uri: str, experiment: str, artifact_root: Optional[str]):
+        from mlflow.tracking import MlflowClient
+        for name in ("mlflow", "alembic", "sqlalchemy"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        e = self.client.get_experiment_by_name(experiment)
+        self.exp_id = e.experiment_id if e is not None else \
+            self.client.create_experiment(experiment, artifact_location=artifact_root)
+        self.parent = None
+
+    def start(self, name: str, parent: Optional[str] = None) -> str:
+        tags = {"mlflow.parentRunId": parent} if parent else {}
+        return self.client.create_run(self.exp_id, run_name=name, tags=tags).info.run_id
+
+    def params(self, rid: str, d: dict) -> None:
+        for k, v in d.items():
+            self.client.log_param(rid, k, str(v)[:500])
+
+    def metrics(self, rid: str, d: dict) -> None:
+        for k, v in d.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.client.log_metric(rid, k, float(v))
+
+    def artifact(self, rid: str, path: Path, sub: Optional[str] = None) -> None:
+        self.client.log_artifact(rid, str(path), sub)
+
+    def end(self, rid: str, ok: bool = True) -> None:
+        self.client.set_terminated(rid, "FINISHED" if ok else "FAILED")
+
+
+def _progress(enabled: bool, msg: str) -> None:
+    if enabled:
+        print(f"[nightly] {msg}", file=sys.stderr, flush=True)
+
+
+def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float,
+                         verify_timeout_s: float, synth_fn: Optional[Callable] = None) -> dict:
+    """Synthesize + verify one mined candidate. Never raises: a crash is an outcome."""
+    from ..ir import lower
+    out = {"candidate": row["candidate_id"], "family": row["family"], "shape": row["shape"],
+           "join_kind": row.get("join_kind") or None, "sql": row["example_sql"],
+           "status": "crashed", "reason": "", "seconds": 0.0}
+    t0 = time.perf_counter()
+    try:
+        low = lower(row["example_sql"], schema)
+        if not low.fully_lowered:
+            out.update(status="unsupported", reason="; ".join(low.opaque_reasons))
+            return out
+        d = _find_diamond(low.plan)
+        if synth_fn is None:
+            from ..synth.synthesizer import synthesize as synth_fn
+        res = synth_fn(low.plan, schema=schema, K=K, timeout_s=synth_timeout_s,
+                       verify_timeout_s=verify_timeout_s)
+        out.update(status=res.status, reason=res.reason, streaming=res.streaming,
+                   checked_by=res.checked_by, candidates_tried=res.candidates_tried,
+                   verifier=res.verifier, counterexample=res.counterexample)
+        if res.program is not None:
+            out["program"] = res.program.to_json()
+            out["pseudo_code"] = res.program.pretty()
+            out["memory"] = res.program.memory
+            out["aggregates"] = sorted({a.func for a in res.program.accumulators})
+        if d is not None:
+            from .generalize import edges_of
+            out["edges"] = edges_of(d)
+            out["branches"] = len(d.branches)
+            out["agg_side"] = d.agg_side
+            out["join_kind"] = d.join_kind
+    except Exception as e:  # one candidate never kills the run
+        out.update(status="crashed", reason=f"{type(e).__name__}: {e}",
+                   traceback=traceback.format_exc(limit=5))
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _find_diamond(plan):
+    """The top-most node where one of the three abstract trees matches."""
+    from ..ir.analysis import decompose
+    from ..ir.nodes import walk
+    for n in reversed(list(walk(plan))):
+        d = decompose(n, plan)
+        if d is not None:
+            return d
+    return None
+
+
+def _certificate(o: dict, K: int) -> Optional[dict]:
+    """The bounded certificate of one verified pattern (self-contained: it carries the
+    sub-query SQL and the program, so `superop verify` can re-check it)."""
+    from .catalog import certificate
+    v = o.get("verifier") or {}
+    if o.get("status") != "verified" or v.get("status") != "verified":
+        return None
+    if isinstance(v.get("certificate"), dict):
+        c = dict(v["certificate"])
+        c.setdefault("status", "verified")
+        c.setdefault("method", v.get("method", "bounded"))
+        c.setdefault("produced_by", "superop.verify")
+        return c
+    return certificate("verified", v.get("method", "bounded"), "superop.verify.check_equivalence",
+                       K=v.get("K", K), seconds=v.get("seconds"), sql=o["sql"],
+                       program=o.get("program"), claim="sub-query ≡ program on every input "
+                       f"of at most {v.get('K', K)} rows")
+
+
+def _template_proof_fn():
+    """The verifier's unbounded template proofs, if that module exists."""
+    try:
+        from ..verify import inductive
+    except ImportError:
+        return None
+    fn = getattr(inductive, "template_certificate", None)
+    if fn is None:
+        return None
+
+    def proof(family: str, join_kind: Optional[str]):
+        try:
+            c = fn(family, join_kind)
+        except Exception as e:  # a failing proof means "bounded only", never "verified"
+            log.warning("template proof %s/%s failed: %s", family, join_kind, e)
+            return None
+        return c if c and c.get("status") == "verified" else None
+    return proof
+
+
+def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
+                k: int = DEFAULTS["k"], K: int = DEFAULTS["K"],
+                synth_timeout_s: float = DEFAULTS["synth_timeout_s"],
+                verify_timeout_s: float = DEFAULTS["verify_timeout_s"], spark=None,
+                master: Optional[str] = None, column_map: Optional[dict] = None,
+                progress: Optional[bool] = None, register: bool = True,
+                max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
+                experiment: str = "superop-nightly") -> NightlyResult:
+    from ..cliutil import atomic_write_json, atomic_write_text
+    from ..mining.job import run_mining, tracking_uri_for
+    from .catalog import make_catalog, write_catalog
+    from .generalize import Pattern, generalize
+    from .report import to_markdown
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    show = sys.stderr.isatty() if progress is None else progress
+    if schema is None:
+        from ..workloads.loggen import mining_schema
+        schema = mining_schema()
+    uri = tracking_uri_for(out)
+    art = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
+    tr = _Tracker(uri, experiment, art)
+    parent = tr.start(f"nightly-{Path(str(log_path)).name}")
+    params = {"log": str(log_path), "format": fmt, "k": k, "K": K,
+              "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
+              "max_candidates": max_candidates}
+    tr.params(parent, params)
+    metrics: dict = {}
+    ok = False
+    try:
+        # -- mine ---------------------------------------------------------------------
+        t = time.perf_counter()
+        _progress(show, "mine: reading and mining the log")
+        child = tr.start("mine", parent)
+        tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
+        mres = run_mining(log_path, out / "mining", fmt=fmt, schema=schema, k=k, spark=spark,
+                          mlflow_run=False, column_map=column_map, progress=show, master=master)
+        s = mres.summary
+        m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
+                                      "recurring_subplans", "candidates", "near_misses")}
+        m["seconds"] = round(time.perf_counter() - t, 3)
+        tr.metrics(child, m)
+        for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
+            tr.artifact(child, out / "mining" / f, "mining")
+        tr.end(child)
+        metrics.update({f"mine_{a}": b for a, b in m.items()})
+        metrics.update({a: b for a, b in m.items() if a != "seconds"})
+
+        # -- synthesize + verify ------------------------------------------------------------
+        rows = mres.candidates.to_dict("records")
+        if max_candidates is not None:
+            rows = rows[:max_candidates]
+        t = time.perf_counter()
+        child = tr.start("synthesize", parent)
+        tr.params(child, {"K": K, "synth_timeout_s": synth_timeout_s, "candidates": len(rows)})
+        outcomes = []
+        for i, row in enumerate(rows, 1):
+            _progress(show, f"synthesize {i}/{len(rows)} {row['candidate_id']} {row['shape']}")
+            o = synthesize_candidate(row, schema, K, synth_timeout_s, verify_timeout_s, synth_fn)
+            o["support"] = {"templates": int(row["templates"]), "executions": int(row["executions"]),
+                            "cost_share": float(row["cost_share"])}
+            o["template_ids"] = list(row.get("template_ids") if row.get("template_ids") is not None else [])
+            outcomes.append(o)
+        by = {}
+        for o in outcomes:
+            by[o["status"]] = by.get(o["status"], 0) + 1
+        synth_m = {"candidates": len(rows),
+                   "synthesized": sum(1 for o in outcomes if o.get("program")),
+                   "no_program": by.get("no_program", 0), "crashed": by.get("crashed", 0),
+                   "unsupported": by.get("unsupported", 0),
+                   "seconds": round(time.perf_counter() - t, 3)}
+        tr.metrics(child, synth_m)
+        atomic_write_json(out / "synthesis.json", outcomes)
+        tr.artifact(child, out / "synthesis.json")
+        tr.end(child)
+        child = tr.start("verify", parent)
+        ver_m = {"verified": by.get("verified", 0), "refuted": by.get("refuted", 0),
+                 "unknown": by.get("unknown", 0),
+                 "seconds": round(sum((o.get("verifier") or {}).get("seconds") or 0 for o in outcomes), 3)}
+        tr.params(child, {"K": K, "verify_timeout_s": verify_timeout_s})
+        tr.metrics(child, ver_m)
+        tr.end(child)
+        metrics.update(synthesized=synth_m["synthesized"], no_program=synth_m["no_program"],
+                       crashed=synth_m["crashed"], verified=ver_m["verified"],
+                       refuted=ver_m["refuted"], unknown=ver_m["unknown"],
+                       synthesize_seconds=synth_m["seconds"], verify_seconds=ver_m["seconds"])
+
+        # -- generalize ------------------------------------------------------------------------
+        t = time.perf_counter()
+        child = tr.start("generalize", parent)
+        patterns = []
+        for o in outcomes:
+            if o["status"] != "verified" or "edges" not in o:
+                continue
+            patterns.append(Pattern(
+                candidate_id=o["candidate"], family=o["family"], shape=o["shape"], sql=o["sql"],
+                edges=o["edges"], join_kind=o.get("join_kind"), branches=o.get("branches", 2),
+                agg_side=o.get("agg_side"), aggregates=o.get("aggregates", []),
+                memory=o.get("memory", "streaming"), program=o.get("program"),
+                pseudo_code=o.get("pseudo_code", ""), certificate=_certificate(o, K),
+                distinct_queries=o["support"]["templates"], executions=o["support"]["executions"],
+                cost_share=o["support"]["cost_share"], template_ids=o["template_ids"]))
+        rules, rejected = generalize(patterns, _template_proof_fn())
+        gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
+                 "seconds": round(time.perf_counter() - t, 3)}
+        tr.metrics(child, gen_m)
+        tr.end(child)
+        metrics.update(patterns=len(patterns), rules=len(rules), generalize_seconds=gen_m["seconds"])
+
+        # -- export --------------------------------------------------------------------------
+        t = time.perf_counter()
+        child = tr.start("export", parent)
+        source = {"log": str(log_path), "window": s.get("window"), "content_hash": content_hash(log_path)}
+        catalog = make_catalog(rules, source=source)
+        catalog_report = {
+            "queries_read": s.get("queries_read"), "malformed": s.get("malformed"),
+            "templates": s.get("templates"), "candidates": s.get("candidates"),
+            "verified": ver_m["verified"], "refuted": ver_m["refuted"], "unknown": ver_m["unknown"],
+            "no_program": synth_m["no_program"], "crashed": synth_m["crashed"], "rules": len(rules)}
+        not_admitted = [{"candidate": o["candidate"], "shape": o["shape"],
+                         "reason": f"{o['status']}: {o.get('reason', '')}"[:300]}
+                        for o in outcomes if o["status"] != "verified"]
+        not_admitted += [{"candidate": r.pattern.candidate_id, "shape": r.pattern.shape, "reason": r.reason}
+                         for r in rejected]
+        staged = out / ".catalog.staged.json"
+        written = write_catalog(staged, catalog, require_verified=True)
+        report = to_markdown(dict(written, report=catalog_report, rejected=not_admitted))
+        # Everything succeeded: only now replace the previous catalog and report.
+        atomic_write_text(out / "report.md", report)
+        os.replace(staged, out / "catalog.json")
+        for f in ("catalog.json", "report.md", "synthesis.json"):
+            tr.artifact(child, out / f, "catalog" if f == "catalog.json" else None)
+        exp_m = {"rules": len(rules), "seconds": round(time.perf_counter() - t, 3)}
+        tr.metrics(child, exp_m)
+        tr.end(child)
+        metrics["export_seconds"] = exp_m["seconds"]
+
+        version = None
+        if register:
+            from .registry import register_catalog
+            run = tr.client.get_run(child)
+            version = register_catalog(child, run.info.artifact_uri.rstrip("/") + "/catalog", uri)
+        tr.metrics(parent, {k2: v for k2, v in metrics.items() if isinstance(v, (int, float))})
+        tr.artifact(parent, out / "catalog.json")
+        tr.artifact(parent, out / "report.md")
+        ok = True
+        return NightlyResult(out, out / "catalog.json", out / "report.md", written, outcomes,
+                             metrics, parent, uri, version)
+    finally:
+        tr.end(parent, ok)
+        staged = out / ".catalog.staged.json"
+        if staged.exists():
+            staged.unlink()
