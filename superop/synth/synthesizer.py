@@ -145,6 +145,7 @@ class Inputs:
         return out
 
     def initial(self, n: int = 48) -> list[dict[int, list[tuple]]]:
+        """The empty table, then ``n`` random tables of 1..8 rows."""
         tables = [{id(l): [] for l in self.leaves}]
         for i in range(n):
             tables.append(self.table(1 + i % 8, null_p=0.0 if i % 5 == 0 else 0.15))
@@ -169,12 +170,13 @@ def _sort_rows(rows):
 class Synthesizer:
     def __init__(self, sub_plan: Node, K: int = 4, timeout_s: float = 60.0, verify: bool = True,
                  require_streaming: bool = False, max_candidates: int = 20000, seed: int = 7,
-                 verify_timeout_s: float = 20.0):
+                 verify_timeout_s: float = 20.0, initial_tests: int = 48):
         self.plan = strip_order(sub_plan)
         self.K, self.timeout_s, self.use_verifier = K, timeout_s, verify
         self.require_streaming = require_streaming
         self.max_candidates, self.seed = max_candidates, seed
         self.verify_timeout_s = verify_timeout_s
+        self.initial_tests = initial_tests     # generated tables before any counterexample
 
     # -- reference ---------------------------------------------------------
     def _expected(self, data) -> Any:
@@ -308,7 +310,7 @@ class Synthesizer:
         gen = Inputs(parts, self.plan, key_cols, self.seed)
         self.tests: list[_Test] = []
         try:
-            for data in gen.initial():
+            for data in gen.initial(self.initial_tests):
                 self._add_test(data, "generated")
         except (PlanEvalError, EvalError) as why:
             res.reason = f"the sub-plan cannot be evaluated on test data: {why}"

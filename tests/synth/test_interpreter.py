@@ -1,0 +1,109 @@
+"""The DSL's reference semantics on hand-checked inputs (the paper's Fig. 7, 8, 11, 13)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from superop.sparkutil import bag
+from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program,
+                               RowEmit, SortKey, e)
+from superop.synth.interpreter import ProgramError, run_program
+
+OPS = ["a", "b", "c", "d", "s"]
+
+
+def df(rows, cols=OPS):
+    return pd.DataFrame(rows, columns=cols, dtype=object)
+
+
+def fig8(with_flag: bool) -> Program:
+    return Program(
+        keys=("a",), output=("a", "x"),
+        accumulators=(Accumulator("f1", "sum", e("row.s"), e("row.s < 100")),
+                      Accumulator("f2", "count_star")),
+        flags=(Flag("out1", e("row.s < 100")),) if with_flag else (),
+        partition_emits=(PartitionEmit(e("flag.out1") if with_flag else None, (e("key.a"), e("acc.f1"))),
+                         PartitionEmit(e("acc.f2 > 1"), (e("key.a"), e("acc.f2")))))
+
+
+def test_fig8_guarded_folds_flags_and_null_key_partition():
+    rows = [(1, 0, 0, "r", 5), (1, 0, 0, "r", 200), (1, 0, 0, "r", None),
+            (2, 0, 0, "w", 300),            # group 2: no row passes s < 100
+            (None, 0, 0, "w", 1), (None, 0, 0, "w", 2)]   # NULL keys: one partition
+    out = run_program(fig8(True), df(rows))
+    assert bag(out) == bag([(1, 5), (1, 3), (None, 3), (None, 2)])
+    # without the flag the empty left group 2 still emits (2, NULL): that is the bug
+    # the paper's out_1 flag prevents
+    assert bag(run_program(fig8(False), df(rows))) == bag(out + [(2, None)])
+
+
+def test_aggregate_null_semantics():
+    p = Program(keys=("a",), output=("n", "nc", "s", "mn", "mx", "av", "cd"),
+                accumulators=(Accumulator("n", "count_star"), Accumulator("nc", "count", e("row.s")),
+                              Accumulator("s", "sum", e("row.s")), Accumulator("mn", "min", e("row.s")),
+                              Accumulator("mx", "max", e("row.s")), Accumulator("av", "avg", e("row.s")),
+                              Accumulator("cd", "count_distinct", e("row.b"))),
+                partition_emits=(PartitionEmit(None, tuple(e(f"acc.{x}") for x in
+                                                           ("n", "nc", "s", "mn", "mx", "av", "cd"))),))
+    out = run_program(p, df([(1, 7, 0, "r", None), (1, 7, 0, "r", None), (2, 1, 0, "r", 4),
+                             (2, None, 0, "r", 2)]))
+    assert bag(out) == bag([(2, 0, None, None, None, None, 1), (2, 2, 6, 2, 4, 3.0, 1)])
+
+
+def test_three_valued_guards_and_expressions():
+    # NULL AND FALSE is FALSE, NULL OR TRUE is TRUE, NOT NULL is NULL (guard fails)
+    p = Program(keys=("a",), output=("a", "v"), accumulators=(Accumulator("n", "count_star"),),
+                partition_emits=(
+                    PartitionEmit(e("NOT (NULL AND FALSE)"), (e("key.a"), e("1"))),
+                    PartitionEmit(e("NULL OR TRUE"), (e("key.a"), e("2"))),
+                    PartitionEmit(e("NOT (NULL = 1)"), (e("key.a"), e("3"))),
+                    PartitionEmit(e("key.a IN (2, NULL)"), (e("key.a"), e("4"))),
+                    PartitionEmit(None, (e("key.a"), e("CASE WHEN key.a > 1 THEN 'big' ELSE COALESCE(NULL, 'small') END"))),
+                    PartitionEmit(None, (e("key.a"), e("CAST(key.a AS DOUBLE) / 0"))),
+                ))
+    out = run_program(p, df([(1, 0, 0, "r", 0), (2, 0, 0, "r", 0)]))
+    assert bag(out) == bag([(1, 1), (2, 1), (1, 2), (2, 2), (2, 4), (1, "small"), (2, "big"),
+                            (1, None), (2, None)])
+
+
+def mj(memory: str, guard=None, sort=(SortKey("b"),)) -> Program:
+    return Program(keys=("a",), output=("a", "b", "mb"),
+                   accumulators=(Accumulator("mb", "min", e("row.b"), guard),),
+                   row_emits=(RowEmit(None, (e("row.a"), e("row.b"), e("acc.mb"))),),
+                   sort=sort, memory=memory)
+
+
+def test_streaming_row_emits_see_running_values_buffering_final():
+    rows = [(1, 3, 0, "r", 0), (1, None, 0, "r", 0), (1, 1, 0, "r", 0)]
+    want = bag([(1, 3, 1), (1, None, 1), (1, 1, 1)])
+    # Fig. 11: sorted on b (NULLs last) the first row holds the min: streaming is right
+    assert bag(run_program(mj(STREAMING), df(rows))) == want
+    # NULLs first: the running min is NULL on the NULL row
+    nf = mj(STREAMING, sort=(SortKey("b", True, True),))
+    assert bag(run_program(nf, df(rows))) == bag([(1, None, None), (1, 1, 1), (1, 3, 1)])
+    # unsorted, running values differ; buffering sees the final min
+    assert bag(run_program(mj(STREAMING, sort=()), df(rows))) != want
+    assert bag(run_program(mj(BUFFERING, sort=()), df(rows))) == want
+
+
+def test_fig13_guarded_running_min_is_wrong_when_streaming():
+    rows = [(1, 1, 0, "r", 0), (1, 2, 0, "r", 9)]          # only b=2 passes s > 3
+    g = e("row.s > 3")
+    assert bag(run_program(mj(STREAMING, guard=g), df(rows))) == bag([(1, 1, None), (1, 2, 2)])
+    assert bag(run_program(mj(BUFFERING, guard=g), df(rows))) == bag([(1, 1, 2), (1, 2, 2)])
+
+
+def test_keyless_program_is_one_partition_even_on_empty_input():
+    p = Program(keys=(), output=("n",), accumulators=(Accumulator("n", "count_star"),),
+                partition_emits=(PartitionEmit(None, (e("acc.n"),)),))
+    assert run_program(p, df([])) == [(0,)]
+    assert run_program(p, df([(1, 0, 0, "r", 0), (2, 0, 0, "r", 0)])) == [(2,)]
+
+
+def test_bad_programs_are_rejected():
+    p = Program(keys=("zz",), output=("x",), partition_emits=(PartitionEmit(None, (e("key.zz"),)),))
+    with pytest.raises(ProgramError):
+        run_program(p, df([(1, 0, 0, "r", 0)]))
+    q = Program(keys=("a",), output=("x",), partition_emits=(PartitionEmit(None, (e("row.b"),)),))
+    with pytest.raises(ProgramError):       # rows are not visible in a partition emit
+        run_program(q, df([(1, 0, 0, "r", 0)]))
