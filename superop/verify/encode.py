@@ -263,6 +263,24 @@ def _cmp(cls, a: V, b: V) -> V:
     return V(r, z3.Or(a.null, b.null), "bool")
 
 
+# Nonlinear arithmetic (x*y, x/y of two columns) makes Z3 slow or incomplete. When this
+# flag is set, such terms become uninterpreted functions: an "unsat" (no difference for
+# ANY interpretation) is then still a sound "verified"; a "sat" may be spurious and must be
+# re-checked with the exact encoding (check.py does).
+ABSTRACT_NONLINEAR = [False]
+NONLINEAR_USED = [False]
+
+
+def _is_num(x) -> bool:
+    return z3.is_int_value(x) or z3.is_rational_value(x)
+
+
+def _uf(op: str, k: str):
+    NONLINEAR_USED[0] = True
+    srt = z3.IntSort() if k in ("int", "date") else z3.RealSort()
+    return z3.Function(f"{op}!{k}", srt, srt, srt)
+
+
 def _arith(cls, a: V, b: V) -> V:
     if a.v is None or b.v is None:
         return NULL
@@ -272,8 +290,11 @@ def _arith(cls, a: V, b: V) -> V:
     null = z3.Or(a.null, b.null)
     if cls is exp.Div:  # Spark: / always yields double; x/0 -> NULL (non-ANSI)
         x, y = a.val("real"), b.val("real")
-        return V(z3.If(y == 0, z3.RealVal(0), x / y), z3.Or(null, y == 0), "real")
+        q = _uf("div", "real")(x, y) if ABSTRACT_NONLINEAR[0] and not _is_num(y) else x / y
+        return V(z3.If(y == 0, z3.RealVal(0), q), z3.Or(null, y == 0), "real")
     x, y = a.val(k), b.val(k)
+    if cls is exp.Mul and ABSTRACT_NONLINEAR[0] and not (_is_num(x) or _is_num(y)):
+        return V(_uf("mul", k)(x, y), null, k)
     if cls is exp.Add:
         return V(x + y, null, k)
     if cls is exp.Sub:
@@ -735,15 +756,33 @@ class ProgramEncoder:
 # ---------------------------------------------------------------------------
 # Bag comparison
 # ---------------------------------------------------------------------------
-def bags_differ(a: Rel, b: Rel) -> z3.BoolRef:
-    """TRUE iff some row has different multiplicities in the two bags."""
-    both = a.rows + b.rows
+_witness_seq = [0]
 
-    def count(rel: Rel, vals) -> z3.ArithRef:
-        return z3.Sum([z3.If(z3.And(p, rows_not_distinct(v, vals)), 1, 0) for p, v in rel.rows]) \
+
+def bags_differ(a: Rel, b: Rel) -> z3.BoolRef:
+    """TRUE iff some row has different multiplicities in the two bags.
+
+    A fresh witness row w is compared with every row of both bags once
+    (count_a(w) != count_b(w)); a differing count forces w to equal some present row.
+    This is linear in the bag sizes, instead of quadratic for "some present row"."""
+    rows = a.rows + b.rows
+    if not rows:
+        return FALSE
+    width = len(rows[0][1])
+    if any(len(v) != width for _, v in rows):
+        # different arities: any present row is a difference
+        return z3.Or(*[p for p, _ in rows])
+    _witness_seq[0] += 1
+    w = []
+    for c in range(width):
+        kind = common_kind([v[c] for _, v in rows]) or "int"
+        name = f"witness!{_witness_seq[0]}!{c}"
+        w.append(V(fresh(kind, name), z3.Bool(name + "!null"), kind))
+
+    def count(rel: Rel) -> z3.ArithRef:
+        return z3.Sum([z3.If(z3.And(p, rows_not_distinct(v, w)), 1, 0) for p, v in rel.rows]) \
             if rel.rows else z3.IntVal(0)
-    diffs = [z3.And(p, count(a, vals) != count(b, vals)) for p, vals in both]
-    return z3.Or(*diffs) if diffs else FALSE
+    return count(a) != count(b)
 
 
 def concrete(model: z3.ModelRef, x: V, kind_hint: Optional[str] = None):
