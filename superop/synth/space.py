@@ -78,7 +78,7 @@ def conj(*parts: Optional[exp.Expression]) -> Optional[exp.Expression]:
     for p in parts:
         if p is None:
             continue
-        p = p.copy()
+        p = p.copy()   # parts may be cached path conditions: never link them into a new tree
         if not isinstance(p, (exp.Column, exp.Paren, exp.Not, exp.Is, exp.Boolean, exp.Coalesce)):
             p = exp.Paren(this=p)
         out = p if out is None else exp.and_(out, p, copy=False)
@@ -318,27 +318,13 @@ class Choice:
 
 
 class _Builder:
-    def __init__(self, parts: Parts, choice: Choice):
+    """Builds the program of one Choice. Path parts depend only on (path, its choice,
+    keys) and are cached across candidates (the expressions are never mutated: every
+    use copies), which keeps enumerating hundreds of candidates cheap."""
+
+    def __init__(self, parts: Parts, choice: Choice, cache: Optional[dict] = None):
         self.parts, self.c = parts, choice
-        self.accs: list[Accumulator] = []
-        self.flags: list[Flag] = []
-
-    def acc(self, path_i: int, func: str, arg, guard) -> exp.Column:
-        for a in self.accs:
-            if a.func == func and a.arg == arg and a.guard == guard:
-                return ref("acc", a.name)
-        n = sum(1 for a in self.accs if a.name.startswith(f"f{path_i + 1}_")) + 1
-        a = Accumulator(f"f{path_i + 1}_{n}", func, arg, guard)
-        self.accs.append(a)
-        return ref("acc", a.name)
-
-    def flag(self, path_i: int, guard) -> exp.Column:
-        for f in self.flags:
-            if f.guard == guard:
-                return ref("flag", f.name)
-        f = Flag(f"out{path_i + 1}", guard)
-        self.flags.append(f)
-        return ref("flag", f.name)
+        self.cache = cache if cache is not None else {}
 
     def key_expr(self, e: exp.Expression) -> exp.Expression:
         """Source columns outside aggregates -> key.* (must be partition keys)."""
@@ -358,14 +344,40 @@ class _Builder:
         return e
 
     def agg_path(self, p: AggPath, pc: PathChoice):
-        """-> (outputs at the core input, presence condition) in key/acc/flag terms."""
+        """-> (accumulators, flags, outputs at the core input, presence condition); the
+        accumulators of path i are f<i>_<j> (the paper's f_i*), its flag out<i>."""
+        ck = (p.index, pc, self.c.keys)
+        if ck in self.cache:
+            hit = self.cache[ck]
+            if isinstance(hit, NotExpressible):
+                raise hit
+            return hit
+        try:
+            r = self._agg_path(p, pc)
+        except NotExpressible as why:
+            self.cache[ck] = why
+            raise
+        self.cache[ck] = r
+        return r
+
+    def _agg_path(self, p: AggPath, pc: PathChoice):
         guard = p.low_pred if pc.guarded else None
+        accs: list[Accumulator] = []
+
+        def acc(func, arg):
+            for a in accs:
+                if a.func == func and a.arg == arg:
+                    return ref("acc", a.name)
+            a = Accumulator(f"f{p.index + 1}_{len(accs) + 1}", func, arg, guard)
+            accs.append(a)
+            return ref("acc", a.name)
+
         out_items = []
         for item in p.items:
             item = item.copy()
             for call in list(item.find_all(exp.AggFunc)):
                 func, arg = agg_call(call)
-                r = self.acc(p.index, func, to_row(arg), guard)
+                r = acc(func, to_row(arg))
                 if call is item:
                     item = r
                 else:
@@ -373,16 +385,22 @@ class _Builder:
             out_items.append(self.key_expr(item))
         up_pred = None if p.up_pred is None else tr(p.up_pred, p.agg.fields, out_items)
         outs = [tr(e, p.agg.fields, out_items) for e in p.up_map]
-        present = conj(self.flag(p.index, p.low_pred) if pc.flagged else None, up_pred)
-        return outs, present
+        flags = [Flag(f"out{p.index + 1}", p.low_pred)] if pc.flagged else []
+        present = conj(ref("flag", flags[0].name) if flags else None, up_pred)
+        return accs, flags, outs, present
 
     def build(self) -> Program:
         parts, c = self.parts, self.c
         pcs = iter(c.paths)
         side = []
+        accs: list[Accumulator] = []
+        flags: list[Flag] = []
         for p in parts.paths:
             if isinstance(p, AggPath):
-                side.append(self.agg_path(p, next(pcs)))
+                a, f, outs, present = self.agg_path(p, next(pcs))
+                accs += a
+                flags += f
+                side.append((outs, present))
             else:
                 side.append((list(p.out), p.pred))
         pemits, remits = [], []
@@ -420,8 +438,8 @@ class _Builder:
                 else:
                     raise NotExpressible("an aggregate-side-only output of a join-back needs a "
                                          "per-partition 'no row matched' test over final values")
-        return Program(keys=c.keys, output=parts.root_names, accumulators=tuple(self.accs),
-                       flags=tuple(self.flags), partition_emits=tuple(pemits), row_emits=tuple(remits),
+        return Program(keys=c.keys, output=parts.root_names, accumulators=tuple(accs),
+                       flags=tuple(flags), partition_emits=tuple(pemits), row_emits=tuple(remits),
                        sort=c.sort if remits else (), memory=c.memory if remits else STREAMING)
 
     def _match_condition(self, j: Join, lo, ro) -> Optional[exp.Expression]:
@@ -447,8 +465,10 @@ class _Builder:
         return conj(*guards, *conds)
 
 
-def build(parts: Parts, choice: Choice) -> Program:
-    return _Builder(parts, choice).build()
+def build(parts: Parts, choice: Choice, cache: Optional[dict] = None) -> Program:
+    """The program of one point of the search space (``cache`` may be shared across calls
+    for the same ``parts``)."""
+    return _Builder(parts, choice, cache).build()
 
 
 # ---------------------------------------------------------------------------
@@ -503,17 +523,19 @@ def choices(parts: Parts) -> Iterator[Choice]:
 
 
 def _sort_options(parts: Parts) -> list[tuple[SortKey, ...]]:
-    """No sort, or a sort on the argument column of an aggregate (asc/desc, NULLs
-    first/last) — the orders under which a running value can equal the final one."""
+    """No sort, or a sort on a column an aggregate's argument reads (asc/desc, NULLs
+    first/last) — the orders under which a running value may equal the final one (for
+    min(b + 0) a sort on b does; for min(b + c) none does, and the search finds out)."""
     opts: list[tuple[SortKey, ...]] = [()]
     for p in parts.agg_paths:
         for item in p.items:
             for call in item.find_all(exp.AggFunc):
-                arg = unparen(call.this) if call.this is not None else None
-                if isinstance(arg, exp.Column):
+                if call.this is None or isinstance(call.this, exp.Star):
+                    continue
+                for col in call.this.find_all(exp.Column):
                     for asc in (True, False):
                         for nf in (False, True):
-                            s = (SortKey(arg.name, asc, nf),)
+                            s = (SortKey(col.name, asc, nf),)
                             if s not in opts:
                                 opts.append(s)
     return opts

@@ -121,7 +121,12 @@ class Inputs:
             for col, t in leaf.columns:
                 k = _kind(t)
                 if col in key_cols:
-                    dom = {"int": [1, 2], "real": [1.0, 2.0], "str": ["a", "b"], "bool": [True, False]}[k]
+                    # few values so that groups collide, plus the constants a filter on the
+                    # key may ask for (d = 'write' must be satisfiable)
+                    exact = {"int": lits["int"][1::3], "real": lits["real"][1::3],
+                             "str": lits["str"], "bool": []}[k]
+                    dom = {"int": [1, 2], "real": [1.0, 2.0], "str": ["a", "b"],
+                           "bool": [True, False]}[k] + exact[:4]
                 else:
                     dom = {"int": [0, 1, 2, 3] + lits["int"],
                            "real": [0.5, 1.0, 2.5] + lits["real"] + [float(x) for x in lits["int"]],
@@ -280,11 +285,12 @@ class Synthesizer:
         cands: list[tuple[tuple, Program, Choice]] = []
         seen: set = set()
         unbuildable = []
+        cache: dict = {}
         for i, ch in enumerate(choices(parts)):
             if len(cands) >= self.max_candidates:
                 break
             try:
-                prog = build(parts, ch)
+                prog = build(parts, ch, cache)
             except NotExpressible as why:
                 unbuildable.append(str(why))
                 continue
@@ -292,10 +298,9 @@ class Synthesizer:
                 res.reason = str(why)
                 res.seconds = time.perf_counter() - t0
                 return res
-            sig = repr(prog.to_json())
-            if sig in seen:
+            if prog in seen:       # structural (dataclass + sqlglot) equality
                 continue
-            seen.add(sig)
+            seen.add(prog)
             cands.append(((prog.memory != STREAMING, prog.size, i), prog, ch))
         cands.sort(key=lambda c: c[0])
         res.search_space = len(cands)
@@ -312,6 +317,13 @@ class Synthesizer:
         try:
             for data in gen.initial(self.initial_tests):
                 self._add_test(data, "generated")
+            # Tables on which the sub-plan returns nothing separate few candidates: top up
+            # with larger NULL-free tables until enough tests have a non-empty output.
+            extra = 0
+            while (self.initial_tests and extra < 4 * self.initial_tests
+                   and sum(1 for t in self.tests if t.expected) < min(12, self.initial_tests // 4)):
+                self._add_test(gen.table(4 + extra % 9, null_p=0.05 if extra % 2 else 0.0), "generated")
+                extra += 1
         except (PlanEvalError, EvalError) as why:
             res.reason = f"the sub-plan cannot be evaluated on test data: {why}"
             res.seconds = time.perf_counter() - t0
