@@ -1,0 +1,122 @@
+"""Generalization, catalog diff and the Markdown report (no Spark needed)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from superop.ir import lower
+from superop.ir.analysis import decompose
+from superop.ir.nodes import walk
+from superop.rules_out.catalog import canonical_json, make_catalog, validate
+from superop.rules_out.diff import diff, format_diff
+from superop.rules_out.generalize import Pattern, edges_of, generalize, rule_id
+from superop.rules_out.report import draw_tree, to_markdown
+from superop.synth.templates import build_program
+
+S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
+
+DU_PLAIN = ("SELECT a, COUNT(*) AS n FROM ops WHERE s < 100 GROUP BY a "
+            "UNION ALL SELECT a, COUNT(*) FROM ops WHERE s >= 100 GROUP BY a")
+DU_RHO = ("SELECT k, v FROM (SELECT a AS k, v FROM (SELECT a, SUM(b) AS v FROM ops GROUP BY a) z) q WHERE v > 3 "
+          "UNION ALL SELECT a, MAX(c) FROM (SELECT a, c * 2 AS c FROM ops) p GROUP BY a")
+DU_3WAY = ("SELECT a, COUNT(*) AS n FROM ops GROUP BY a UNION ALL SELECT a, SUM(b) FROM ops GROUP BY a "
+           "UNION ALL SELECT a, MIN(c) FROM ops WHERE d = 'read' GROUP BY a")
+DJ_LEFT = ("SELECT x.a, x.sb, y.mc FROM (SELECT a, SUM(b) AS sb FROM ops WHERE s < 100 GROUP BY a) x "
+           "LEFT JOIN (SELECT a AS k, mc FROM (SELECT a, MAX(c) AS mc FROM ops GROUP BY a) z) y ON x.a = y.k")
+MJ_INNER = ("SELECT o.a, o.b, m.mb FROM ops o JOIN (SELECT a, MIN(b) AS mb FROM ops GROUP BY a) m "
+            "ON o.a = m.a")
+MJ_BUFFER = ("SELECT o.a, o.b, m.mb FROM ops o JOIN (SELECT a, MIN(b) AS mb FROM ops WHERE c > 0 "
+             "GROUP BY a) m ON o.a = m.a")
+
+
+def _diamond(sql):
+    plan = lower(sql, S).plan
+    for n in reversed(list(walk(plan))):
+        d = decompose(n, plan)
+        if d is not None:
+            return d
+    raise AssertionError("no diamond in " + sql)
+
+
+def _pattern(cid, sql, verified=True, executions=10, templates=("t1",)):
+    d = _diamond(sql)
+    prog = build_program(d)
+    cert = {"status": "verified" if verified else "unknown", "method": "bounded", "K": 4,
+            "produced_by": "test", "seconds": random.random(), "checked_at": "now"}
+    return Pattern(candidate_id=cid, family=d.family, shape="s-" + cid, sql=sql, edges=edges_of(d),
+                   join_kind=d.join_kind, branches=len(d.branches), agg_side=d.agg_side,
+                   aggregates=sorted({a.func for a in prog.accumulators}), memory=prog.memory,
+                   program=prog.to_json(), pseudo_code=prog.pretty(), certificate=cert,
+                   distinct_queries=len(templates), executions=executions, cost_share=0.01,
+                   template_ids=list(templates))
+
+
+def test_edges_of_follow_the_catalog_edge_order():
+    assert edges_of(_diamond(DJ_LEFT)) == [["Select"], [], [], ["Rename"]]
+    # DU: lower edges first (spool→γ), then upper edges (γ→∪)
+    assert edges_of(_diamond(DU_RHO)) == [[], ["Project"], ["Select", "Rename"], []]
+    mj = _diamond(MJ_INNER)
+    assert mj.family == "MJ" and mj.agg_side == 1
+    assert edges_of(mj) == [[], [], []]  # the alias o is not an operator
+
+
+def test_generalize_groups_by_skeleton_and_unions_edges():
+    pats = [_pattern("p1", DU_PLAIN, templates=("t1", "t2")), _pattern("p2", DU_RHO, templates=("t3",)),
+            _pattern("p3", DU_3WAY), _pattern("p4", DJ_LEFT), _pattern("p5", MJ_INNER),
+            _pattern("p6", MJ_BUFFER), _pattern("p7", DJ_LEFT, verified=False)]
+    rules, rejected = generalize(pats)
+    ids = [r["id"] for r in rules]
+    assert ids == ["diamond-join-left", "diamond-union-all-2way", "diamond-union-all-3way",
+                   "min-join-inner"]
+    du = next(r for r in rules if r["id"] == "diamond-union-all-2way")
+    assert du["support"]["patterns"] == 2 and du["support"]["distinct_queries"] == 3
+    assert du["support"]["executions"] == 20
+    # σ seen below branch 1 (p1), π below branch 2 (p2); σ and ρ above branch 1 (p2)
+    assert [e["optional"] for e in du["abstract_edges"]] == [["Select"], ["Select", "Project"],
+                                                             ["Select", "Rename"], []]
+    assert du["proof"] == "bounded" and all(c["status"] == "verified" for c in du["certificates"])
+    why = {r.pattern.candidate_id: r.reason for r in rejected}
+    assert "buffers" in why["p6"] and "certificate" in why["p7"]
+    cat = make_catalog(rules)
+    validate(cat)  # schema, checksum, every certificate verified
+
+
+def test_generalize_is_deterministic_and_uses_template_proofs():
+    pats = [_pattern(f"p{i}", q) for i, q in enumerate([DU_PLAIN, DU_RHO, DJ_LEFT, MJ_INNER])]
+    proof = {"status": "verified", "method": "inductive", "produced_by": "test", "template": "x"}
+    a, _ = generalize(pats, lambda fam, kind: dict(proof, template=f"{fam}/{kind}"))
+    b, _ = generalize(list(reversed(pats)), lambda fam, kind: dict(proof, template=f"{fam}/{kind}"))
+    assert diff(make_catalog(a), make_catalog(b)) == {
+        "added": [], "removed": [], "changed": {}, "unchanged": [r["id"] for r in a]}
+    assert all(r["proof"] == "unbounded" and r["certificates"][0]["method"] == "inductive" for r in a)
+
+
+def test_diff_reports_added_removed_changed_and_ignores_timings():
+    pats = [_pattern("p1", DU_PLAIN), _pattern("p2", DJ_LEFT)]
+    old, _ = generalize(pats)
+    new, _ = generalize([_pattern("p1", DU_PLAIN, executions=99), _pattern("p3", MJ_INNER)])
+    d = diff(make_catalog(old), make_catalog(new))
+    assert d["added"] == ["min-join-inner"] and d["removed"] == ["diamond-join-left"]
+    assert d["changed"] == {"diamond-union-all-2way": ["support"]}
+    text = format_diff(d)
+    assert "+ min-join-inner" in text and "- diamond-join-left" in text and "~ diamond-union-all-2way" in text
+
+
+def test_rule_ids_are_kebab_case_and_stable():
+    assert rule_id(("DU", 2)) == "diamond-union-all-2way"
+    assert rule_id(("DJ", "full")) == "diamond-join-full"
+    assert rule_id(("MJ", "left", 0)) == "min-join-left-aggregate-first"
+
+
+def test_markdown_report_draws_trees_and_examples():
+    rules, _ = generalize([_pattern("p1", DJ_LEFT), _pattern("p2", MJ_INNER)])
+    cat = make_catalog(rules)
+    md = to_markdown(cat, after=lambda sql: "SELECT 1 -- rewritten")
+    assert "### `diamond-join-left`" in md and "Spool (shared input)" in md
+    assert "e1 [σ]*" in md and "e4 [ρ]*" in md
+    assert "SELECT 1 -- rewritten" in md and "Verified super-operator program" in md
+    tree = draw_tree(next(r for r in rules if r["family"] == "MJ"))
+    assert tree.splitlines()[0].startswith("⋈ Join (inner)")
+    assert "γ GroupBy (min|max)" in tree
