@@ -35,7 +35,7 @@ from sqlglot import exp
 from ..ir.nodes import Node, Scan, expressions_of, walk
 from ..sparkutil import bag
 from .dsl import BUFFERING, STREAMING, Program
-from .expr_eval import EvalError
+from .expr_eval import EvalError, compile_expr, truth
 from .interpreter import Compiled, ProgramError
 from .plan_eval import PlanEvalError, eval_plan
 from .space import Choice, NotExpressible, NotSupported, Parts, analyze, build, choices, strip_order
@@ -135,6 +135,23 @@ class Inputs:
                 doms.append(list(dict.fromkeys(dom)))
             self.domains[id(leaf)] = doms
         self.rng = random.Random(seed)
+        # Row-level predicates of the paths (summary predicates of the edges): rows are
+        # often drawn to satisfy one of them, since a conjunction of several filters is
+        # rarely hit by chance and a path whose filter never passes tests nothing.
+        self.targets = []
+        if len(self.leaves) == 1:
+            cols = [c for c, _ in self.leaves[0].columns]
+            for p in parts.paths:
+                pred = getattr(p, "low_pred", None) if hasattr(p, "low_pred") else getattr(p, "pred", None)
+                if pred is None:
+                    continue
+                try:
+                    self.targets.append(compile_expr(pred, lambda c: (lambda i: lambda r: r[i])(cols.index(c.name))))
+                except (EvalError, ValueError):
+                    pass
+
+    def _row(self, doms, null_p):
+        return tuple(None if self.rng.random() < null_p else self.rng.choice(d) for d in doms)
 
     def table(self, n_rows: int, null_p: float = 0.15) -> dict[int, list[tuple]]:
         out = {}
@@ -145,7 +162,14 @@ class Inputs:
                 if rows and self.rng.random() < 0.15:
                     rows.append(rows[self.rng.randrange(len(rows))])   # duplicates matter for bags
                     continue
-                rows.append(tuple(None if self.rng.random() < null_p else self.rng.choice(d) for d in doms))
+                row = self._row(doms, null_p)
+                if self.targets and self.rng.random() < 0.5:
+                    want = self.rng.choice(self.targets)
+                    for _ in range(30):
+                        if truth(want(row)):
+                            break
+                        row = self._row(doms, null_p)
+                rows.append(row)
             out[id(leaf)] = rows
         return out
 
