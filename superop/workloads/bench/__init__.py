@@ -1,0 +1,1 @@
+"""Benchmarks: super-operators against stock Spark (`superop bench`)."""

@@ -1,0 +1,102 @@
+"""Where the rewritten side of each benchmark pair comes from.
+
+A rewriter is a callable ``rewrite(sql) -> Rewrite``. The benchmarks use the real runtime
+(:class:`superop.runtime.SuperOpSession`) — never hand-written SQL; ``identity`` exists
+for harness tests (it rewrites nothing, so every ratio is ~1 by construction).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional
+
+from ...errors import SuperopError
+
+
+@dataclass
+class Rewrite:
+    sql: str
+    applied: list = field(default_factory=list)
+    changed: bool = False
+    explanation: str = ""
+    seconds: float = 0.0          # wall time of the rewrite call (incl. the runtime's planning)
+    error: Optional[str] = None
+    timings_ms: dict = field(default_factory=dict)
+    exchanges_before: Optional[int] = None
+    exchanges_after: Optional[int] = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Rewriter:
+    name: str
+    fn: Callable[[str], Rewrite]
+    info: dict = field(default_factory=dict)
+
+    def __call__(self, sql: str) -> Rewrite:
+        return self.fn(sql)
+
+
+def identity_rewriter() -> Rewriter:
+    def fn(sql: str) -> Rewrite:
+        return Rewrite(sql=sql, explanation="identity (harness test: nothing rewritten)")
+    return Rewriter("identity", fn, {"note": "no rewriting; for harness tests only"})
+
+
+def default_catalog() -> dict:
+    """The three families of Fig. 6 as abstract rules (every σ/π/ρ edge, every join kind),
+    built with ``superop.rules_out.catalog.make_rule``.
+
+    Used only when no ``--catalog`` is given. Its certificates are NOT produced by a proof
+    run here: they say so (``method: "bench-default"``); the bench re-checks every pair it
+    times with a result-equality check on the data instead. For the production numbers
+    pass the nightly job's catalog (``superop mine ... --out DIR`` → ``DIR/catalog.json``).
+    """
+    from ...rules_out.catalog import certificate, make_catalog, make_rule
+    cert = [certificate("verified", "bench-default", "superop.workloads.bench.rewriters",
+                        note="not proved by this run; pass --catalog for proved rules")]
+    kinds = ("inner", "left", "right", "full", "semi", "anti")
+    rules = [make_rule("DU", branches=2, certificates=cert),
+             make_rule("DU", branches=3, certificates=cert),
+             make_rule("DJ", join_kinds=kinds, certificates=cert),
+             make_rule("MJ", join_kinds=kinds, certificates=cert,
+                       aggregates=["min", "max"])]
+    return make_catalog(rules, version="bench-default",
+                        source={"log": None, "window": None, "content_hash": None})
+
+
+def runtime_rewriter(spark, catalog: Optional[str] = None) -> Rewriter:
+    """The production rewriter (``SuperOpSession.rewrite``) with ``catalog`` (file or MLflow
+    URI) or :func:`default_catalog`."""
+    try:
+        from ...runtime import SuperOpSession
+    except ImportError as e:
+        raise SuperopError(f"the runtime rewriter is not available in this checkout ({e})") from None
+    cat = catalog if catalog else default_catalog()
+    so = SuperOpSession(spark, cat)
+    info = {"catalog": catalog or "bench-default (built-in, see rewriters.default_catalog)",
+            "catalog_version": so.catalog.get("version"),
+            "rules": [r["id"] for r in so.catalog.get("rules", [])]}
+
+    def fn(sql: str) -> Rewrite:
+        t0 = time.perf_counter()
+        r = so.rewrite(sql)
+        dt = time.perf_counter() - t0
+        return Rewrite(sql=r.sql, applied=list(getattr(r, "applied", []) or []),
+                       changed=bool(getattr(r, "changed", False)),
+                       explanation=str(getattr(r, "explanation", "") or ""), seconds=dt,
+                       error=getattr(r, "error", None),
+                       timings_ms=dict(getattr(r, "timings_ms", None) or {}),
+                       exchanges_before=getattr(r, "exchanges_before", None),
+                       exchanges_after=getattr(r, "exchanges_after", None))
+    return Rewriter("superop.runtime.SuperOpSession", fn, info)
+
+
+def make_rewriter(spark, kind: str = "runtime", catalog: Optional[str] = None) -> Rewriter:
+    if kind == "runtime":
+        return runtime_rewriter(spark, catalog)
+    if kind == "identity":
+        return identity_rewriter()
+    raise SuperopError(f"unknown rewriter {kind!r} (runtime | identity)")

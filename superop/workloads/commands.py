@@ -1,0 +1,172 @@
+"""`superop bench micro|tpch|mine|rewrite` — benchmarks (issue 8).
+
+Other workload commands may be registered here too: add them to ``register`` below."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:
+    register_bench(sub)
+
+
+# ---------------------------------------------------------------------------
+# bench
+# ---------------------------------------------------------------------------
+def _rows(s: str) -> list[int]:
+    out = []
+    for part in s.split(","):
+        part = part.strip().lower().replace("_", "")
+        mult = 1
+        for suf, m in (("k", 1_000), ("m", 1_000_000)):
+            if part.endswith(suf):
+                part, mult = part[:-1], m
+        try:
+            v = int(float(part) * mult)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"bad row count {s!r} (e.g. 10m or 100000,1000000)")
+        if v <= 0:
+            raise argparse.ArgumentTypeError("row counts must be positive")
+        out.append(v)
+    return out
+
+
+def _positive(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}")
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be ≥ 1")
+    return v
+
+
+def _common(p, default_out: str) -> None:
+    p.add_argument("--repeat", type=_positive, default=5, help="timed runs per query side (default 5)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs per side (default 1)")
+    p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+    p.add_argument("--data-dir", default="bench-data", help="where generated data is cached (default bench-data)")
+    p.add_argument("--catalog", help="rule catalog file or MLflow URI (default: the built-in bench catalog)")
+    p.add_argument("--rewriter", choices=["runtime", "identity"], default="runtime",
+                   help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
+    p.add_argument("--shuffle-partitions", type=_positive, help="spark.sql.shuffle.partitions (default: Spark's)")
+    p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
+    p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def register_bench(sub) -> None:
+    p = sub.add_parser("bench", help="benchmarks: super-operators vs stock Spark (micro, tpch, mine, rewrite)")
+    bs = p.add_subparsers(dest="bench_command", metavar="BENCH")
+
+    m = bs.add_parser("micro", help="DU/DJ/MJ micro set: original vs rewritten vs limit query")
+    m.add_argument("--rows", type=_rows, default=[10_000_000],
+                   help="rows of ops, or a comma list for time-vs-rows (default 10m)")
+    m.add_argument("--queries", help="comma list of query names or families (du,dj,mj); default all")
+    m.add_argument("--seed", type=int, default=7)
+    _common(m, "bench-out/micro")
+    m.set_defaults(bench_func=run_micro_cmd)
+
+    t = bs.add_parser("tpch", help="TPC-H (tpchgen-cli parquet), 22 queries original vs rewritten")
+    t.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    t.add_argument("--queries", help="comma list of query numbers (default 1..22)")
+    _common(t, "bench-out/tpch")
+    t.set_defaults(bench_func=run_tpch_cmd)
+
+    for name, script, what in (("mine", "mining_bench.py", "the mining benchmark (queries/s, peak memory)"),
+                               ("rewrite", "rewrite_bench.py", "rewrite overhead vs Spark planning time")):
+        w = bs.add_parser(name, help=f"{what} (benchmarks/{script})", add_help=False)
+        w.add_argument("args", nargs=argparse.REMAINDER, help=f"passed to benchmarks/{script}")
+        w.set_defaults(bench_func=_wrapper(script))
+
+    def dispatch(args) -> int:
+        if not getattr(args, "bench_func", None):
+            p.print_help()
+            return 2
+        return args.bench_func(args)
+    p.set_defaults(func=dispatch)
+
+
+def _spark(args):
+    from ..sparkutil import get_spark
+    conf = {}
+    if args.shuffle_partitions:
+        conf["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
+    return get_spark("superop-bench", master=args.master, conf=conf)
+
+
+def _finish(doc, args, kind: str, progress) -> int:
+    import os
+    from .bench.report import log_mlflow, now, write_outputs
+    doc["finished_at"] = now()
+    try:
+        doc["machine"]["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    outs = write_outputs(doc, args.out, kind)
+    run_id = None
+    if not args.no_mlflow:
+        try:
+            run_id = log_mlflow(doc, kind)
+        except Exception as e:  # the measurements are already on disk; say why MLflow failed
+            progress.warn(f"MLflow logging failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    print(open(outs["markdown"]).read())
+    print(f"wrote {outs['json']}, {outs['markdown']}" + (f", {', '.join(outs['plots'])}" if outs["plots"] else ""))
+    if run_id:
+        import mlflow
+        print(f"MLflow run {run_id} at {mlflow.get_tracking_uri()}")
+    return 0
+
+
+def run_micro_cmd(args) -> int:
+    from .bench.micro import run_micro, select_queries
+    from .bench.progress import Progress
+    from .bench.report import command_line, machine_info, now, spark_info
+    from .bench.rewriters import make_rewriter
+    queries = select_queries(args.queries.split(",") if args.queries else None)
+    started = now()
+    machine = machine_info()
+    spark = _spark(args)
+    rw = make_rewriter(spark, args.rewriter, args.catalog)
+    progress = Progress(enabled=not args.quiet)
+    doc = run_micro(spark, rw, rows=args.rows, repeat=args.repeat, warmup=args.warmup,
+                    data_dir=args.data_dir, queries=queries, seed=args.seed, progress=progress)
+    doc.update(started_at=started, command=command_line(), machine=machine, spark=spark_info(spark),
+               rewriter={"name": rw.name, **rw.info},
+               params={"rows": args.rows, "repeat": args.repeat, "warmup": args.warmup,
+                       "queries": [q.name for q in queries], "seed": args.seed})
+    return _finish(doc, args, "micro", progress)
+
+
+def run_tpch_cmd(args) -> int:
+    from .bench.progress import Progress
+    from .bench.report import command_line, machine_info, now, spark_info
+    from .bench.rewriters import make_rewriter
+    from .bench.tpch_bench import parse_queries, run_tpch
+    qs = parse_queries(args.queries)
+    started = now()
+    machine = machine_info()
+    spark = _spark(args)
+    progress = Progress(enabled=not args.quiet)
+    doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog), sf=args.sf,
+                   queries=qs, repeat=args.repeat, warmup=args.warmup, data_dir=args.data_dir,
+                   progress=progress)
+    doc.update(started_at=started, command=command_line(), machine=machine, spark=spark_info(spark),
+               params={"sf": args.sf, "repeat": args.repeat, "warmup": args.warmup, "queries": qs})
+    return _finish(doc, args, "tpch", progress)
+
+
+def _wrapper(script: str):
+    def run(args) -> int:
+        import subprocess
+        import sys
+        from pathlib import Path
+        from ..errors import SuperopError
+        root = Path(__file__).resolve().parents[2]
+        path = root / "benchmarks" / script
+        if not path.is_file():
+            raise SuperopError(f"not available: benchmarks/{script} does not exist in this checkout "
+                               f"({root}); it belongs to another part of the project")
+        rest = [a for a in args.args if a != "--"]
+        return subprocess.call([sys.executable, str(path), *rest], cwd=str(root))
+    return run
