@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import pytest
 
-from runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, catalog_rules
+from runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, catalog_rules,
+                              values_view
 from superop.rules_out.catalog import make_catalog
 
 
 @pytest.fixture(scope="session")
 def ops(spark):
-    spark.createDataFrame(OPS_ROWS, OPS_SCHEMA).createOrReplaceTempView("ops")
-    spark.createDataFrame(ACCOUNTS_ROWS, ACCOUNTS_SCHEMA).createOrReplaceTempView("accounts")
+    # VALUES views are JVM-local relations (no Python worker per query). Broadcast joins
+    # are off so the plans look like production plans over large tables (a broadcast
+    # join has no shuffle to save; the benefit gate is tested on its own).
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
+    values_view(spark, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
     return SCHEMA
 
 

@@ -35,3 +35,20 @@ def catalog_rules(cert=TEST_CERT):
     return rules
 
 
+
+
+def _lit(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    return repr(v)
+
+
+def values_view(spark, name: str, ddl: str, rows) -> None:
+    """A temp view over an inline VALUES table with the given column types."""
+    cols = [c.strip().split() for c in ddl.split(",")]
+    body = ", ".join("(" + ", ".join(_lit(v) for v in r) + ")" for r in rows)
+    sel = ", ".join(f"CAST(c{i} AS {t}) AS {n}" for i, (n, t) in enumerate(cols))
+    names = ", ".join(f"c{i}" for i in range(len(cols)))
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {sel} FROM VALUES {body} AS v({names})")
