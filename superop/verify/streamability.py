@@ -224,10 +224,12 @@ def _mj(d: Decomposition, timeout_ms: int) -> StreamCheck:
     col = _bare(params.substitute(calls[0].this, A.lower.top.fields))
     if col is None:
         return StreamCheck(False, "MJ", "the MIN/MAX argument is not a single source column")
-    if params.predicate is not None:
+    pred_cols = {c.name for c in params.predicate.find_all(exp.Column)} if params.predicate is not None else set()
+    if params.predicate is not None and not pred_cols <= set(set1):
         return StreamCheck(False, "MJ", "a Select on the edge into the aggregate (Fig. 13): the first row "
                                         "of the sorted partition need not pass it, so the running "
                                         "MIN/MAX is not final — needs buffering")
+    # a σ over grouping keys only keeps or drops whole partitions: still streaming
     asc = isinstance(calls[0], exp.Min)
     return StreamCheck(True, "MJ", f"{'MIN' if asc else 'MAX'}({col}) is final after the first row "
                                    f"of a partition sorted on {col} {'ASC' if asc else 'DESC'}",
