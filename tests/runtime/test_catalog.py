@@ -1,0 +1,89 @@
+"""The catalog format: schema, checksum, certificates, atomic write, MLflow URIs."""
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from runtime_fixtures import catalog_rules
+from superop.rules_out.catalog import (CatalogError, canonical_json, certificate, checksum, load_catalog,
+                                       make_catalog, make_rule, problems, write_catalog)
+
+
+def test_roundtrip_and_checksum(tmp_path):
+    cat = make_catalog(catalog_rules(), version="t1", source={"log": "x.jsonl", "window": None,
+                                                              "content_hash": "sha256:00"})
+    p = tmp_path / "catalog.json"
+    written = write_catalog(p, cat)
+    loaded = load_catalog(p)
+    assert loaded == written
+    assert loaded["checksum"] == checksum(loaded["rules"])
+    # canonical JSON: key order does not change the checksum
+    shuffled = [dict(reversed(list(r.items()))) for r in loaded["rules"]]
+    assert checksum(shuffled) == loaded["checksum"]
+    assert canonical_json({"b": 1, "a": "σ"}) == '{"a":"σ","b":1}'
+    ids = [r["id"] for r in loaded["rules"]]
+    assert "du-2way" in ids and "dj-full" in ids and "mj-semi" in ids
+
+
+def test_refuses_tampered_unverified_and_malformed(tmp_path):
+    cat = make_catalog(catalog_rules())
+    bad = copy.deepcopy(cat)
+    bad["rules"][0]["abstract_edges"][0]["optional"] = ["Select"]        # tampered
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(CatalogError, match="checksum mismatch"):
+        load_catalog(p)
+    unv = copy.deepcopy(cat)
+    unv["rules"][1]["certificates"].append(certificate("unknown", "bounded", "superop.verify", K=4))
+    unv["checksum"] = checksum(unv["rules"])
+    p.write_text(json.dumps(unv))
+    with pytest.raises(CatalogError, match="unknown"):
+        load_catalog(p)
+    none = copy.deepcopy(cat)
+    none["rules"][2]["certificates"] = []
+    none["checksum"] = checksum(none["rules"])
+    assert any("no certificate" in x for x in problems(none))
+    mal = copy.deepcopy(cat)
+    mal["rules"][0]["id"] = "Not Kebab"
+    mal["rules"][0]["family"] = "XX"
+    mal["checksum"] = checksum(mal["rules"])
+    assert len(problems(mal)) >= 2
+    p.write_text("{not json")
+    with pytest.raises(CatalogError, match="not valid JSON"):
+        load_catalog(p)
+    with pytest.raises(CatalogError, match="not found"):
+        load_catalog(tmp_path / "missing.json")
+    with pytest.raises(CatalogError, match="template"):
+        r = make_rule("DU", certificates=[certificate("verified", "inductive", "t")])
+        r["template"]["name"] = "SuperOp_MJ"
+        write_catalog(tmp_path / "x.json", make_catalog([r]))
+
+
+def test_write_is_atomic(tmp_path):
+    p = tmp_path / "catalog.json"
+    good = write_catalog(p, make_catalog(catalog_rules()))
+    bad = make_catalog(catalog_rules())
+    bad["rules"][0]["family"] = "nope"
+    with pytest.raises(CatalogError):
+        write_catalog(p, bad)
+    assert load_catalog(p) == good            # the previous catalog is untouched
+    assert [f.name for f in tmp_path.iterdir()] == ["catalog.json"]
+
+
+def test_load_from_mlflow_run(tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")   # a throwaway local store
+    src = tmp_path / "out" / "catalog.json"
+    cat = write_catalog(src, make_catalog(catalog_rules()))
+    mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
+    try:
+        with mlflow.start_run() as run:
+            mlflow.log_artifact(str(src), artifact_path="catalog")
+        loaded = load_catalog(f"runs:/{run.info.run_id}/catalog")
+        assert loaded == cat
+        with pytest.raises(CatalogError):
+            load_catalog(f"runs:/{run.info.run_id}/nothing-here")
+    finally:
+        mlflow.set_tracking_uri(None)
