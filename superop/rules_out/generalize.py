@@ -99,11 +99,11 @@ class Rejected:
 
 
 def generalize(patterns: Sequence[Pattern],
-               template_proof: Optional[Callable[[str, Optional[str]], Optional[dict]]] = None,
+               template_proof: Optional[Callable[[tuple, list], list]] = None,
                ) -> tuple[list[dict], list[Rejected]]:
-    """Group patterns into abstract rules. ``template_proof(family, join_kind)`` returns
-    the certificate of the unbounded proof of that parametric template, or None.
-    Returns (rules sorted by id, rejected patterns)."""
+    """Group patterns into abstract rules. ``template_proof(skeleton, members)`` returns
+    the certificates of the unbounded proofs of the parametric template instances the
+    members need (empty if there are none). Returns (rules sorted by id, rejected)."""
     groups: dict[tuple, list[Pattern]] = {}
     rejected: list[Rejected] = []
     for p in patterns:
@@ -121,9 +121,11 @@ def generalize(patterns: Sequence[Pattern],
         n_edges = len(members[0].edges)
         edges = [sorted({op for m in members for op in m.edges[i]}, key=OPTIONAL_OPS.index)
                  for i in range(n_edges)]
-        proof_cert = template_proof(sk[0], members[0].join_kind) if template_proof else None
-        member_certs = [dict(m.certificate, pattern=m.candidate_id) for m in members]
-        certs = ([proof_cert] if proof_cert else []) + member_certs
+        proofs = list(template_proof(sk, members) or []) if template_proof else []
+        if any(c.get("status") != "verified" for c in proofs):
+            proofs = []  # an unproven template falls back to the members' bounded certificates
+        member_certs = [dict(m.certificate, candidate=m.candidate_id) for m in members]
+        certs = proofs + member_certs
         aggs = sorted({a for m in members for a in m.aggregates})
         tids = {t for m in members for t in m.template_ids}
         support = {
@@ -142,7 +144,7 @@ def generalize(patterns: Sequence[Pattern],
             params["agg_side"] = "left" if sk[2] == 0 else "right"
         kwargs = dict(rule_id=rule_id(sk), edges=edges, aggregates=aggs or None,
                       certificates=certs,
-                      proof="unbounded" if proof_cert else "bounded", support=support,
+                      proof="unbounded" if proofs else "bounded", support=support,
                       first_seen=min(firsts) if firsts else None,
                       last_seen=max(lasts) if lasts else None, parameters=params,
                       description=_describe(sk, len(members)))

@@ -143,43 +143,44 @@ def _find_diamond(plan):
     return None
 
 
-def _certificate(o: dict, K: int) -> Optional[dict]:
-    """The bounded certificate of one verified pattern (self-contained: it carries the
-    sub-query SQL and the program, so `superop verify` can re-check it)."""
-    from .catalog import certificate
+def _certificate(o: dict, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
+    """The bounded certificate of one verified pattern, in superop.verify's self-contained
+    form (it carries the sub-query SQL, schema and program, so `superop verify` re-checks
+    it with nothing else)."""
+    from ..synth.dsl import Program
+    from ..verify.certificate import bounded_certificate
+    from ..verify.result import Result
     v = o.get("verifier") or {}
-    if o.get("status") != "verified" or v.get("status") != "verified":
+    if o.get("status") != "verified" or v.get("status") != "verified" or not o.get("program"):
         return None
-    if isinstance(v.get("certificate"), dict):
-        c = dict(v["certificate"])
-        c.setdefault("status", "verified")
-        c.setdefault("method", v.get("method", "bounded"))
-        c.setdefault("produced_by", "superop.verify")
-        return c
-    return certificate("verified", v.get("method", "bounded"), "superop.verify.check_equivalence",
-                       K=v.get("K", K), seconds=v.get("seconds"), sql=o["sql"],
-                       program=o.get("program"), claim="sub-query ≡ program on every input "
-                       f"of at most {v.get('K', K)} rows")
+    r = Result(v["status"], method=v.get("method", "bounded"), K=v.get("K", K),
+               seconds=float(v.get("seconds") or 0.0), reason=v.get("reason", ""))
+    return bounded_certificate(o["sql"], schema, Program.from_json(o["program"]), r,
+                               timeout_ms=int(verify_timeout_s * 1000))
 
 
-def _template_proof_fn():
-    """The verifier's unbounded template proofs, if that module exists."""
-    try:
-        from ..verify import inductive
-    except ImportError:
-        return None
-    fn = getattr(inductive, "template_certificate", None)
-    if fn is None:
-        return None
+def _template_proofs(timeout_ms: int = 20000):
+    """Unbounded (inductive) proofs of the template instances a rule's members need."""
+    from ..verify.certificate import prove_and_certify
 
-    def proof(family: str, join_kind: Optional[str]):
-        try:
-            c = fn(family, join_kind)
-        except Exception as e:  # a failing proof means "bounded only", never "verified"
-            log.warning("template proof %s/%s failed: %s", family, join_kind, e)
-            return None
-        return c if c and c.get("status") == "verified" else None
-    return proof
+    def proofs(skeleton: tuple, members: list) -> list[dict]:
+        fam = skeleton[0]
+        if fam == "DU":
+            params = [dict(branches=skeleton[1])]
+        elif fam == "DJ":
+            params = [dict(join_kind=skeleton[1])]
+        else:
+            funcs = sorted({a for m in members for a in m.aggregates if a in ("min", "max")})
+            params = [dict(join_kind=skeleton[1], agg_left=skeleton[2] == 0, func=f) for f in funcs]
+        out = []
+        for p in params:
+            try:
+                out.append(prove_and_certify(fam, timeout_ms=timeout_ms, **p))
+            except Exception as e:  # a failing proof means "bounded only", never "verified"
+                log.warning("template proof %s %s failed: %s", fam, p, e)
+                return []
+        return out
+    return proofs
 
 
 def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
@@ -282,10 +283,11 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 edges=o["edges"], join_kind=o.get("join_kind"), branches=o.get("branches", 2),
                 agg_side=o.get("agg_side"), aggregates=o.get("aggregates", []),
                 memory=o.get("memory", "streaming"), program=o.get("program"),
-                pseudo_code=o.get("pseudo_code", ""), certificate=_certificate(o, K),
+                pseudo_code=o.get("pseudo_code", ""),
+                certificate=_certificate(o, schema, K, verify_timeout_s),
                 distinct_queries=o["support"]["templates"], executions=o["support"]["executions"],
                 cost_share=o["support"]["cost_share"], template_ids=o["template_ids"]))
-        rules, rejected = generalize(patterns, _template_proof_fn())
+        rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
         gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
                  "seconds": round(time.perf_counter() - t, 3)}
         tr.metrics(child, gen_m)

@@ -86,8 +86,9 @@ def test_generalize_groups_by_skeleton_and_unions_edges():
 def test_generalize_is_deterministic_and_uses_template_proofs():
     pats = [_pattern(f"p{i}", q) for i, q in enumerate([DU_PLAIN, DU_RHO, DJ_LEFT, MJ_INNER])]
     proof = {"status": "verified", "method": "inductive", "produced_by": "test", "template": "x"}
-    a, _ = generalize(pats, lambda fam, kind: dict(proof, template=f"{fam}/{kind}"))
-    b, _ = generalize(list(reversed(pats)), lambda fam, kind: dict(proof, template=f"{fam}/{kind}"))
+    fn = lambda sk, members: [dict(proof, template="/".join(map(str, sk)))]  # noqa: E731
+    a, _ = generalize(pats, fn)
+    b, _ = generalize(list(reversed(pats)), fn)
     assert diff(make_catalog(a), make_catalog(b)) == {
         "added": [], "removed": [], "changed": {}, "unchanged": [r["id"] for r in a]}
     assert all(r["proof"] == "unbounded" and r["certificates"][0]["method"] == "inductive" for r in a)

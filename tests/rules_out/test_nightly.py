@@ -55,6 +55,11 @@ def test_nightly_writes_catalog_report_and_marks_the_crash(nightly):
         assert r["support"]["patterns"] >= 1 and all(c["status"] == "verified" for c in r["certificates"])
     md = res.report_path.read_text()
     assert "Patterns not admitted" in md and "crashed" in md
+    # every certificate in the catalog re-checks (`superop verify --catalog`)
+    from superop.cli import main
+    if cat["rules"]:
+        assert main(["verify", "--catalog", str(res.catalog_path)]) == 0
+        assert any(r["proof"] == "unbounded" for r in cat["rules"])
 
 
 def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
