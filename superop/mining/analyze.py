@@ -17,7 +17,7 @@ ANALYSIS_COLUMNS = [
     ("reason", "string"), ("fingerprint", "string"), ("op", "string"), ("shape", "string"),
     ("shape_counts", "string"), ("family", "string"), ("join_kind", "string"),
     ("n_inputs", "int"), ("agg", "string"), ("inputs", "string"), ("example_sql", "string"),
-    ("plan_nodes", "int"),
+    ("plan_nodes", "int"), ("example_shape", "string"),
 ]
 ANALYSIS_DDL = ", ".join(f"{c} {t}" for c, t in ANALYSIS_COLUMNS)
 
@@ -87,13 +87,17 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
     for f in findings:
         try:
             example = to_sql(f.root)
-        except Exception as e:  # keep the finding; the next stage cannot re-lower it
-            example = ""
+            # to_sql folds σ/π/ρ into SELECT blocks: record the shape the example re-lowers to
+            again = [g for g in detect(lower(example, schema).plan) if g.family == f.family]
+            example_shape = again[0].shape if again else ""
+        except Exception:  # keep the finding; the next stage cannot re-lower it
+            example, example_shape = "", ""
         out.append(dict(base, row_kind="finding", status=f.status, reason=f.reason,
                         fingerprint=fp(f.root), op=f.root.op, shape=f.shape,
                         shape_counts=f.shape_counts, family=f.family, join_kind=f.join_kind,
                         n_inputs=f.n_inputs, agg=f.agg, inputs=",".join(f.inputs),
-                        example_sql=example, plan_nodes=sum(1 for _ in walk(f.root))))
+                        example_sql=example, plan_nodes=sum(1 for _ in walk(f.root)),
+                        example_shape=example_shape))
     return out
 
 

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from ..ir import (Aggregate, Join, Node, Opaque, Project, Rename, Scan, Select, UnionAll,
                   parents, shape, walk)
-from .fingerprint import strict_index
+from .fingerprint import column_side, strict_index
 
 PATH_OPS = (Select, Project, Rename, Aggregate)
 DJ_KINDS = ("inner", "left", "right", "full", "semi")
@@ -170,18 +170,11 @@ class Detector:
                     and isinstance(c.expression, exp.Column)):
                 continue
             a, b = c.this, c.expression
-            la, ra = strict_index(lf, a), strict_index(rf, a)
-            lb, rb = strict_index(lf, b), strict_index(rf, b)
-            if a.table:  # a qualifier decides the side when both sides carry that name
-                ra = ra if any(f.qualifier == a.table for f in rf) else None
-                la = la if any(f.qualifier == a.table for f in lf) else None
-            if b.table:
-                rb = rb if any(f.qualifier == b.table for f in rf) else None
-                lb = lb if any(f.qualifier == b.table for f in lf) else None
-            if la is not None and ra is None and rb is not None and lb is None:
-                out.append((la, rb))
-            elif lb is not None and rb is None and ra is not None and la is None:
-                out.append((lb, ra))
+            sa, sb = column_side(a, lf, rf), column_side(b, lf, rf)
+            if (sa, sb) == ("L", "R"):
+                out.append((strict_index(lf, a), strict_index(rf, b)))
+            elif (sa, sb) == ("R", "L"):
+                out.append((strict_index(lf, b), strict_index(rf, a)))
         return out
 
     def covered(self, j: Join, stop: Node) -> set:
@@ -330,6 +323,19 @@ class Detector:
         if not keys <= cov:
             return "join_on_subset_of_keys" if cov & keys else "join_not_on_grouping_keys"
         return ""
+
+
+def skeleton(shape_str: str) -> str:
+    """A shape without its optional operators (σ π ρ): the core operators and their nesting.
+    ``to_sql`` merges optional operators into SELECT blocks, so the example SQL of a candidate
+    re-lowers to the same skeleton but possibly fewer σ/π/ρ."""
+    import re
+    s = re.sub("[σπρ]", "", shape_str)
+    s = re.sub(r"\|+", "|", s)
+    s = re.sub(r"\(\|", "(", s)
+    s = re.sub(r"\|([,)])", r"\1", s)
+    s = re.sub(r", \|", ", ", s)
+    return s.strip("|")
 
 
 def detect(plan: Node) -> list[Finding]:

@@ -63,18 +63,32 @@ def _pos_ref(fields):
 
 
 def join_sides(j: Join):
-    """(left_ref, right_ref) resolvers tagging columns L$i / R$i."""
+    """(left_ref, right_ref) resolvers tagging columns L$i / R$i. A qualifier carried by
+    only one side decides the side (``o.a`` when both inputs have an ``a``)."""
     lf, rf = j.left.fields, j.right.fields
 
     def ref(c: exp.Column) -> str:
-        i = strict_index(lf, c)
-        if i is not None and strict_index(rf, c) is None:
-            return f"L${i}"
-        k = strict_index(rf, c)
-        if k is not None:
-            return f"R${k}"
+        side = column_side(c, lf, rf)
+        if side == "L":
+            return f"L${strict_index(lf, c)}"
+        if side == "R":
+            return f"R${strict_index(rf, c)}"
         return f"?{c.name}"
     return ref
+
+
+def column_side(c: exp.Column, lf, rf) -> str | None:
+    q = c.table or None
+    if q is not None:
+        in_l = any(f.qualifier == q for f in lf)
+        in_r = any(f.qualifier == q for f in rf)
+        if in_l != in_r:
+            side, fields = ("L", lf) if in_l else ("R", rf)
+            return side if strict_index(fields, c) is not None else None
+    li, ri = strict_index(lf, c), strict_index(rf, c)
+    if (li is None) == (ri is None):
+        return None
+    return "L" if li is not None else "R"
 
 
 class Fingerprinter:

@@ -6,9 +6,10 @@
     res.summary             # dict, also out/summary.json
 
 Phases (all Spark; Python runs inside mapInPandas / applyInPandas):
-  read       log -> DataFrame of canonical rows (bad rows carry an error reason)
-  normalize  literal normalization -> template id per row; ONE aggregation over the log gives
-             per template: executions, summed duration / bytes, one example statement
+  read       plan the log DataFrame (format detection; nothing is scanned yet)
+  normalize  ONE Spark pass over the log: parse rows (bad rows carry an error reason) and
+             normalize literals -> template id per row in the same mapInPandas, then one
+             aggregation gives per template: executions, summed duration / bytes, an example
   analyze    per template (mapInPandas): lower to the IR, Merkle fingerprints of every
              sub-plan, candidate / near-miss detection, example SQL via ``to_sql``
   aggregate  recurring sub-plans (>= k distinct templates), candidates grouped by variant
@@ -36,6 +37,7 @@ from typing import Iterator, Optional
 import pandas as pd
 
 from ..errors import SuperopError
+from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
 from .readers import SUCCESS, read_log
 
@@ -43,8 +45,9 @@ MALFORMED_REASONS = {"malformed_json", "not_a_json_object", "missing_statement_t
                      "bad_statement_text_type", "bad_numeric_field", "malformed_csv",
                      "malformed_event", "unreadable_event_log"}
 
-CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_counts", "n_inputs",
-                     "agg", "input_tables", "example_sql", "example_template_id", "templates",
+CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_counts", "skeleton",
+                     "n_inputs", "agg", "input_tables", "example_sql", "example_shape",
+                     "example_template_id", "templates",
                      "executions", "cost_ms", "cost_share", "read_bytes", "shuffle_bytes",
                      "distinct_subplans", "template_ids"]
 
@@ -87,36 +90,37 @@ class Progress:
 
 
 # --------------------------------------------------------------------------------------------
-def _normalize_mapper(include_failed: bool):
-    def mapper(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        cache: dict[str, tuple[str, str, str]] = {}
-        for pdf in batches:
-            tids, reasons, temps = [], [], []
-            for text, err, status in zip(pdf["statement_text"], pdf["error"],
-                                         pdf["execution_status"]):
-                if isinstance(err, str) and err:
-                    tids.append(None); reasons.append(err); temps.append(None)
-                    continue
-                if not include_failed and str(status or "").strip().lower() not in SUCCESS:
-                    tids.append(None); reasons.append("failed_statement"); temps.append(None)
-                    continue
-                hit = cache.get(text)
-                if hit is None:
-                    t = normalize(text)
-                    kind = statement_kind(t)
-                    hit = (template_id(t), "" if kind == "query" else kind, t)
-                    if len(cache) < 50_000:
-                        cache[text] = hit
-                tid, reason, t = hit
-                if reason:
-                    tids.append(None); reasons.append(reason); temps.append(None)
-                else:
-                    tids.append(tid); reasons.append(""); temps.append(t)
-            yield pd.DataFrame({"template_id": tids, "reason": reasons, "template": temps,
-                                "statement_text": pdf["statement_text"],
-                                "duration_ms": pdf["duration_ms"], "read_bytes": pdf["read_bytes"],
-                                "shuffle_bytes": pdf["shuffle_bytes"]})
-    return mapper
+def _normalizer(include_failed: bool):
+    """pandas batch of LOG_COLUMNS -> NORM_DDL: template id per row, or the skip reason."""
+    cache: dict[str, tuple[str, str, str]] = {}
+
+    def norm(pdf: pd.DataFrame) -> pd.DataFrame:
+        tids, reasons, temps = [], [], []
+        for text, err, status in zip(pdf["statement_text"], pdf["error"],
+                                     pdf["execution_status"]):
+            if isinstance(err, str) and err:
+                tids.append(None); reasons.append(err); temps.append(None)
+                continue
+            if not include_failed and str(status or "").strip().lower() not in SUCCESS:
+                tids.append(None); reasons.append("failed_statement"); temps.append(None)
+                continue
+            hit = cache.get(text)
+            if hit is None:
+                t = normalize(text)
+                kind = statement_kind(t)
+                hit = (template_id(t), "" if kind == "query" else kind, t)
+                if len(cache) < 50_000:
+                    cache[text] = hit
+            tid, reason, t = hit
+            if reason:
+                tids.append(None); reasons.append(reason); temps.append(None)
+            else:
+                tids.append(tid); reasons.append(""); temps.append(t)
+        return pd.DataFrame({"template_id": tids, "reason": reasons, "template": temps,
+                             "statement_text": pdf["statement_text"],
+                             "duration_ms": pdf["duration_ms"], "read_bytes": pdf["read_bytes"],
+                             "shuffle_bytes": pdf["shuffle_bytes"]})
+    return norm
 
 
 NORM_DDL = ("template_id string, reason string, template string, statement_text string, "
@@ -145,9 +149,10 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     t_start = time.perf_counter()
 
     with prog.phase("read", str(log_path)):
-        rows = read_log(spark, str(log_path), fmt, column_map)
+        # lazily planned: reading, parsing and normalization run in the next phase's job
+        norm = read_log(spark, str(log_path), fmt, column_map,
+                        post=_normalizer(include_failed), post_ddl=NORM_DDL)
     with prog.phase("normalize"):
-        norm = rows.mapInPandas(_normalize_mapper(include_failed), NORM_DDL)
         per_template = norm.groupBy("template_id", "reason").agg(
             F.count(F.lit(1)).alias("executions"),
             F.sum("duration_ms").alias("cost_ms"),
@@ -191,22 +196,23 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.max("plan_nodes").alias("plan_nodes"),
             F.min("template_id").alias("example_template_id"))
             .filter(F.col("templates") >= k).toPandas())
-        variant = ["status", "family", "join_kind", "shape"]
+        # near-misses of one shape but different reasons stay apart
+        variant = ["status", "family", "join_kind", "shape", "reason"]
         fnd = a.filter(F.col("row_kind") == "finding")
         # one row per (template, variant): a template with the same variant twice counts once
         fnd = fnd.groupBy("template_id", *variant).agg(
             F.first("executions").alias("executions"), F.first("cost_ms").alias("cost_ms"),
             F.first("read_bytes").alias("read_bytes"),
             F.first("shuffle_bytes").alias("shuffle_bytes"),
-            F.collect_set("fingerprint").alias("fps"), F.first("reason").alias("reason"),
-            F.max(F.struct("n_inputs", "agg", "inputs", "shape_counts", "example_sql"))
+            F.collect_set("fingerprint").alias("fps"),
+            F.max(F.struct("n_inputs", "agg", "inputs", "shape_counts", "example_sql",
+                           "example_shape"))
             .alias("ex"))
         grouped = fnd.groupBy(*variant).agg(
             F.countDistinct("template_id").alias("templates"),
             F.sum("executions").alias("executions"), F.sum("cost_ms").alias("cost_ms"),
             F.sum("read_bytes").alias("read_bytes"), F.sum("shuffle_bytes").alias("shuffle_bytes"),
             F.array_distinct(F.flatten(F.collect_list("fps"))).alias("fps"),
-            F.first("reason").alias("reason"),
             F.max(F.struct("executions", "template_id", "ex")).alias("best"),
             F.sort_array(F.collect_set("template_id")).alias("template_ids")).toPandas()
         analysis.unpersist()
@@ -263,7 +269,8 @@ def _tables(g: pd.DataFrame, k: int, total_cost: float) -> tuple[pd.DataFrame, p
         ex = best["ex"]
         base = {
             "family": r["family"], "join_kind": r["join_kind"] or "", "shape": r["shape"],
-            "shape_counts": ex["shape_counts"], "n_inputs": int(ex["n_inputs"] or 0),
+            "shape_counts": ex["shape_counts"], "skeleton": skeleton(r["shape"]),
+            "n_inputs": int(ex["n_inputs"] or 0), "example_shape": ex["example_shape"] or "",
             "agg": ex["agg"] or "", "input_tables": ex["inputs"] or "",
             "example_sql": ex["example_sql"] or "", "example_template_id": best["template_id"],
             "templates": int(r["templates"]), "executions": int(r["executions"]),

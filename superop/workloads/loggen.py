@@ -886,3 +886,23 @@ def register_tables(spark, n_ops: int = 2000, seed: int = 11) -> dict[str, dict[
         spark.createDataFrame(df.astype(object).where(df.notna(), None), ddl) \
             .createOrReplaceTempView(name)
     return {k: dict(v) for k, v in LOG_SCHEMA.items()}
+
+
+def main(argv=None) -> int:
+    """python -m superop.workloads.loggen --out log.jsonl[.gz] [--queries N] [--seed S]
+    [--truth truth.json]"""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m superop.workloads.loggen",
+                                description="generate a query log with planted super-operators")
+    p.add_argument("--out", required=True)
+    p.add_argument("--queries", type=int, default=3000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--truth")
+    a = p.parse_args(argv)
+    t = write_log(a.out, a.queries, a.seed, truth_path=a.truth)
+    print(f"{t['lines']} lines, {len(t['variants'])} planted variants -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

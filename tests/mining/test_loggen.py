@@ -1,0 +1,79 @@
+"""The query-log generator: what it plants, its ground truth, and that its SQL runs on Spark."""
+import json
+from collections import Counter
+
+from superop.ir import lower, shape
+from superop.workloads.loggen import (LOG_SCHEMA, generate_log, generate_tables, load_truth,
+                                      mining_schema)
+
+
+def test_plants_every_family_kind_and_table2_shape():
+    g = generate_log(800, seed=3)
+    vs = g.truth["variants"]
+    assert len(vs) >= 30
+    assert {v["family"] for v in vs} == {"DU", "DJ", "MJ"}
+    assert {v["join_kind"] for v in vs if v["family"] == "DJ"} >= {"inner", "left", "right",
+                                                                   "full", "semi"}
+    assert {v["mj_agg"] for v in vs if v["family"] == "MJ"} == {"MIN", "MAX"}
+    assert {v["n_inputs"] for v in vs if v["family"] == "DU"} >= {2, 3, 4}
+    assert {v["n_inputs"] for v in vs if v["family"] == "DJ"} >= {2, 3}
+    assert sorted({r for v in vs for r in v["table2"]}) == list(range(1, 21))
+    # σ/π/ρ appear in several orders on the abstract edges
+    edges = {seg for v in vs for seg in v["shape"].strip("()∪⋈⟕⟖⟗⋉").replace(")", ",")
+             .replace("(", ",").replace("|", ",").split(",") if len(seg.strip()) > 1}
+    assert {"ρσπ", "σπ", "πσ", "ρπσ", "ρπ", "πρ"} <= {e.strip() for e in edges}
+    assert all(v["templates"] >= 2 and v["executions"] >= v["templates"] for v in vs)
+    assert len(g.truth["near_misses"]) == 6
+
+
+def test_deterministic_and_well_formed_lines():
+    a, b = generate_log(400, seed=5), generate_log(400, seed=5)
+    assert a.lines == b.lines and a.truth == b.truth
+    assert generate_log(400, seed=6).lines != a.lines
+    kinds = Counter()
+    for line in a.lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            kinds["malformed"] += 1
+            continue
+        kinds["object" if isinstance(rec, dict) else "other"] += 1
+        if isinstance(rec, dict) and rec.get("execution_status") in ("FAILED", "CANCELED"):
+            kinds["failed"] += 1
+    assert kinds["malformed"] >= 1 and kinds["failed"] >= 1 and kinds["object"] > 300
+
+
+def test_expected_shapes_agree_with_the_ir():
+    """The generator writes expected shapes from its own decoration lists; the IR agrees."""
+    t = generate_log(300, seed=9).truth
+    schema = mining_schema()
+    for v in t["variants"]:
+        assert v["shape"] in shape(lower(v["example_sql"], schema).plan), v["variant_id"]
+
+
+def test_bundled_truth_is_consistent():
+    t = load_truth()
+    assert len(t["variants"]) >= 30 and 2000 <= t["lines"] <= 6000
+    assert len({(v["family"], v["join_kind"], v["shape"]) for v in t["variants"]}) == \
+        len(t["variants"])
+
+
+def test_tables_have_nulls_and_duplicates():
+    ts = generate_tables(500, seed=1)
+    ops = ts["ops"]
+    assert set(ts) == set(LOG_SCHEMA)
+    assert ops["a"].isna().any() and ops["s"].isna().any()
+    assert ops.duplicated().any()
+    assert list(ops.columns) == list(LOG_SCHEMA["ops"])
+
+
+def test_generated_sql_is_valid_spark_sql(tables_session):
+    t = generate_log(300, seed=4).truth
+    sqls = [v["example_sql"] for v in t["variants"]] + \
+        [n["example_sql"] for n in t["near_misses"]]
+    for sql in sqls:                                   # Spark analyses every query
+        assert tables_session.sql(sql).schema.fields, sql
+    by_id = {v["variant_id"]: v for v in t["variants"]}
+    # and runs a few of them over data with NULLs and duplicates
+    for v in list(by_id.values())[:3]:
+        tables_session.sql(v["example_sql"]).collect()
