@@ -14,7 +14,8 @@ import z3
 
 from ..ir.nodes import Node, Scan, walk
 from ..synth.dsl import Program
-from .encode import (PlanEncoder, ProgramEncoder, Table, bags_differ, concrete_rel)
+from .encode import (PlanEncoder, ProgramEncoder, Table, _lt, bags_differ, concrete_rel,
+                     not_distinct)
 from .result import (REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result,
                      Unsupported)
 
@@ -63,14 +64,30 @@ def _encode(sub_plan: Node, program: Program, K: int, abstract: bool):
         enc.ABSTRACT_NONLINEAR[0] = False
 
 
-def _solver(table: Table, differ, timeout_ms: int) -> z3.Solver:
+def _key_le(a, b) -> z3.BoolRef:
+    """Lexicographic a <= b over nullable key values, NULL first."""
+    out = z3.BoolVal(True)
+    for x, y in reversed(list(zip(a, b))):
+        both = z3.And(z3.Not(x.null), z3.Not(y.null))
+        lt = z3.Or(z3.And(x.null, z3.Not(y.null)), z3.And(both, _lt(x.v, y.v, x.kind)))
+        out = z3.Or(lt, z3.And(not_distinct(x, y), out))
+    return out
+
+
+def _solver(table: Table, differ, timeout_ms: int, keys=()) -> z3.Solver:
     s = z3.Solver()
     s.set("timeout", max(1, int(timeout_ms)))
     s.add(differ)
-    # Symmetry breaking (sound: both sides are order-free up to sort ties, and the
-    # present rows can still come in every order): present rows form a prefix.
+    # Symmetry breaking. Sound because the plan is order-free and the program depends
+    # only on the relative order of rows WITHIN a partition (sort ties): every table can
+    # be stably permuted so that (1) present rows come first and (2) present rows are
+    # ordered by partition key, without changing either output.
+    idx = [table.col_index(k) for k in keys]
     for i in range(1, table.K):
-        s.add(z3.Implies(table.rows[i][0], table.rows[i - 1][0]))
+        (p0, v0), (p1, v1) = table.rows[i - 1], table.rows[i]
+        s.add(z3.Implies(p1, p0))
+        if idx:
+            s.add(z3.Implies(p1, _key_le([v0[j] for j in idx], [v1[j] for j in idx])))
     return s
 
 
@@ -92,12 +109,12 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
                                  f"program {len(prog_rel.rows[0][1])}")
     except Unsupported as why:
         return Result(UNSUPPORTED, K=K, seconds=time.perf_counter() - t0, reason=str(why))
-    s = _solver(table, differ, timeout_ms)
+    s = _solver(table, differ, timeout_ms, program.keys)
     r = s.check()
     if r != z3.unsat and abstracted:
         # the abstraction may have invented a difference: decide with exact arithmetic
         scan, table, plan_rel, prog_rel, differ, _ = _encode(sub_plan, program, K, False)
-        s = _solver(table, differ, timeout_ms - elapsed_ms())
+        s = _solver(table, differ, timeout_ms - elapsed_ms(), program.keys)
         r = s.check() if timeout_ms - elapsed_ms() > 0 else z3.unknown
     if r == z3.unsat:
         return Result(VERIFIED, K=K, seconds=time.perf_counter() - t0,

@@ -134,6 +134,27 @@ def join_implies_key_equality(join: Join, pairs: list[tuple[int, int]], scan: Sc
     return None, f"solver: {s.reason_unknown()}"
 
 
+def union_find_agrees(join: Join, pairs: list[tuple[int, int]]) -> Optional[bool]:
+    """The lead's syntactic decision (``superop.ir.analysis.equalities_imply``) of the same
+    implication, when the ON clause is a conjunction of bare column equalities (else None).
+    Used as a cross-check: where it applies it must agree with Z3."""
+    from ..ir.analysis import equalities_imply
+    from ..ir.lower import _conjuncts
+    from ..ir.nodes import resolve_field
+    fields = join.left.fields + join.right.fields
+    conj = [exp.EQ(this=a, expression=b) for a, b in join.equi] + _conjuncts(join.residual)
+    prem = []
+    for c in conj:
+        if not (isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)):
+            continue
+        try:
+            prem.append((str(resolve_field(fields, c.this)), str(resolve_field(fields, c.expression))))
+        except KeyError:
+            return None
+    nl = len(join.left.fields)
+    return equalities_imply(prem, [(str(i), str(nl + j)) for i, j in pairs])
+
+
 # ---------------------------------------------------------------------------
 # Algorithms 1-3
 # ---------------------------------------------------------------------------
@@ -181,7 +202,8 @@ def _dj(d: Decomposition, timeout_ms: int) -> StreamCheck:
     ok, why = join_implies_key_equality(join, pairs, d.source if isinstance(d.source, Scan)
                                         else _scan_of(d.source), timeout_ms)
     return StreamCheck(bool(ok), "DJ", why if ok is not None else f"undecided: {why}",
-                       {"keys": sorted(ls), "join_kind": d.join_kind})
+                       {"keys": sorted(ls), "join_kind": d.join_kind,
+                        "union_find": union_find_agrees(join, pairs)})
 
 
 def _scan_of(n: Node) -> Scan:
@@ -214,8 +236,9 @@ def _mj(d: Decomposition, timeout_ms: int) -> StreamCheck:
         pairs = [(j, i) for i, j in pairs]
     scan = d.source if isinstance(d.source, Scan) else _scan_of(d.source)
     ok, why = join_implies_key_equality(join, pairs, scan, timeout_ms)
+    uf = union_find_agrees(join, pairs)
     if not ok:
-        return StreamCheck(False, "MJ", why if ok is not None else f"undecided: {why}")
+        return StreamCheck(False, "MJ", why if ok is not None else f"undecided: {why}", {"union_find": uf})
     calls = [c for x, _ in A.agg.items for c in x.find_all(exp.AggFunc)]
     if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
         return StreamCheck(False, "MJ", "needs exactly one aggregate, a MIN or a MAX "
@@ -233,7 +256,8 @@ def _mj(d: Decomposition, timeout_ms: int) -> StreamCheck:
     asc = isinstance(calls[0], exp.Min)
     return StreamCheck(True, "MJ", f"{'MIN' if asc else 'MAX'}({col}) is final after the first row "
                                    f"of a partition sorted on {col} {'ASC' if asc else 'DESC'}",
-                       {"keys": sorted(set1), "sort": col, "ascending": asc, "join_kind": d.join_kind})
+                       {"keys": sorted(set1), "sort": col, "ascending": asc, "join_kind": d.join_kind,
+                        "union_find": uf})
 
 
 # ---------------------------------------------------------------------------

@@ -69,3 +69,21 @@ def test_memory_class_is_checked_not_declared():
     assert good.ok and good.details["memory"] == STREAMING
     honest = check_program_memory(plan_of(FIG13), fig13_prog(BUFFERING), K=K_TEST)
     assert honest.ok and honest.details["memory"] == BUFFERING
+
+
+@pytest.mark.parametrize("name", ["dj_left", "dj_two_keys_and_residual", "mj_min", "join_on_non_key_columns",
+                                  "join_on_subset_of_keys", "mj_join_on_aggregate"])
+def test_z3_agrees_with_union_find_where_both_apply(name):
+    sql = OK[name] if name in OK else BAD[name][0]
+    r = check_streamability(plan_of(sql))
+    uf = r.details.get("union_find")
+    # bare column equalities only in these ON clauses: the syntactic check applies
+    assert uf is not None and uf == r.ok, (r.reason, uf)
+
+
+def test_z3_decides_what_union_find_cannot():
+    # a.k + 0 = b.k is not a bare column equality, yet it implies key equality
+    sql = ("SELECT l.a, l.n, r.m FROM (SELECT a, COUNT(*) n FROM ops GROUP BY a) l JOIN "
+           "(SELECT a, MAX(b) m FROM ops GROUP BY a) r ON l.a + 0 = r.a")
+    r = check_streamability(plan_of(sql))
+    assert r.ok and r.details["union_find"] is False
