@@ -36,7 +36,16 @@ def gen_accounts(seed: int, n: int) -> list[tuple]:
             for _ in range(n)]
 
 
-DATASETS = [(gen_ops(s, n), gen_accounts(s, 3)) for s, n in ((1, 12), (2, 25), (3, 7))]
+def _shift(rows, k):
+    return [((r[0] + k) if r[0] is not None else None,) + tuple(r[1:]) for r in rows]
+
+
+# One table made of three independently drawn parts whose partition keys do not overlap
+# (so per-key behaviour is as if each part ran alone), with one Spark run per query:
+# Spark costs seconds per query on a loaded 2-core machine.
+OPS_ROWS = gen_ops(1, 12) + _shift(gen_ops(2, 25), 10) + _shift(gen_ops(3, 7), 20)
+ACC_ROWS = gen_accounts(1, 3) + _shift(gen_accounts(2, 3), 10)
+DATASETS = [(OPS_ROWS, ACC_ROWS)]
 
 
 def frame(rows, cols) -> pd.DataFrame:

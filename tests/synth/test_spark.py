@@ -11,7 +11,7 @@ from superop.synth.interpreter import run_program
 from superop.synth.plan_eval import eval_plan
 
 OPS_COLS = ["a", "b", "c", "d", "s"]
-N_DATASETS = 3
+N_DATASETS = 1
 
 
 @pytest.fixture(scope="module")
@@ -19,10 +19,15 @@ def spark_outputs(spark, register_views, datasets):
     """(dataset index, corpus name) -> Spark's bag of the original SQL."""
     out = {}
     assert len(datasets[0]) == N_DATASETS
-    for i in range(N_DATASETS):
-        register_views(i)
-        for name, sql, _, _ in CORPUS:
-            out[(i, name)] = bag(spark.sql(sql).collect())
+    old = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")   # tiny data: one task per stage
+    try:
+        for i in range(N_DATASETS):
+            register_views(i)
+            for name, sql, _, _ in CORPUS:
+                out[(i, name)] = bag(spark.sql(sql).collect())
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", old)
     return out
 
 
@@ -38,6 +43,8 @@ def test_synthesized_programs_match_spark(corpus_results, spark_outputs, dataset
         assert got == spark_outputs[(i, name)], f"{name}:\n{r.program.pretty()}"
         checked += 1
     assert checked >= 20
+    nonempty = [n for n, (_, _, r) in corpus_results.items() if r.program is not None and spark_outputs[(i, n)]]
+    assert len(nonempty) >= 15      # the comparison is not vacuous: most queries return rows
 
 
 @pytest.mark.parametrize("i", range(N_DATASETS))
