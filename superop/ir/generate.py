@@ -187,10 +187,15 @@ class _Gen:
         rel = self.gen(n.child, hint)
         # ORDER BY / LIMIT do not depend on the select list: a mergeable projection
         # stays in the same SELECT (closing would lose the order).
-        if not all(_mergeable(e) for e, _ in n.items):
+        mergeable = all(_mergeable(e) for e, _ in n.items)
+        if not mergeable:
             rel = self.close(rel)
         rel.cols = [self.tr(e, rel.fields, rel.cols) for e, _ in n.items]
         rel.fields = n.fields
+        if not mergeable:
+            # Evaluate once: a parent that references a column twice must not
+            # duplicate a nondeterministic expression (or a sub-query).
+            rel = self.close(rel, hint)
         return rel
 
     def g_Aggregate(self, n: Aggregate, hint):

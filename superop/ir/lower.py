@@ -759,7 +759,10 @@ class _Lowerer:
         out_names = [n for _, n in items]
 
         if is_agg:
-            if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
+            if group is not None and (
+                    any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals"))
+                    or any(isinstance(k, (exp.GroupingSets, exp.Cube, exp.Rollup))
+                           for k in group.expressions)):
                 raise Unsupported("GROUPING SETS/CUBE/ROLLUP")
             if windows:
                 raise Unsupported("window functions over an aggregate")
