@@ -74,15 +74,19 @@ class _Names:
         self.flag = {f.name: f"{P}f_{f.name}" for f in program.flags}
 
 
-def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expression]) -> str:
+def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expression], over: str = "") -> str:
+    """A guarded aggregate (``over`` makes it a window aggregate). count(DISTINCT) is
+    ``size(collect_set(..))``: same value (NULLs ignored, 0 for none) but a plain
+    aggregate, so Spark needs no second exchange for it and it works over windows."""
     g = None if guard is None else _s(guard)
+    ov = f" {over}" if over else ""
     if func == "count_star":
-        return "count(1)" if g is None else f"count(CASE WHEN {g} THEN 1 END)"
+        return (f"count(1){ov}" if g is None else f"count(CASE WHEN {g} THEN 1 END){ov}")
     a = _s(arg)
     val = a if g is None else f"CASE WHEN {g} THEN {a} END"
     if func == "count_distinct":
-        return f"count(DISTINCT {val})"
-    return f"{func}({val})"
+        return f"CAST(size(collect_set({val}){ov}) AS BIGINT)"
+    return f"{func}({val}){ov}"
 
 
 def _flag_sql(guard: Optional[exp.Expression]) -> str:
@@ -117,6 +121,26 @@ def _emit_outputs(program: Program, emits, out_types: Sequence[Optional[str]], m
     return out
 
 
+def _key_passthrough(program: Program) -> dict[int, str]:
+    """Output positions that carry the same partition key in every emit: they are passed
+    through the generator as the input column (not a struct field), so Spark keeps the
+    hash partitioning on the key and a parent grouped/joined on it needs no new exchange."""
+    out = {}
+    keys = {k.lower(): k for k in program.keys}
+    emits = list(program.partition_emits) + list(program.row_emits)
+    for j in range(len(program.output)):
+        names = set()
+        for em in emits:
+            x = em.outputs[j]
+            ok = isinstance(x, exp.Column) and x.table in ("key", "row") and x.name.lower() in keys
+            if ok and x.table == "row" and em in program.partition_emits:
+                ok = False
+            names.add(x.name.lower() if ok else None)
+        if len(names) == 1 and None not in names:
+            out[j] = keys[names.pop()]
+    return out
+
+
 def _emission(program: Program, guarded: list[tuple[str, list[str]]], inner_sql: str,
               out_types: Sequence[Optional[str]]) -> str:
     """0..n output rows per input row of ``inner_sql`` from (guard, cells) alternatives."""
@@ -127,13 +151,24 @@ def _emission(program: Program, guarded: list[tuple[str, list[str]]], inner_sql:
         sel = ", ".join(f"{c} AS {_q(n)}" for c, n in zip(cells, names))
         where = "" if g == "TRUE" else f" WHERE {g}"
         return f"SELECT {sel} FROM ({inner_sql}) AS {P}in{where}"
+    passthrough = _key_passthrough(program)
     structs = []
     for g, cells in guarded:
-        fields = [f"{g} AS {P}g"] + [f"{c} AS {o}" for c, o in zip(cells, outs)]
+        fields = [f"{g} AS {P}g"] + [f"{c} AS {o}" for j, (c, o) in enumerate(zip(cells, outs))
+                                     if j not in passthrough]
         structs.append(f"struct({', '.join(fields)})")
     gen = f"inline(filter(array({', '.join(structs)}), {P}x -> {P}x.{P}g))"
-    sel = ", ".join(f"{o} AS {_q(n)}" for o, n in zip(outs, names))
-    return f"SELECT {sel} FROM (SELECT {gen} FROM ({inner_sql}) AS {P}in) AS {P}em"
+    keep = sorted(set(passthrough.values()), key=str.lower)
+    sel = []
+    for j, (o, n) in enumerate(zip(outs, names)):
+        if j in passthrough:
+            k = _q(passthrough[j])
+            t = out_types[j]
+            sel.append(f"{f'CAST({k} AS {t})' if t else k} AS {_q(n)}")
+        else:
+            sel.append(f"{o} AS {_q(n)}")
+    pre = "".join(f"{_q(k)}, " for k in keep)
+    return (f"SELECT {', '.join(sel)} FROM (SELECT {pre}{gen} FROM ({inner_sql}) AS {P}in) AS {P}em")
 
 
 def _guard(g: Optional[exp.Expression], mapping) -> str:
@@ -200,13 +235,11 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
     items = [f"{P}src.*"]
     run_acc, run_flag = {}, {}
     for a in program.accumulators:
-        agg = _agg_sql(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref))
-        items.append(f"{agg} {over_final} AS {nm.acc[a.name]}")
+        arg, guard = _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)
+        items.append(f"{_agg_sql(a.func, arg, guard, over_final)} AS {nm.acc[a.name]}")
         if running and ("acc", a.name) in used_in_rows:
-            if a.func == "count_distinct":
-                raise NoNativeForm("a running count(DISTINCT) has no window form in Spark")
             run_acc[a.name] = f"{P}r{nm.acc[a.name][len(P):]}"
-            items.append(f"{agg} {over_run} AS {run_acc[a.name]}")
+            items.append(f"{_agg_sql(a.func, arg, guard, over_run)} AS {run_acc[a.name]}")
     for f in program.flags:
         fl = _flag_sql(_subst(f.guard, _row_ref))
         items.append(f"({fl} {over_final} = 1) AS {nm.flag[f.name]}")
