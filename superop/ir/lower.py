@@ -93,11 +93,12 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def and_all(preds: list[exp.Expression]) -> exp.Expression | None:
-    if not preds:
-        return None
-    out = preds[0]
-    for p in preds[1:]:
-        out = exp.and_(out, p, copy=False)
+    """Flat ``p1 AND p2 AND ...`` (sqlglot's and_ would add nested parentheses)."""
+    out = None
+    for p in preds:
+        if isinstance(p, (exp.Or, exp.Xor)):
+            p = exp.Paren(this=p)
+        out = p if out is None else exp.And(this=out, expression=p)
     return out
 
 
