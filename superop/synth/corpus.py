@@ -54,6 +54,8 @@ CORPUS: list[tuple[str, str, str, bool]] = [
      "LEFT SEMI JOIN (SELECT a FROM ops WHERE b > 2 GROUP BY a) r ON l.a = r.a", FOUND, True),
     ("dj_residual_having", "SELECT l.a, l.x, r.y FROM (SELECT a, sum(s) AS x FROM ops GROUP BY a HAVING count(*) > 1) l "
      "JOIN (SELECT a, max(b) AS y FROM ops WHERE c > 0 GROUP BY a) r ON l.a = r.a AND l.x > r.y", FOUND, True),
+    ("dj_computed_key", "SELECT l.k, l.x, r.y FROM (SELECT a + 1 AS k, count(*) AS x FROM ops GROUP BY a + 1) l "
+     "JOIN (SELECT a + 1 AS k, sum(s) AS y FROM ops GROUP BY a + 1) r ON l.k = r.k", FOUND, True),
     ("dj_two_keys", "SELECT l.a, l.d, l.x, r.y FROM (SELECT a, d, count(*) AS x FROM ops GROUP BY a, d) l "
      "LEFT JOIN (SELECT d, a, sum(s) AS y FROM ops WHERE s < 3 GROUP BY d, a) r ON l.a = r.a AND l.d = r.d",
      FOUND, True),
@@ -66,6 +68,12 @@ CORPUS: list[tuple[str, str, str, bool]] = [
      "ON o.a = m.k AND o.b = m.mb", FOUND, True),
     ("mj_left", "SELECT o.a, o.c, m.mc FROM ops o LEFT JOIN (SELECT a, max(c) AS mc FROM ops GROUP BY a) m "
      "ON o.a = m.a", FOUND, True),
+    ("mj_semi", "SELECT o.a, o.s FROM ops o LEFT SEMI JOIN (SELECT a, max(s) AS m FROM ops GROUP BY a "
+     "HAVING max(s) > 5) g ON o.a = g.a", FOUND, True),
+    ("mj_agg_side_outer", "SELECT o.a, o.b, m.lo FROM (SELECT * FROM ops WHERE s > 2) o "
+     "RIGHT JOIN (SELECT a, min(b) AS lo FROM ops GROUP BY a) m ON o.a = m.a", FOUND, True),
+    ("mj_two_aggs", "SELECT o.a, o.b, m.lo, m.hi FROM ops o JOIN (SELECT a, min(b) AS lo, max(b) AS hi "
+     "FROM ops GROUP BY a) m ON o.a = m.a", FOUND, False),   # one sort cannot serve min and max
     # Fig. 13: a filter below the min. Correct only when buffering.
     ("mj_fig13_filter_below_min", "SELECT o.a, o.b, m.mb FROM ops o "
      "JOIN (SELECT a, min(b) AS mb FROM ops WHERE s > 3 GROUP BY a) m ON o.a = m.a", FOUND, False),

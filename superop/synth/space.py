@@ -241,16 +241,19 @@ def key_candidates(parts: Parts) -> list[tuple[str, ...]]:
     the columns the join equates, and the union of all of them."""
     sets: list[tuple[str, ...]] = []
 
-    def add(cols):
+    def add(cols, allow_empty=False):
         t = tuple(dict.fromkeys(cols))
-        if t and t not in sets:
+        if (t or allow_empty) and t not in sets:
             sets.append(t)
 
     for p in parts.agg_paths:
         ks = p.key_columns()
         if ks is None:
-            continue
-        add(ks)
+            # a computed key (GROUP BY a + 1): partitioning by the columns it reads is
+            # right when the expression is injective; the tests decide
+            ks = [c.name for k in p.keys for c in k.find_all(exp.Column)]
+        # a global aggregate: one partition (the whole input)
+        add(ks, allow_empty=not p.keys)
     if isinstance(parts.core, Join):
         add(_join_source_columns(parts))
     allc: list[str] = []
@@ -425,22 +428,51 @@ class _Builder:
                 "left": (conj(lp, negate(conj(rp, match), c.null_safe_not)), lo if semi else lo + nr),
                 "right": (conj(rp, negate(conj(lp, match), c.null_safe_not)), nl + ro),
             }
-            row_side = None
+            row_side = agg_side = None
             if parts.family == "MJ":
                 row_side = "left" if isinstance(parts.paths[0], RowPath) else "right"
+                agg_side = "right" if row_side == "left" else "left"
             for case in c.emits:
                 g, core_out = cases[case]
-                g, outs = finish(core_out, g)
                 if parts.family == "DJ":
-                    pemits.append(PartitionEmit(g, outs))
-                elif case == "both" or case == row_side:
-                    remits.append(RowEmit(g, outs))
+                    pemits.append(PartitionEmit(*finish(core_out, g)))
+                elif case == row_side or (case == "both" and not (semi and agg_side == "left")):
+                    remits.append(RowEmit(*finish(core_out, g)))
                 else:
-                    raise NotExpressible("an aggregate-side-only output of a join-back needs a "
-                                         "per-partition 'no row matched' test over final values")
+                    # an aggregate row that some / no row of the partition matches: a flag
+                    # over the rows, possible when the match condition reads no accumulator
+                    apres = lp if agg_side == "left" else rp
+                    aout = lo if agg_side == "left" else ro
+                    m = self._row_match_flag(conj(rp if agg_side == "left" else lp, match), flags)
+                    if case == "both":          # semi join, aggregate on the left
+                        g, core_out = conj(apres, m), aout
+                    else:                       # aggregate side preserved / anti join
+                        g = conj(apres, exp.Not(this=m))
+                        nulls = [exp.Null() for _ in (ro if agg_side == "left" else lo)]
+                        core_out = aout if semi else (aout + nulls if agg_side == "left" else nulls + aout)
+                    pemits.append(PartitionEmit(*finish(core_out, g)))
         return Program(keys=c.keys, output=parts.root_names, accumulators=tuple(accs),
                        flags=tuple(flags), partition_emits=tuple(pemits), row_emits=tuple(remits),
                        sort=c.sort if remits else (), memory=c.memory if remits else STREAMING)
+
+    @staticmethod
+    def _row_match_flag(cond: Optional[exp.Expression], flags: list) -> exp.Expression:
+        """flag.match = exists row: cond, with key.k read as row.k (equal inside the
+        partition); not expressible when cond reads accumulators (final values)."""
+        g = None
+        if cond is not None:
+            g = cond.copy()
+            for col in list(g.find_all(exp.Column)):
+                if col.table in ("acc", "flag"):
+                    raise NotExpressible("whether a row matches depends on accumulators: "
+                                         "no flag can record it while folding")
+                if col.table == "key":
+                    col.replace(ref("row", col.name))
+        for f in flags:
+            if f.name == "match":
+                return ref("flag", "match")
+        flags.append(Flag("match", g))
+        return ref("flag", "match")
 
     def _match_condition(self, j: Join, lo, ro) -> Optional[exp.Expression]:
         """The join condition inside one partition: equated partition keys reduce to
@@ -501,14 +533,8 @@ def choices(parts: Parts) -> Iterator[Choice]:
         emit_sets = _subsets(cases)
         sorts_mem = [((), STREAMING)]
     else:
-        row_left = isinstance(parts.paths[0], RowPath)
-        row_case = "left" if row_left else "right"
-        if j.kind in ("semi", "anti") and not row_left:
-            emit_sets = []      # aggregate rows filtered by rows: not expressible (see build)
-        elif j.kind in ("semi", "anti"):
-            emit_sets = [("both",), ("left",), ("both", "left")]
-        else:
-            emit_sets = [("both",), ("both", row_case)]
+        cases = ("both", "left") if j.kind in ("semi", "anti") else ("both", "left", "right")
+        emit_sets = _subsets(cases)
         sorts_mem = [(s, STREAMING) for s in _sort_options(parts)] + [((), BUFFERING)]
     outer = j.kind in ("left", "right", "full", "anti")
     for ks in keysets:
