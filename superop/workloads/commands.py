@@ -53,6 +53,11 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--readme", help="also put the Markdown table into this README's bench section")
+
+
+# `bench mine` / `bench rewrite` run these scripts of other parts of the project.
+_SCRIPTS = {"mine": "mining_bench.py", "rewrite": "rewrite_bench.py"}
 
 
 def register_bench(sub) -> None:
@@ -73,11 +78,13 @@ def register_bench(sub) -> None:
     _common(t, "bench-out/tpch")
     t.set_defaults(bench_func=run_tpch_cmd)
 
-    for name, script, what in (("mine", "mining_bench.py", "the mining benchmark (queries/s, peak memory)"),
-                               ("rewrite", "rewrite_bench.py", "rewrite overhead vs Spark planning time")):
-        w = bs.add_parser(name, help=f"{what} (benchmarks/{script})", add_help=False)
+    for name, what in (("mine", "the mining benchmark (queries/s, peak memory)"),
+                       ("rewrite", "rewrite overhead vs Spark planning time")):
+        script = _SCRIPTS[name]
+        w = bs.add_parser(name, help=f"{what} (benchmarks/{script}, passes its arguments on)",
+                          add_help=False)
         w.add_argument("args", nargs=argparse.REMAINDER, help=f"passed to benchmarks/{script}")
-        w.set_defaults(bench_func=_wrapper(script))
+        w.set_defaults(bench_func=_wrapper(name))
 
     def dispatch(args) -> int:
         if not getattr(args, "bench_func", None):
@@ -110,7 +117,11 @@ def _finish(doc, args, kind: str, progress) -> int:
             run_id = log_mlflow(doc, kind)
         except Exception as e:  # the measurements are already on disk; say why MLflow failed
             progress.warn(f"MLflow logging failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    print(open(outs["markdown"]).read())
+    md = open(outs["markdown"]).read()
+    if args.readme:
+        from .bench.report import update_readme
+        update_readme(args.readme, kind, md)
+    print(md)
     print(f"wrote {outs['json']}, {outs['markdown']}" + (f", {', '.join(outs['plots'])}" if outs["plots"] else ""))
     if run_id:
         import mlflow
@@ -156,8 +167,9 @@ def run_tpch_cmd(args) -> int:
     return _finish(doc, args, "tpch", progress)
 
 
-def _wrapper(script: str):
+def _wrapper(name: str):
     def run(args) -> int:
+        script = _SCRIPTS[name]
         import subprocess
         import sys
         from pathlib import Path

@@ -14,7 +14,7 @@ from superop.workloads.bench.harness import check_equal, plan_info, plan_info_fr
 from superop.workloads.bench.micro import run_micro, select_queries
 from superop.workloads.bench.progress import Progress
 from superop.workloads.bench.report import log_mlflow, machine_info, now, write_outputs
-from superop.workloads.bench.rewriters import Rewrite, Rewriter, identity_rewriter
+from superop.workloads.bench.rewriters import Rewrite, Rewriter, runtime_rewriter
 
 
 @pytest.fixture()
@@ -41,22 +41,25 @@ def test_equality_accepts_equal_bags_in_any_order(spark, small_view):
         assert check_equal(spark, a, b, exact_limit=limit).equal
 
 
-@pytest.mark.parametrize("other, why", [
+UNEQUAL = [
     # one row missing
-    ("SELECT a, b FROM bench_t WHERE b IS NULL OR b <> 20", "row count"),
-    # same rows, duplicates differ (bag, not set): 2 copies of one row vs 1 of another
-    ("SELECT a, b FROM bench_t WHERE b <> 20 OR b IS NULL UNION ALL SELECT 1, 10", "hash"),
-    # NULL moved to another column: (NULL, 5) vs (5, NULL) must not collide
-    ("SELECT CASE WHEN a IS NULL THEN b ELSE a END AS a, CASE WHEN a IS NULL THEN NULL ELSE b END AS b "
-     "FROM bench_t", "hash"),
-    # a value changed
-    ("SELECT a, CASE WHEN b = 7 THEN 8 ELSE b END AS b FROM bench_t", "hash"),
-])
-def test_equality_rejects_unequal_bags(spark, small_view, other, why):
+    "SELECT a, b FROM bench_t WHERE b IS NULL OR b <> 20",
+    # same distinct rows, different multiplicities (a bag, not a set)
+    "SELECT a, b FROM bench_t WHERE b <> 20 OR b IS NULL UNION ALL SELECT 1, 10",
+    # NULL moved to the other column: (NULL, 5) vs (5, NULL) must not collide
+    "SELECT CASE WHEN a IS NULL THEN b ELSE a END AS a, CASE WHEN a IS NULL THEN NULL ELSE b END AS b "
+    "FROM bench_t",
+    # one value changed
+    "SELECT a, CASE WHEN b = 7 THEN 8 ELSE b END AS b FROM bench_t",
+]
+
+
+def test_equality_rejects_unequal_bags(spark, small_view):
     base = "SELECT a, b FROM bench_t"
-    fp = check_equal(spark, base, other, exact_limit=0)      # the scalable path alone
-    assert not fp.equal and fp.method == "fingerprint", fp
-    ex = check_equal(spark, base, other)
+    for other in UNEQUAL:
+        fp = check_equal(spark, base, other, exact_limit=0)      # the scalable path alone
+        assert not fp.equal and fp.method == "fingerprint", (other, fp)
+    ex = check_equal(spark, base, UNEQUAL[-1])
     assert not ex.equal, ex
 
 
@@ -75,14 +78,16 @@ def test_exchange_counting(spark, small_view):
     assert (t.shuffle_exchanges, t.broadcast_exchanges, t.reused_exchanges) == (1, 1, 1)
 
 
-def test_micro_end_to_end_identity(spark, tmp_path, mlflow_tmp):
-    """The full pipeline with the identity rewriter: every step runs and writes its outputs."""
-    qs = select_queries(["du_core", "mj_core"])
-    doc = run_micro(spark, identity_rewriter(), rows=[2000], repeat=1, warmup=0,
+def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp):
+    """The full pipeline with the real rewriter (superop.runtime) on one DU query: every
+    step runs, the rewrite is checked equal, and the outputs are written and logged."""
+    qs = select_queries(["du_core"])
+    rw = runtime_rewriter(spark)
+    doc = run_micro(spark, rw, rows=[2000], repeat=1, warmup=0,
                     data_dir=tmp_path / "data", queries=qs, progress=Progress(enabled=False))
     doc.update(started_at=now(), command="test", machine=machine_info(), params={"repeat": 1, "warmup": 0},
-               rewriter={"name": "identity"})
-    assert [r["name"] for r in doc["results"]] == ["du_core", "mj_core"]
+               rewriter={"name": rw.name, **rw.info})
+    assert [r["name"] for r in doc["results"]] == ["du_core"]
     for r in doc["results"]:
         assert r["equal"]["equal"], r["equal"]
         assert r["equal"]["rows_left"] > 0
@@ -93,6 +98,8 @@ def test_micro_end_to_end_identity(spark, tmp_path, mlflow_tmp):
         assert r["plans"]["limit"]["shuffle_exchanges"] == 1
     du = doc["results"][0]
     assert du["plans"]["original"]["shuffle_exchanges"] == 2
+    assert du["rewrite"]["changed"] and du["rewrite"]["applied"], du["rewrite"]
+    assert du["plans"]["rewritten"]["shuffle_exchanges"] == 1
     outs = write_outputs(doc, tmp_path / "out", "micro")
     assert json.loads(Path(outs["json"]).read_text())["results"][0]["name"] == "du_core"
     md = Path(outs["markdown"]).read_text()
@@ -116,11 +123,24 @@ def test_micro_wrong_rewrite_is_caught_and_not_timed(spark, tmp_path):
     assert doc["summary"]["2000"]["results_differ"] == ["du_core"]
 
 
-def test_cli_bench_mine_not_available_is_one_line(capsys, tmp_path):
-    from superop.cli import main
-    root = Path(__file__).resolve().parents[2]
-    if (root / "benchmarks" / "mining_bench.py").exists():
-        pytest.skip("the mining benchmark exists in this checkout")
-    assert main(["bench", "mine"]) == 2
+def test_cli_bench_wrapper_says_not_available_in_one_line(capsys, monkeypatch):
+    from superop import cli
+    from superop.workloads import commands
+    monkeypatch.setattr(commands, "_SCRIPTS", {**commands._SCRIPTS, "mine": "no_such_bench.py"})
+    assert cli.main(["bench", "mine"]) == 2
     err = capsys.readouterr().err
     assert "not available" in err and len(err.strip().splitlines()) == 1
+
+
+def test_tpch_bench_two_queries(spark, tpch_dir):
+    """TPC-H through the real rewriter (tiny SF from the conftest fixture): the pipeline runs,
+    results are checked equal, unchanged queries are timed once."""
+    from superop.workloads.bench.tpch_bench import run_tpch
+    doc = run_tpch(spark, lambda: runtime_rewriter(spark), queries=[1, 13], repeat=1, warmup=0,
+                   tpch_dir=tpch_dir, progress=Progress(enabled=False))
+    assert [r["query"] for r in doc["results"]] == [1, 13]
+    for r in doc["results"]:
+        assert not r.get("error"), r.get("error")
+        assert r["equal"]["equal"], r["equal"]
+        assert ("rewritten" in r["timing"]) == r["rewrite"]["changed"]
+    assert doc["summary"]["queries"] == 2

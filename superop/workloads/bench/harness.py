@@ -13,7 +13,7 @@ Design choices (why):
 * Equality: a bag fingerprint computed by Spark — row count plus the sums of two
   independent 64/32-bit hashes over every row (NULL flags hashed too, doubles rounded) —
   so equal bags always agree and unequal bags disagree with overwhelming probability.
-  Small results (≤ ``exact_limit`` rows) are also compared exactly in Python with
+  Small results (≤ ``exact_limit`` rows, default 20k) are also compared exactly in Python with
   ``superop.sparkutil.bag``.
 """
 from __future__ import annotations
@@ -83,6 +83,9 @@ class RunMetrics:
     executor_run_ms: int = 0
     stages: int = 0
     jobs: int = 0
+    # per completed stage: [tasks, executor run ms, input MB, shuffle read MB, shuffle write MB]
+    # (where the time goes, for profiling a family that misses its goal)
+    stage_detail: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -96,7 +99,7 @@ def _stage_metrics(spark, group: str) -> dict:
         time.sleep(0.2)
     store = sc.statusStore()
     out = dict(shuffle_read_bytes=0, shuffle_write_bytes=0, input_bytes=0,
-               executor_run_ms=0, stages=0, jobs=0)
+               executor_run_ms=0, stages=0, jobs=0, stage_detail=[])
     seen = set()
     it = store.jobsList(None).iterator()
     while it.hasNext():
@@ -122,6 +125,10 @@ def _stage_metrics(spark, group: str) -> dict:
             out["shuffle_write_bytes"] += int(sd.shuffleWriteBytes())
             out["input_bytes"] += int(sd.inputBytes())
             out["executor_run_ms"] += int(sd.executorRunTime())
+            out["stage_detail"].append([int(sd.numTasks()), int(sd.executorRunTime()),
+                                        round(sd.inputBytes() / 1e6, 2),
+                                        round(sd.shuffleReadBytes() / 1e6, 2),
+                                        round(sd.shuffleWriteBytes() / 1e6, 2)])
     return out
 
 
@@ -188,7 +195,7 @@ def _schema(spark, sql: str) -> list:
     return [[f.name, f.dataType.simpleString()] for f in spark.sql(sql).schema.fields]
 
 
-def check_equal(spark, sql_a: str, sql_b: str, exact_limit: int = 200_000) -> Equality:
+def check_equal(spark, sql_a: str, sql_b: str, exact_limit: int = 20_000) -> Equality:
     """Are the results of ``sql_a`` and ``sql_b`` equal as bags of rows (column names and
     types included)?"""
     sa, sb = _schema(spark, sql_a), _schema(spark, sql_b)
@@ -238,6 +245,7 @@ def summarize(runs: list[RunMetrics]) -> dict:
         "input_bytes": int(median([r.input_bytes for r in runs]) or 0),
         "executor_run_ms": int(median([r.executor_run_ms for r in runs]) or 0),
         "stages": int(median([r.stages for r in runs]) or 0),
+        "stage_detail_last": runs[-1].stage_detail if runs else [],
     }
 
 

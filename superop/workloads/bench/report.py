@@ -321,3 +321,40 @@ def log_mlflow(doc: dict, kind: str, experiment: str = "superop-bench") -> Optio
         for p in outs.get("plots", []):
             mlflow.log_artifact(p, artifact_path="plots")
         return run.info.run_id
+
+
+# ---------------------------------------------------------------------------
+# README section
+# ---------------------------------------------------------------------------
+README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+_README_INTRO = """## Benchmarks (`superop bench`)
+
+`superop bench micro [--rows 10m] [--repeat 5]` (DU/DJ/MJ over the paper's `ops` table:
+original vs the runtime's rewrite vs the limit query), `superop bench tpch [--sf 1]`, and the
+wrappers `superop bench mine` / `superop bench rewrite`. Each writes JSON, Markdown and PNG
+plots under `bench-out/` and logs an MLflow run; `--readme README.md` puts its table below.
+Every number below was produced by the command printed above its table."""
+
+
+def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
+    """Replace block ``block`` (micro | tpch) inside the bench markers of ``readme``; the
+    rest of the README is never touched."""
+    p = Path(readme)
+    doc = p.read_text()
+    if README_START not in doc or README_END not in doc:
+        from ...errors import SuperopError
+        raise SuperopError(f"{p} has no {README_START} ... {README_END} markers")
+    head, rest = doc.split(README_START, 1)
+    section, tail = rest.split(README_END, 1)
+    b0, b1 = f"<!-- bench:{block} -->", f"<!-- /bench:{block} -->"
+    blocks = {}
+    for name in ("micro", "tpch"):
+        s0, s1 = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+        if s0 in section and s1 in section:
+            blocks[name] = section.split(s0, 1)[1].split(s1, 1)[0].strip()
+    blocks[block] = text.strip()
+    body = _README_INTRO + "\n\n" + "\n\n".join(
+        f"<!-- bench:{n} -->\n{blocks[n]}\n<!-- /bench:{n} -->" for n in ("micro", "tpch") if n in blocks)
+    atomic_write_text(p, head + README_START + "\n" + body + "\n" + README_END + tail)

@@ -56,13 +56,14 @@ def tpch_data(sf: float, data_dir: str | os.PathLike) -> Path:
 
 def run_tpch(spark, make_rewriter: Callable, *, sf: float = 1.0, queries: Sequence[int] = range(1, 23),
              repeat: int = 3, warmup: int = 1, data_dir: str | os.PathLike = "bench-data",
-             progress: Optional[Progress] = None) -> dict:
+             progress: Optional[Progress] = None, tpch_dir: Optional[str | os.PathLike] = None) -> dict:
+    """``tpch_dir``: existing tpchgen-cli output to use instead of generating at ``sf``."""
     from ..tpch import QUERIES, register_tpch
     queries = list(queries)
     if progress:
         progress.start(len(queries) * repeat)
         progress.note(f"TPC-H data at SF {sf:g}")
-    register_tpch(spark, tpch_data(sf, data_dir))
+    register_tpch(spark, tpch_dir or tpch_data(sf, data_dir))
     rw = make_rewriter()
     results = []
     for q in queries:
