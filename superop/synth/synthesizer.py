@@ -439,6 +439,8 @@ class Synthesizer:
             if self.require_streaming:
                 res.reason = "no streaming program: " + res.reason
         if res.program is not None:
+            if not res.program.output_types:
+                res.program = replace(res.program, output_types=output_types(self.plan))
             res.streaming = res.program.memory == STREAMING
             if not res.streaming and last_stream_cex is not None:
                 res.streaming_counterexample = self._minimal_cex(*last_stream_cex)
@@ -448,6 +450,27 @@ class Synthesizer:
         res.tests = len(self.tests)
         res.seconds = time.perf_counter() - t0
         return res
+
+
+def output_types(plan: Node) -> tuple[str, ...]:
+    """Spark types of the sub-plan's output columns (sqlglot type annotation of the
+    regenerated SQL), so that NULL outputs of a program can be typed; () if unknown."""
+    try:
+        from sqlglot.optimizer.annotate_types import annotate_types
+
+        from ..ir import to_sql
+        from ..ir.lower import qualified
+        schema = {n.table: dict(n.columns) for n in walk(plan) if isinstance(n, Scan)}
+        ast = annotate_types(qualified(to_sql(plan), schema), schema=schema, dialect="spark")
+        types = []
+        for e in ast.selects:
+            t = e.type
+            if t is None or t.this == exp.DataType.Type.UNKNOWN:
+                return ()
+            types.append(t.sql(dialect="spark").lower())
+        return tuple(types) if len(types) == len(plan.fields) else ()
+    except Exception:  # typing is a convenience for the runtime, never a failure
+        return ()
 
 
 def synthesize(sub_plan: Node, schema: Optional[dict] = None, K: int = 4, timeout_s: float = 60.0,

@@ -25,7 +25,9 @@ def spark_outputs(spark, register_views, datasets):
         for i in range(N_DATASETS):
             register_views(i)
             for name, sql, _, _ in CORPUS:
-                out[(i, name)] = bag(spark.sql(sql).collect())
+                df = spark.sql(sql)
+                out[(i, name)] = bag(df.collect())
+                out[("types", name)] = tuple(f.dataType.simpleString() for f in df.schema.fields)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", old)
     return out
@@ -77,3 +79,13 @@ def test_counterexamples_separate_on_spark(spark, corpus_results):
         assert got != want, name
         n += 1
     assert n == 4
+
+
+def test_output_types_are_sparks(corpus_results, spark_outputs):
+    """A found program carries the sub-query's output types (for typing NULL outputs)."""
+    n = 0
+    for name, (_, _, r) in corpus_results.items():
+        if r.program is not None:
+            assert r.program.output_types == spark_outputs[("types", name)], name
+            n += 1
+    assert n >= 20
