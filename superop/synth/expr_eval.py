@@ -12,6 +12,7 @@ calls are compiled through the optional ``agg`` hook the same way.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from typing import Any, Callable, Optional
@@ -119,11 +120,25 @@ def _cast(v, to: str):
         if t in ("string", "varchar", "text") or t.startswith("varchar") or t.startswith("char"):
             if isinstance(v, bool):
                 return "true" if v else "false"
+            if isinstance(v, _dt.datetime):
+                return v.isoformat(sep=" ")
             return str(v)
         if t in ("boolean", "bool"):
             if isinstance(v, str):
                 return {"true": True, "false": False}.get(v.strip().lower())
             return bool(v)
+        if t == "date":
+            if isinstance(v, _dt.datetime):
+                return v.date()
+            if isinstance(v, _dt.date):
+                return v
+            return _dt.date.fromisoformat(str(v).strip()[:10])
+        if t.startswith("timestamp"):
+            if isinstance(v, _dt.datetime):
+                return v
+            if isinstance(v, _dt.date):
+                return _dt.datetime(v.year, v.month, v.day)
+            return _dt.datetime.fromisoformat(str(v).strip())
     except (ValueError, TypeError):
         return None
     raise EvalError(f"CAST to {to}")
@@ -279,8 +294,16 @@ def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
     if t in (exp.Cast, exp.TryCast):
         a = c(e.this)
         to = e.args["to"].sql(dialect="spark")
-        _cast(1, to)  # raises EvalError early for unsupported targets
+        _cast(None, to)
+        low = to.lower()
+        if not (low in ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte",
+                        "double", "float", "real", "string", "varchar", "text", "boolean", "bool",
+                        "date") or low.startswith(("decimal", "varchar", "char", "timestamp"))):
+            raise EvalError(f"CAST to {to}")
         return lambda env: _cast(a(env), to)
+    if t is exp.TsOrDsToDate and e.args.get("format") is None:
+        a = c(e.this)
+        return lambda env: _cast(a(env), "date")
     if t in (exp.Like, exp.ILike):
         a, p = c(e.this), c(e.expression)
         if t is exp.ILike:

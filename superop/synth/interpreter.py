@@ -35,6 +35,8 @@ def py_value(v: Any) -> Any:
         import pandas as pd
         if v is pd.NA or v is pd.NaT:
             return None
+        if isinstance(v, pd.Timestamp):
+            return v.to_pydatetime()
     except ImportError:  # pragma: no cover
         pass
     if hasattr(v, "item") and not isinstance(v, (str, bytes)):

@@ -25,6 +25,7 @@ sub-plan is not a shape any program in the space can implement).
 """
 from __future__ import annotations
 
+import datetime as _dt
 import random
 import time
 from dataclasses import dataclass, field, replace
@@ -84,17 +85,38 @@ def _kind(t: str) -> str:
         return "real"
     if t in ("boolean", "bool"):
         return "bool"
+    if t == "date":
+        return "date"
+    if t.startswith("timestamp"):
+        return "ts"
     return "str"
+
+
+_DATES = [_dt.date(2020, 1, 1), _dt.date(2020, 1, 2), _dt.date(2020, 1, 3)]
+_TIMES = [_dt.datetime(2020, 1, 1, 0, 0, 0), _dt.datetime(2020, 1, 1, 0, 0, 1), _dt.datetime(2020, 1, 2)]
 
 
 def _literals(plan: Node) -> dict[str, list]:
     """Constants of the sub-plan's expressions, by kind, with neighbours for ints/reals,
     so that generated rows land on both sides of every comparison."""
-    out: dict[str, list] = {"int": [], "real": [], "str": []}
+    out: dict[str, list] = {"int": [], "real": [], "str": [], "date": [], "ts": []}
     for n in walk(plan):
         for e in expressions_of(n):
             for lit in e.find_all(exp.Literal):
                 if lit.is_string:
+                    cast = lit.parent if isinstance(lit.parent, (exp.Cast, exp.TryCast)) else None
+                    to = cast.args["to"].sql(dialect="spark").lower() if cast is not None else ""
+                    try:
+                        if to == "date":
+                            d = _dt.date.fromisoformat(lit.this[:10])
+                            out["date"] += [d - _dt.timedelta(days=1), d, d + _dt.timedelta(days=1)]
+                            continue
+                        if to.startswith("timestamp"):
+                            t = _dt.datetime.fromisoformat(lit.this)
+                            out["ts"] += [t - _dt.timedelta(seconds=1), t, t + _dt.timedelta(seconds=1)]
+                            continue
+                    except ValueError:
+                        pass
                     out["str"].append(lit.this)
                     continue
                 try:
@@ -124,14 +146,16 @@ class Inputs:
                     # few values so that groups collide, plus the constants a filter on the
                     # key may ask for (d = 'write' must be satisfiable)
                     exact = {"int": lits["int"][1::3], "real": lits["real"][1::3],
-                             "str": lits["str"], "bool": []}[k]
+                             "str": lits["str"], "bool": [], "date": lits["date"][1::3],
+                             "ts": lits["ts"][1::3]}[k]
                     dom = {"int": [1, 2], "real": [1.0, 2.0], "str": ["a", "b"],
-                           "bool": [True, False]}[k] + exact[:4]
+                           "bool": [True, False], "date": _DATES[:2], "ts": _TIMES[:2]}[k] + exact[:4]
                 else:
                     dom = {"int": [0, 1, 2, 3] + lits["int"],
                            "real": [0.5, 1.0, 2.5] + lits["real"] + [float(x) for x in lits["int"]],
                            "str": ["a", "b"] + lits["str"],
-                           "bool": [True, False]}[k]
+                           "bool": [True, False], "date": _DATES + lits["date"],
+                           "ts": _TIMES + lits["ts"]}[k]
                 doms.append(list(dict.fromkeys(dom)))
             self.domains[id(leaf)] = doms
         self.rng = random.Random(seed)

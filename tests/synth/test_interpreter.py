@@ -107,3 +107,21 @@ def test_bad_programs_are_rejected():
     q = Program(keys=("a",), output=("x",), partition_emits=(PartitionEmit(None, (e("row.b"),)),))
     with pytest.raises(ProgramError):       # rows are not visible in a partition emit
         run_program(q, df([(1, 0, 0, "r", 0)]))
+
+
+def test_dates_and_casts():
+    import datetime as dt
+    g = e("row.d >= DATE '2020-01-02'")
+    p = Program(keys=("a",), output=("a", "n", "last", "txt"),
+                accumulators=(Accumulator("n", "count_star", None, g), Accumulator("mx", "max", e("row.d"))),
+                partition_emits=(PartitionEmit(None, (e("key.a"), e("acc.n"), e("acc.mx"),
+                                                      e("CAST(acc.mx AS STRING)"))),))
+    rows = pd.DataFrame([(1, dt.date(2020, 1, 1)), (1, dt.date(2020, 1, 3)), (2, None)],
+                        columns=["a", "d"], dtype=object)
+    assert bag(run_program(p, rows)) == bag([(1, 1, dt.date(2020, 1, 3), "2020-01-03"), (2, 0, None, None)])
+    # a datetime64 column arrives as pandas Timestamps: plain datetimes inside
+    ts = pd.DataFrame({"a": [1], "d": pd.to_datetime(["2020-01-05"])})
+    q = Program(keys=("a",), output=("x",), accumulators=(Accumulator("n", "count_star", None,
+                                                                      e("CAST(row.d AS DATE) > DATE '2020-01-04'")),),
+                partition_emits=(PartitionEmit(None, (e("acc.n"),)),))
+    assert run_program(q, ts) == [(1,)]

@@ -89,3 +89,22 @@ def test_output_types_are_sparks(corpus_results, spark_outputs):
             assert r.program.output_types == spark_outputs[("types", name)], name
             n += 1
     assert n >= 20
+
+
+def test_typed_columns_date_bool_double(spark):
+    """Dates, booleans and doubles: synthesized by search, judged by Spark."""
+    import datetime as dt
+    from superop.synth.synthesizer import synthesize
+    schema = {"ev": {"id": "int", "name": "string", "amt": "double", "ok": "boolean", "day": "date"}}
+    sql = ("SELECT name, AVG(amt) AS v, MAX(day) AS last FROM ev WHERE ok AND day >= DATE '2020-01-02' "
+           "GROUP BY name UNION ALL SELECT name, SUM(amt) AS v, MIN(day) AS last FROM ev GROUP BY name")
+    r = synthesize(sql, schema, verify=False)
+    assert r.program is not None and r.program.output_types == ("string", "double", "date")
+    d = dt.date
+    rows = [(1, "x", 2.5, True, d(2020, 1, 3)), (2, "x", 1.0, False, d(2020, 1, 5)),
+            (3, "y", None, True, d(2019, 12, 31)), (4, "y", 4.0, None, None), (5, None, 3.0, True, d(2021, 1, 1)),
+            (5, None, 3.0, True, d(2021, 1, 1))]
+    spark.createDataFrame(rows, "id INT, name STRING, amt DOUBLE, ok BOOLEAN, day DATE").createOrReplaceTempView("ev")
+    import pandas as pd
+    got = bag(run_program(r.program, pd.DataFrame(rows, columns=list(schema["ev"]), dtype=object)))
+    assert got == bag(spark.sql(sql).collect())
