@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
-                    Sort, UnionAll, Window, resolve_field)
+                    Sort, UnionAll, Window, is_nondeterministic, parents, resolve_field, walk)
 
 _SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED = {"select", "from", "where", "group", "order", "by", "limit", "join", "on", "as",
@@ -56,9 +56,14 @@ class _Rel:
 
 
 class _Gen:
-    def __init__(self):
+    def __init__(self, cte_nodes: frozenset[int] = frozenset()):
         self.counter = itertools.count(1)
         self.used: set[str] = set()
+        # Shared sub-plans that must be evaluated once (nondeterministic): emitted as
+        # CTEs (Spark does not inline a nondeterministic CTE referenced twice).
+        self.cte_nodes = cte_nodes
+        self.ctes: list[exp.CTE] = []
+        self.cte_of: dict[int, tuple[str, list[str]]] = {}
 
     def alias(self, hint: Optional[str]) -> str:
         base = (hint or "").lower()
@@ -149,8 +154,23 @@ class _Gen:
 
     # -- nodes -----------------------------------------------------------------
     def gen(self, node: Node, hint: Optional[str] = None) -> _Rel:
+        if id(node) in self.cte_nodes:
+            return self._cte_ref(node, hint)
         m = getattr(self, "g_" + type(node).__name__)
         return m(node, hint)
+
+    def _cte_ref(self, node: Node, hint) -> _Rel:
+        if id(node) not in self.cte_of:
+            rel = getattr(self, "g_" + type(node).__name__)(node, None)
+            names = self.unique_names(rel.fields)
+            name = self.alias(f"_cte{len(self.ctes) + 1}")
+            self.ctes.append(exp.CTE(this=self.select_of(rel, names),
+                                     alias=exp.TableAlias(this=ident(name))))
+            self.cte_of[id(node)] = (name, names)
+        name, names = self.cte_of[id(node)]
+        a = self.alias(hint)
+        src = exp.Table(this=ident(name), alias=exp.TableAlias(this=ident(a)))
+        return _Rel(src, cols=[col(n, a) for n in names], fields=node.fields)
 
     def g_Scan(self, n: Scan, hint):
         a = self.alias(hint or n.table)
@@ -300,12 +320,22 @@ def _mergeable(e: exp.Expression) -> bool:
 def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     """The plan as a sqlglot query. ``names`` overrides the output column names
     (e.g. Spark's own names for unaliased expressions)."""
-    g = _Gen()
+    ps = parents(plan)
+    once = frozenset(id(n) for n in walk(plan)
+                     if len(ps.get(id(n), ())) >= 2 and _nondet_below(n))
+    g = _Gen(once)
     rel = g.gen(plan)
     out = list(names) if names is not None else [f.name for f in plan.fields]
     if len(out) != len(rel.cols):
         raise ValueError("names do not match the plan's width")
-    return g.select_of(rel, out)
+    sel = g.select_of(rel, out)
+    if g.ctes:
+        sel.set("with_" if "with_" in type(sel).arg_types else "with", exp.With(expressions=g.ctes))
+    return sel
+
+
+def _nondet_below(node: Node) -> bool:
+    return any(is_nondeterministic(n) for n in walk(node))
 
 
 def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:

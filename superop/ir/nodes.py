@@ -16,6 +16,7 @@ Conventions
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields as dc_fields
 from typing import Iterator, Optional
 
@@ -390,13 +391,44 @@ def shared_nodes(root: Node) -> list[Node]:
     return [n for n in walk(root) if len(ps.get(id(n), ())) >= 2]
 
 
+_NONDET_FUNCS = ("rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
+                 "spark_partition_id", "input_file_name")
+_NONDET_RE = re.compile(r"\b(" + "|".join(_NONDET_FUNCS) + r")\s*\(", re.IGNORECASE)
+
+
+def is_nondeterministic_expr(e: exp.Expression) -> bool:
+    """Conservative: the expression calls a function whose value may differ per call."""
+    for n in e.walk():
+        if isinstance(n, (exp.Rand, exp.Randn)) or type(n).__name__ in ("Uuid", "Random"):
+            return True
+        if isinstance(n, exp.Func) and n.sql_name().lower() in _NONDET_FUNCS:
+            return True
+        if isinstance(n, exp.Anonymous) and str(n.this).lower() in _NONDET_FUNCS:
+            return True
+    return False
+
+
+def is_nondeterministic(node: Node) -> bool:
+    """True if ``node`` itself (not its inputs) evaluates a nondeterministic expression."""
+    if isinstance(node, Opaque):
+        return bool(_NONDET_RE.search(node.sql))
+    return any(is_nondeterministic_expr(e) for e in expressions_of(node))
+
+
 def intern(root: Node) -> Node:
-    """Rebuild ``root`` so that structurally identical sub-plans are one object."""
+    """Rebuild ``root`` so that structurally identical sub-plans are one object.
+    A sub-plan that evaluates something nondeterministic (rand(), uuid(), ...) is
+    never merged with a look-alike: two rand() calls are two different values."""
     table: dict[Node, Node] = {}
     memo: dict[int, Node] = {}
+    nondet: set[int] = set()
     for n in walk(root):
         kids = tuple(memo[id(c)] for c in n.children)
         new = n if all(a is b for a, b in zip(kids, n.children)) else n.with_children(kids)
+        if is_nondeterministic(n) or any(id(k) in nondet for k in kids):
+            nondet.add(id(new))
+            memo[id(n)] = new
+            continue
         canon = table.setdefault(new, new)
         memo[id(n)] = canon
     return memo[id(root)]

@@ -131,3 +131,13 @@ def test_paper_rows_are_deterministic():
     from superop.workloads.paper import paper_rows
     assert paper_rows(100, 3) == paper_rows(100, 3)
     assert paper_rows(100, 3) != paper_rows(100, 4)
+
+
+def test_shared_nondeterministic_cte_is_evaluated_once(spark, paper):
+    sql = ("WITH t AS (SELECT a, rand() AS r FROM ops) SELECT COUNT(*) AS n FROM t t1 "
+           "JOIN t t2 ON t1.a <=> t2.a AND t1.r = t2.r")
+    gen = to_sql(lower(sql, paper).plan)
+    assert gen.startswith("WITH ")
+    # Evaluated once, every row of t meets itself (at least 200 matches); evaluated
+    # twice, equal random doubles (almost) never meet.
+    assert spark.sql(gen).first().n >= 200

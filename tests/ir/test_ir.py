@@ -363,3 +363,18 @@ def test_fields_and_resolution():
     p = plan("SELECT * FROM ops x JOIN accounts y ON x.a = y.a")
     assert p.fields[0] == Field("x", "a") and p.fields[5] == Field("y", "a")
     assert p.names == ("a", "b", "c", "d", "s", "a", "region", "tier")
+
+
+def test_nondeterministic_lookalikes_are_not_merged():
+    p = plan("SELECT * FROM (SELECT a, rand() AS r FROM ops) x "
+             "JOIN (SELECT a, rand() AS r FROM ops) y ON x.a = y.a")
+    assert p.left.child is not p.right.child
+    assert [type(n) for n in shared_nodes(p)] == [Scan]
+    assert not to_sql(p).startswith("WITH")
+
+
+def test_shared_nondeterministic_cte_is_generated_once():
+    p = plan("WITH t AS (SELECT a, rand() AS r FROM ops) SELECT * FROM t t1 JOIN t t2 ON t1.a = t2.a")
+    assert p.left.child is p.right.child
+    sql = to_sql(p)
+    assert sql.startswith("WITH _cte1 AS (") and sql.count("RAND()") == 1
