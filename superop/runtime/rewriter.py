@@ -55,9 +55,19 @@ class Match:
     rule_id: str
     family: str
     d: Decomposition
-    program: Program
-    prefilter: Optional[exp.Expression]
     interior: frozenset          # ids of the nodes the super-operator replaces (not the source)
+    program: Optional[Program] = None            # set by prepare() (CaptureParameters + template)
+    prefilter: Optional[exp.Expression] = None
+
+    def prepare(self) -> "Match":
+        """CaptureParameters (Algorithm 5) and the Fig. 10 template; raises TemplateError."""
+        if self.program is None:
+            prog = build_program(self.d)
+            if self.family == "MJ":
+                prog = _fix_mj_row_emits(self.d, prog)
+            self.prefilter = _prefilter(self.d, prog)
+            self.program = prog
+        return self
 
     @property
     def root(self) -> N.Node:
@@ -122,11 +132,154 @@ def _min_join_check(d: Decomposition) -> Optional[str]:
     calls = _agg_calls(b.agg)
     if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
         return "Min & Join needs exactly one min/max aggregation"
-    params = capture_parameters(b.lower)
-    arg = params.substitute(calls[0].this, b.lower.top.fields)
-    arg = arg.unnest() if isinstance(arg, exp.Paren) else arg
-    if not isinstance(arg, exp.Column):
+    c = _bare(calls[0].this)
+    if c is None or _trace_down(N.resolve_field(b.agg.child.fields, c), b.lower) is None:
         return "the min/max argument is not a source column"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# CheckAttributes without expression rewriting: Algorithms 1-4 on column positions
+# ---------------------------------------------------------------------------
+def _bare(e: exp.Expression) -> Optional[exp.Column]:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return e if isinstance(e, exp.Column) else None
+
+
+def _trace_down(i: int, edge) -> Optional[int]:
+    """TraverseDown (Alg. 4) of the edge top's field ``i`` to the bottom's field index;
+    None if a projection computes it."""
+    for op in edge.ops:
+        child = op.children[0].fields
+        if isinstance(op, N.Rename):
+            i = N.resolve_field(child, op.mapping[i][0].column())
+        elif isinstance(op, N.Project):
+            c = _bare(op.items[i][0])
+            if c is None:
+                return None
+            i = N.resolve_field(child, c)
+    return i
+
+
+def _trace_up(idx: set, edge) -> set:
+    """TraverseUp: the edge top's field indices that carry the bottom's fields ``idx``."""
+    for op in reversed(edge.ops):
+        child = op.children[0].fields
+        if isinstance(op, N.Rename):
+            idx = {j for j, (f, _) in enumerate(op.mapping) if N.resolve_field(child, f.column()) in idx}
+        elif isinstance(op, N.Project):
+            idx = {j for j, (x, _) in enumerate(op.items)
+                   if (c := _bare(x)) is not None and N.resolve_field(child, c) in idx}
+    return idx
+
+
+def _agg_keys(b) -> Optional[dict[int, set]]:
+    """{source field index: positions of the aggregate's output that carry that key}, or
+    None if a key is computed / the aggregate is global."""
+    agg, low = b.agg, b.lower
+    inp = agg.child.fields
+    if not agg.keys:
+        return None
+    out: dict[int, set] = {}
+    for k in agg.keys:
+        c = _bare(k)
+        if c is None:
+            return None
+        ki = N.resolve_field(inp, c)
+        src = _trace_down(ki, low)
+        if src is None:
+            return None
+        pos = {j for j, (x, _) in enumerate(agg.items)
+               if (xc := _bare(x)) is not None and N.resolve_field(inp, xc) == ki}
+        out.setdefault(src, set()).update(pos)
+    return out
+
+
+def _implies_key_equality(j: N.Join, left_tops: dict[int, set], right_tops: dict[int, set]) -> bool:
+    """Algorithm 2 line 13 / Algorithm 3 line 10 by union-find: do the join's column
+    equalities connect, for every source key, a left column and a right column carrying it?"""
+    parent: dict = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    lf, rf = j.left.fields, j.right.fields
+    for l, r in j.equi:
+        cl, cr = _bare(l), _bare(r)
+        if cl is None or cr is None:
+            continue
+        try:
+            a, b = ("L", N.resolve_field(lf, cl)), ("R", N.resolve_field(rf, cr))
+        except KeyError:
+            continue
+        parent[find(a)] = find(b)
+    for src, ls in left_tops.items():
+        rs = right_tops.get(src, set())
+        if not any(find(("L", x)) == find(("R", y)) for x in ls for y in rs):
+            return False
+    return True
+
+
+_AGG_NAME = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+
+
+def _agg_names(agg: N.Aggregate) -> Optional[set]:
+    out = set()
+    for c in _agg_calls(agg):
+        if isinstance(c, exp.Count):
+            a = c.this
+            out.add("count_star" if a is None or isinstance(a, exp.Star) else
+                    "count_distinct" if isinstance(a, exp.Distinct) else "count")
+        elif type(c) in _AGG_NAME and not isinstance(c.this, exp.Distinct):
+            out.add(_AGG_NAME[type(c)])
+        else:
+            return None  # no accumulator for it
+    return out
+
+
+def _agg_names_all(d: Decomposition) -> Optional[set]:
+    out = set()
+    for b in d.branches:
+        if b.agg is not None:
+            n = _agg_names(b.agg)
+            if n is None:
+                return None
+            out |= n
+    return out
+
+
+def streamable(d: Decomposition) -> Optional[str]:
+    """The rule's streamability check (Algorithms 1-3) on column positions; None = ok."""
+    aggs = [b for b in d.branches if b.agg is not None]
+    keys = []
+    for b in aggs:
+        k = _agg_keys(b)
+        if k is None:
+            return "a grouping key is computed or the aggregate is global"
+        keys.append(k)
+    if len({frozenset(k) for k in keys}) != 1:
+        return "paths are grouped on different source columns (Algorithm 1)"
+    if d.family == "DU":
+        return None
+    j = d.join
+    if d.family == "DJ":
+        lt = {s: _trace_up(p, d.branches[0].upper) for s, p in keys[0].items()}
+        rt = {s: _trace_up(p, d.branches[1].upper) for s, p in keys[1].items()}
+    else:
+        a, r = d.branches[d.agg_side], d.branches[1 - d.agg_side]
+        at = {s: _trace_up(p, a.upper) for s, p in keys[0].items()}
+        rtops = {s: _trace_up({s}, r.upper) for s in keys[0]}
+        lt, rt = (at, rtops) if d.agg_side == 0 else (rtops, at)
+        m = _min_join_check(d)
+        if m is not None:
+            return m
+    if not _implies_key_equality(j, lt, rt):
+        return "the join's equalities do not imply equality of every grouping key (Algorithm 2/3)"
     return None
 
 
@@ -224,22 +377,16 @@ class Rewriter:
             if len(set(names)) != len(names):
                 why.append(f"{rule.id}: the shared source has duplicate column names")
                 break
-            if d.family == "MJ":
-                r = _min_join_check(d)
-                if r is not None:
-                    why.append(f"{rule.id}: {r}")
+            if rule.aggs is not None:
+                names = _agg_names_all(d)
+                if names is None or not names <= rule.aggs:
+                    why.append(f"{rule.id}: aggregates outside {sorted(rule.aggs)}")
                     continue
-            try:
-                prog = build_program(d)           # Algorithms 1-2 + CaptureParameters
-            except TemplateError as e:
-                why.append(f"{rule.id}: {e}")
-                break                             # the same template for every rule of a family
-            if d.family == "MJ":
-                prog = _fix_mj_row_emits(d, prog)
-            if rule.aggs is not None and any(a.func not in rule.aggs for a in prog.accumulators):
-                why.append(f"{rule.id}: aggregate outside {sorted(rule.aggs)}")
-                continue
-            return Match(rule.id, d.family, d, prog, _prefilter(d, prog), _interior(d))
+            r = streamable(d)                     # Algorithms 1-3 (the same for every rule of a family)
+            if r is not None:
+                why.append(f"{rule.id}: {r}")
+                break
+            return Match(rule.id, d.family, d, _interior(d))
         if trace is not None and why:
             trace.append(f"{d.family} at {d.root.op}({d.join_kind or len(d.branches)}): no rule — " + "; ".join(why))
         return None
@@ -251,6 +398,7 @@ class Rewriter:
         conflict; bottom-up order)."""
         memo: dict[int, N.Node] = {}
         for m in matches:
+            m.prepare()
             src = N.replace(m.source, memo) if memo else m.source
             src_names = list(m.source.names)
             src_sql = to_sql(src, names=src_names)
@@ -262,6 +410,18 @@ class Rewriter:
                                       qfields=tuple(m.root.fields))
         new_plan = N.replace(plan, memo)
         return to_sql(new_plan, names=names)
+
+
+def prepare(matches: Sequence[Match], trace: Optional[list] = None) -> list[Match]:
+    """Instantiate every match's template; a match the template refuses is dropped."""
+    out = []
+    for m in matches:
+        try:
+            out.append(m.prepare())
+        except TemplateError as e:
+            if trace is not None:
+                trace.append(f"{m.rule_id}: template refused: {e}")
+    return out
 
 
 def select_non_conflicting(matches: Sequence[Match]) -> list[Match]:
@@ -331,7 +491,10 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict) -> RewriteResult:
     timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
     if not matches:
         return unchanged(sql, "no rule matches" + (": " + " | ".join(trace) if trace else ""), timings)
+    matches = prepare(matches, trace)
     chosen = select_non_conflicting(matches)
+    if not chosen:
+        return unchanged(sql, "no rule matches: " + " | ".join(trace), timings)
     new = rw.apply(low.plan, chosen)
     timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
     return RewriteResult(sql=new, applied=[m.rule_id for m in chosen], changed=True,

@@ -27,7 +27,7 @@ from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..rules_out.catalog import load_catalog, validate
 from .plan import PlanInfo, analyze_plan
-from .rewriter import RewriteResult, Rewriter, candidates_for, unchanged
+from .rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
 
 log = logging.getLogger("superop.runtime")
 
@@ -88,6 +88,10 @@ class SuperOpSession:
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
         if not matches:
             return unchanged(sql, "no rule matches" + (": " + " | ".join(trace) if trace else ""), timings)
+        matches = prepare(matches, trace)
+        if not matches:
+            timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
+            return unchanged(sql, "no rule matches: " + " | ".join(trace), timings)
         before = analyze_plan(self.spark, sql)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
