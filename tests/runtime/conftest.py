@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
-                              catalog_rules, values_view)
+                              catalog_rules, values_view, verifier_certificates)
 from superop.rules_out.catalog import make_catalog
 
 
@@ -21,7 +21,10 @@ def ops(spark):
 
 @pytest.fixture(scope="session")
 def catalog():
-    return make_catalog(catalog_rules(), version="test")
+    rules, status = verifier_certificates(catalog_rules())
+    # every template instance the runtime generates must pass the real verifier
+    assert all(v == "verified" for v in status.values()), status
+    return make_catalog(rules, version="test")
 
 
 @pytest.fixture(scope="session")
