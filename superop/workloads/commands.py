@@ -45,7 +45,8 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--repeat", type=_positive, default=5, help="timed runs per query side (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs per side (default 1)")
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
-    p.add_argument("--data-dir", default="bench-data", help="where generated data is cached (default bench-data)")
+    p.add_argument("--data-dir", default=".superop/bench-data",
+                   help="where generated data is cached (default .superop/bench-data)")
     p.add_argument("--catalog", help="rule catalog file or MLflow URI (default: the built-in bench catalog)")
     p.add_argument("--rewriter", choices=["runtime", "identity"], default="runtime",
                    help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
@@ -69,13 +70,13 @@ def register_bench(sub) -> None:
                    help="rows of ops, or a comma list for time-vs-rows (default 10m)")
     m.add_argument("--queries", help="comma list of query names or families (du,dj,mj); default all")
     m.add_argument("--seed", type=int, default=7)
-    _common(m, "bench-out/micro")
+    _common(m, "out/bench/micro")
     m.set_defaults(bench_func=run_micro_cmd)
 
     t = bs.add_parser("tpch", help="TPC-H (tpchgen-cli parquet), 22 queries original vs rewritten")
     t.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     t.add_argument("--queries", help="comma list of query numbers (default 1..22)")
-    _common(t, "bench-out/tpch")
+    _common(t, "out/bench/tpch")
     t.set_defaults(bench_func=run_tpch_cmd)
 
     for name, what in (("mine", "the mining benchmark (queries/s, peak memory)"),

@@ -206,7 +206,7 @@ def measure_triple(spark, name: str, sides: dict[str, str], repeat: int, warmup:
 
 
 def run_micro(spark, rewrite: Callable, *, rows: Sequence[int] = (10_000_000,), repeat: int = 5,
-              warmup: int = 1, data_dir: str | os.PathLike = "bench-data",
+              warmup: int = 1, data_dir: str | os.PathLike = ".superop/bench-data",
               queries: Optional[Sequence[MicroQuery]] = None, seed: int = 7,
               progress: Optional[Progress] = None) -> dict:
     """Run the micro set at every size in ``rows``; returns the result document (see
@@ -264,6 +264,11 @@ def _run_one(spark, q: MicroQuery, n: int, rewrite: Callable, repeat: int, warmu
         "rewritten_over_limit": ratio(t["rewritten"]["median_s"], t["limit"]["median_s"]),
         "original_over_limit": ratio(t["original"]["median_s"], t["limit"]["median_s"]),
         "exchanges_rewritten_over_original": ratio(ex_r, ex_o),
+        # summed task time: less sensitive than wall time to other load on the machine
+        "task_time_original_over_rewritten": ratio(t["original"]["executor_run_ms"],
+                                                   t["rewritten"]["executor_run_ms"]),
+        "task_time_rewritten_over_limit": ratio(t["rewritten"]["executor_run_ms"],
+                                                t["limit"]["executor_run_ms"]),
         "shuffle_bytes_rewritten_over_original": ratio(
             t["rewritten"]["shuffle_write_bytes"], t["original"]["shuffle_write_bytes"]),
     }
@@ -294,6 +299,8 @@ def summarize_micro(results: list[dict]) -> dict:
             "results_differ": [r["name"] for r in rs if not r["equal"]["equal"]],
             "median_original_over_rewritten": med("original_over_rewritten"),
             "median_rewritten_over_limit": med("rewritten_over_limit"),
+            "median_task_time_original_over_rewritten": med("task_time_original_over_rewritten"),
+            "median_task_time_rewritten_over_limit": med("task_time_rewritten_over_limit"),
             "shuffle_exchanges_original": ex_o,
             "shuffle_exchanges_rewritten": ex_r,
             "families": fam,

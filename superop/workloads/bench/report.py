@@ -93,7 +93,9 @@ def micro_markdown(doc: dict) -> str:
                   f"{'met' if g['limit_ratio_le_1_15'] else 'missed'}), shuffle exchanges "
                   f"{s['shuffle_exchanges_original']} → {s['shuffle_exchanges_rewritten']} (goal halved: "
                   f"{'met' if g['exchanges_halved'] else 'missed'}); rewritten "
-                  f"{s['rewritten']}/{s['queries']} queries"
+                  f"{s['rewritten']}/{s['queries']} queries; summed task time original/rewritten "
+                  f"{_f(s.get('median_task_time_original_over_rewritten'))}, rewritten/limit "
+                  f"{_f(s.get('median_task_time_rewritten_over_limit'))} (medians)"
                   + (f"; RESULTS DIFFER: {', '.join(s['results_differ'])}" if s["results_differ"] else "")
                   + ".", ""]
         fam = s.get("families") or {}
@@ -125,7 +127,33 @@ def micro_markdown(doc: dict) -> str:
     lines += ["", "Times: median of the timed runs ± (max−min)/median. Exchanges: shuffle exchanges in "
               "Spark's physical plan (broadcasts in the JSON). Shuffle MB: Spark's stage metrics, median run.",
               ""]
+    lines += _profile(doc)
     return "\n".join(lines)
+
+
+def _stages(t: Optional[dict]) -> str:
+    if not t:
+        return "–"
+    return " · ".join(f"{n}t {ms / 1000:.1f}s in{i:g} r{r:g} w{w:g}"
+                      for n, ms, i, r, w in t.get("stage_detail_last") or [])
+
+
+def _profile(doc: dict) -> list[str]:
+    """Where the time goes for queries that miss a goal: Spark's completed stages of the last
+    timed run of each side (tasks, summed task time, input / shuffle read / write MB)."""
+    miss = [r for r in doc.get("results", []) if r.get("timing") and (
+        (r["ratios"].get("original_over_rewritten") or 0) < 2.0
+        or (r["ratios"].get("rewritten_over_limit") or 0) > 1.15)]
+    if not miss:
+        return []
+    out = ["Profile of the queries that miss a goal (last timed run; per stage: tasks, summed task "
+           "time, input / shuffle-read / shuffle-write MB):", ""]
+    for r in miss:
+        t = r["timing"]
+        out.append(f"- {r['name']} @ {r['rows']:,}: original [{_stages(t['original'])}]; rewritten "
+                   f"[{_stages(t['rewritten'])}]; limit [{_stages(t['limit'])}]")
+    out.append("")
+    return out
 
 
 def tpch_markdown(doc: dict) -> str:
@@ -334,7 +362,7 @@ _README_INTRO = """## Benchmarks (`superop bench`)
 `superop bench micro [--rows 10m] [--repeat 5]` (DU/DJ/MJ over the paper's `ops` table:
 original vs the runtime's rewrite vs the limit query), `superop bench tpch [--sf 1]`, and the
 wrappers `superop bench mine` / `superop bench rewrite`. Each writes JSON, Markdown and PNG
-plots under `bench-out/` and logs an MLflow run; `--readme README.md` puts its table below.
+plots under `out/bench/` and logs an MLflow run; `--readme README.md` puts its table below.
 Every number below was produced by the command printed above its table."""
 
 

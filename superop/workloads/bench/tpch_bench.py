@@ -55,7 +55,7 @@ def tpch_data(sf: float, data_dir: str | os.PathLike) -> Path:
 
 
 def run_tpch(spark, make_rewriter: Callable, *, sf: float = 1.0, queries: Sequence[int] = range(1, 23),
-             repeat: int = 3, warmup: int = 1, data_dir: str | os.PathLike = "bench-data",
+             repeat: int = 3, warmup: int = 1, data_dir: str | os.PathLike = ".superop/bench-data",
              progress: Optional[Progress] = None, tpch_dir: Optional[str | os.PathLike] = None) -> dict:
     """``tpch_dir``: existing tpchgen-cli output to use instead of generating at ``sf``."""
     from ..tpch import QUERIES, register_tpch
