@@ -102,6 +102,7 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
 
 
 def make_mapper(schema: dict):
+    from .readers import typed_frame
     schema_json = json.dumps(schema)
 
     def mapper(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -110,5 +111,5 @@ def make_mapper(schema: dict):
             rows = []
             for tid, sql in zip(pdf["template_id"], pdf["example"]):
                 rows.extend(analyze_template(tid, sql, sch))
-            yield pd.DataFrame(rows, columns=[c for c, _ in ANALYSIS_COLUMNS])
+            yield typed_frame(rows, ANALYSIS_COLUMNS)
     return mapper

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..errors import SuperopError
 from .normalize import normalize, statement_kind
-from .readers import LOG_COLUMNS, LOG_DDL
+from .readers import LOG_COLUMNS, typed_frame
 
 EVENT_COLUMNS = LOG_COLUMNS + [("app_id", "string"), ("executor_run_ms", "double"),
                                ("plan_nodes", "int"), ("exchanges", "int")]
@@ -231,7 +231,7 @@ def _parse_group(pdf: pd.DataFrame) -> pd.DataFrame:
         except Exception:
             rows.append({"error": "unreadable_event_log", "app_id": app})
     rows += parse_events(app, texts)
-    return pd.DataFrame(rows, columns=[c for c, _ in EVENT_COLUMNS])
+    return typed_frame(rows, EVENT_COLUMNS)
 
 
 def read_eventlog(spark, path: str, with_metrics: bool = False):

@@ -86,6 +86,22 @@ def parse_column_map(text: Optional[str]) -> dict[str, str]:
     return out
 
 
+def typed_frame(rows: list[dict], columns: list[tuple[str, str]]) -> pd.DataFrame:
+    """A pandas frame whose dtypes match the Spark DDL even when a column is all null (pandas
+    would make it float64 NaN, which Arrow cannot turn into a string column)."""
+    pdf = pd.DataFrame(rows, columns=[c for c, _ in columns])
+    for c, t in columns:
+        col = pdf[c]
+        if t == "string":
+            pdf[c] = col.astype(object).where(col.notna(), None)
+        elif t == "double":
+            pdf[c] = pd.to_numeric(col, errors="coerce").astype("float64")
+        elif t in ("int", "bigint"):
+            pdf[c] = pd.to_numeric(col, errors="coerce").astype("Int64" if t == "bigint"
+                                                                else "Int32")
+    return pdf
+
+
 # --------------------------------------------------------------------------------------------
 # Row canonicalization (shared by JSONL / CSV / Parquet), runs inside Spark workers
 # --------------------------------------------------------------------------------------------
@@ -168,7 +184,7 @@ def _jsonl_mapper(column_map: dict, post=None):
                     except SuperopError:
                         cols = cache[key] = {}
                 rows.append(canonical_row(rec, cols))
-            yield _post(pd.DataFrame(rows, columns=[c for c, _ in LOG_COLUMNS]), post)
+            yield _post(typed_frame(rows, LOG_COLUMNS), post)
     return parse
 
 
@@ -188,7 +204,7 @@ def _records_mapper(cols: dict[str, str], post=None):
                     rows.append({"error": "malformed_csv"})
                     continue
                 rows.append(canonical_row(rec, cols))
-            yield _post(pd.DataFrame(rows, columns=[c for c, _ in LOG_COLUMNS]), post)
+            yield _post(typed_frame(rows, LOG_COLUMNS), post)
     return parse
 
 

@@ -392,7 +392,8 @@ def _variant_specs() -> list[VariantSpec]:
         V("DJ", [("σπ", "σ"), ("", "π")], "inner", table2=5),
         V("DU", [("ρ", "σ"), ("σ", "")], table2=6),
         V("DJ", [("π", ""), ("", "πσ")], "inner", table2=7),
-        V("DJ", [("σ", "ρ"), ("σ", "")], "inner", table2=8),      # also row 12
+        V("DJ", [("σ", "ρ"), ("σ", "")], "inner", table2=8),
+        V("DJ", [("σ", "ρ"), ("σ", "")], "inner", table2=12),     # same shape: one variant
         V("DU", [("ρ", "σ"), ("ρ", "")], table2=9),
         V("MJ", [("ρπ", ""), ("", "σρ")], "inner", table2=10),
         V("DU", [("ρ", "σ"), ("", "π")], table2=11),               # listed as DJ with ∪
@@ -675,8 +676,10 @@ class GeneratedLog:
 def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2, 5),
                  planted_fraction: float = 0.5, near_miss_fraction: float = 0.06,
                  junk_fraction: float = 0.03, failed_fraction: float = 0.03,
-                 start: Optional[datetime] = None) -> GeneratedLog:
-    """A query log of about ``n_queries`` lines (JSON objects, one per line) and its truth."""
+                 start: Optional[datetime] = None, sink: Optional[Callable[[str], None]] = None
+                 ) -> GeneratedLog:
+    """A query log of about ``n_queries`` lines (JSON objects, one per line) and its truth.
+    With ``sink`` every line is handed to it (streaming, for large logs) instead of kept."""
     rng = random.Random(seed)
     start = start or datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -757,6 +760,7 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
     exec_rng = random.Random(seed + 1)
     users = [f"{u}@example.com" for u in ("ana", "bo", "chen", "dev", "eli", "fay", "etl-bot")]
     lines: list[str] = []
+    emit = sink or lines.append
     clock = start
     groups = {v["variant_id"]: v for v in variants.values()}
     groups.update({nm["near_miss_id"]: nm for nm in near.values()})
@@ -769,16 +773,16 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
         if pos in junk_at:
             r = exec_rng.random()
             if r < 0.45:
-                lines.append(exec_rng.choice(JUNK_LINES))
+                emit(exec_rng.choice(JUNK_LINES))
             else:
                 txt = exec_rng.choice(NON_SQL if r < 0.75 else BAD_SQL)
-                lines.append(json.dumps(_row(exec_rng, txt, clock, "FINISHED", users, 0.2)))
+                emit(json.dumps(_row(exec_rng, txt, clock, "FINISHED", users, 0.2)))
             continue
         t, status = picks[pi]
         pi += 1
         sql = t.render(exec_rng)
         heavy = 1.0 if t.kind == "noise" else 6.0
-        lines.append(json.dumps(_row(exec_rng, sql, clock, status, users, heavy)))
+        emit(json.dumps(_row(exec_rng, sql, clock, status, users, heavy)))
         if t.group in groups:
             g = groups[t.group]
             if status == "FINISHED":
@@ -793,7 +797,7 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
         g.pop("_keys", None)
     truth = {
         "generator": {"n_queries": n_queries, "seed": seed, "version": 1},
-        "lines": len(lines),
+        "lines": total,
         "junk_lines": n_junk,
         "failed_statements": n_failed,
         "variants": sorted(variants.values(), key=lambda v: v["variant_id"]),
@@ -823,13 +827,26 @@ def _row(rng: random.Random, sql: str, clock: datetime, status: str, users, heav
 
 def write_log(path: str | Path, n_queries: int = 3000, seed: int = 7,
               truth_path: str | Path | None = None, **kw) -> dict:
-    """Write a generated log (``.gz`` suffix -> gzip) and, optionally, its ground truth."""
-    from ..cliutil import atomic_write_bytes, atomic_write_json
-    g = generate_log(n_queries, seed, **kw)
-    data = ("\n".join(g.lines) + "\n").encode("utf-8", "surrogateescape")
-    if str(path).endswith(".gz"):
-        data = gzip.compress(data, mtime=0)
-    atomic_write_bytes(path, data)
+    """Write a generated log (``.gz`` suffix -> gzip), streamed through a temp file that is
+    renamed into place, and, optionally, its ground truth."""
+    import os
+    import tempfile
+    from ..cliutil import atomic_write_json
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        opener = (lambda p: gzip.GzipFile(p, "wb", mtime=0)) if str(path).endswith(".gz") \
+            else (lambda p: open(p, "wb"))
+        with opener(tmp) as f:
+            g = generate_log(n_queries, seed, sink=lambda line: f.write(
+                line.encode("utf-8", "surrogateescape") + b"\n"), **kw)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
     if truth_path:
         atomic_write_json(truth_path, g.truth)
     return g.truth

@@ -65,8 +65,10 @@ def test_csv_malformed_record_is_counted(spark, tmp_path):
     write_csv(log, snowflake_rows())
     df = read_log(spark, str(log), "csv")          # aliases find QUERY_TEXT by themselves
     rows = df.collect()
-    assert sum(1 for r in rows if r["statement_text"] and r["error"] is None) >= 10
-    assert any(r["error"] == "malformed_csv" for r in rows) or len(rows) == 11
+    assert sum(1 for r in rows if r["statement_text"] and r["error"] is None) == 11
+    assert [r["error"] for r in rows if r["error"]] == ["malformed_csv"]
+    q0 = next(r for r in rows if r["statement_id"] == "q0")
+    assert (q0["duration_ms"], q0["read_bytes"], q0["execution_status"]) == (1000.0, 1e6, "SUCCESS")
 
 
 def test_parquet_and_k_threshold(spark, tmp_path):
