@@ -18,6 +18,7 @@ state; the Rewriter is immutable after construction.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Optional, Union
 
@@ -40,8 +41,15 @@ def _load(catalog, require_verified: bool) -> dict:
 
 class SuperOpSession:
     def __init__(self, spark, catalog: Union[str, dict], *, gate: bool = True,
-                 schema: Optional[dict] = None, max_alternatives: int = 4):
+                 schema: Optional[dict] = None, max_alternatives: int = 4,
+                 analyze_tables: bool = False):
+        """``analyze_tables``: run ``ANALYZE TABLE .. COMPUTE STATISTICS FOR ALL COLUMNS``
+        once per catalog table a query reads, so the cost ranking uses real row counts
+        (with ``spark.sql.cbo.enabled``); temp views have no table statistics and are skipped."""
         self.spark = spark
+        self.analyze_tables = analyze_tables
+        self._analyzed: set[str] = set()
+        self._lock = threading.Lock()
         self.catalog = _load(catalog, require_verified=True)
         self.rewriter = Rewriter(self.catalog)
         self.gate = gate
@@ -61,9 +69,24 @@ class SuperOpSession:
             if not name or name in ctes or name in out:
                 continue
             full = ".".join(p for p in (t.db, name) if p)
+            if self.analyze_tables:
+                self._analyze(full)
             st = self.spark.table(full).schema
             out[name] = {f.name.lower(): f.dataType.simpleString() for f in st.fields}
         return out
+
+    def _analyze(self, table: str) -> None:
+        with self._lock:
+            if table in self._analyzed:
+                return
+            self._analyzed.add(table)
+        try:
+            if not self.spark.catalog.tableExists(table) or any(
+                    t.name == table and t.isTemporary for t in self.spark.catalog.listTables()):
+                return
+            self.spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS FOR ALL COLUMNS")
+        except Exception as e:  # statistics are an optimization, never a failure
+            log.info("superop: ANALYZE TABLE %s failed: %s", table, str(e).splitlines()[0])
 
     def _types_of(self, node) -> list[str]:
         return [f.dataType.simpleString() for f in self.spark.sql(to_sql(node)).schema.fields]

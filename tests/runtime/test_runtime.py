@@ -224,3 +224,17 @@ def test_runtime_imports_without_z3_and_mlflow():
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_analyze_tables_feeds_the_cost(spark, ops, catalog):
+    spark.table("ops").write.mode("overwrite").saveAsTable("ops_stats")
+    try:
+        so = SuperOpSession(spark, catalog, analyze_tables=True)
+        q = DJ_Q.replace("FROM ops", "FROM ops_stats")
+        r = so.rewrite(q)
+        assert r.changed and r.exchanges_after < r.exchanges_before
+        stats = spark.sql("DESCRIBE TABLE EXTENDED ops_stats").collect()
+        assert any(row.col_name == "Statistics" and "rows" in row.data_type for row in stats)
+        assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
+    finally:
+        spark.sql("DROP TABLE IF EXISTS ops_stats")
