@@ -32,7 +32,7 @@ def assert_replayed(spark):
     def check(sql, program, result):
         assert result.status == "refuted", (result.status, result.reason)
         cex = result.counterexample
-        assert cex is not None and cex.rows, "a refutation carries input rows"
+        assert cex is not None, "a refutation carries a counterexample (possibly the empty table)"
         spark_bag, prog_bag = replay(spark, sql, program, cex)
         assert spark_bag == bag(cex.plan_output), (spark_bag, cex.plan_output, cex.rows)
         assert prog_bag == bag(cex.program_output), (prog_bag, cex.program_output, cex.rows)

@@ -268,3 +268,20 @@ def test_timeout_is_unknown():
     assert r.status in ("unknown", "verified")
     if r.status == "unknown":
         assert r.reason.startswith("solver")
+
+
+def test_global_aggregates_and_the_empty_table(assert_replayed):
+    # no GROUP BY: exactly one row even over an empty (filtered) input
+    sql = ("SELECT COUNT(*) AS n, SUM(s) AS t FROM ops WHERE c > 0 "
+           "UNION ALL SELECT COUNT(b) AS n, MAX(s) AS t FROM ops")
+    accs = (A("n1", "count_star", None, e("row.c > 0")), A("t1", "sum", e("row.s"), e("row.c > 0")),
+            A("n2", "count", e("row.b")), A("t2", "max", e("row.s")))
+    good = Program(keys=(), output=("n", "t"), accumulators=accs,
+                   partition_emits=(PartitionEmit(None, (e("acc.n1"), e("acc.t1"))),
+                                    PartitionEmit(None, (e("acc.n2"), e("acc.t2")))))
+    assert check(sql, good).status == "verified"
+    guarded = Program(keys=(), output=("n", "t"), accumulators=accs, flags=(Flag("o", e("row.c > 0")),),
+                      partition_emits=(PartitionEmit(e("flag.o"), (e("acc.n1"), e("acc.t1"))),
+                                       good.partition_emits[1]))
+    cex = assert_replayed(sql, guarded, check(sql, guarded))
+    assert (0, None) in cex.plan_output
