@@ -451,9 +451,15 @@ class _Builder:
                         nulls = [exp.Null() for _ in (ro if agg_side == "left" else lo)]
                         core_out = aout if semi else (aout + nulls if agg_side == "left" else nulls + aout)
                     pemits.append(PartitionEmit(*finish(core_out, g)))
+        memory = c.memory if remits else STREAMING
+        if any(a.func == "count_distinct" for a in accs):
+            # COUNT(DISTINCT) keeps the partition's distinct values: not constant state
+            if remits and memory == STREAMING:
+                raise NotExpressible("COUNT(DISTINCT) cannot run in constant state")
+            memory = BUFFERING
         return Program(keys=c.keys, output=parts.root_names, accumulators=tuple(accs),
                        flags=tuple(flags), partition_emits=tuple(pemits), row_emits=tuple(remits),
-                       sort=c.sort if remits else (), memory=c.memory if remits else STREAMING)
+                       sort=c.sort if remits else (), memory=memory)
 
     @staticmethod
     def _row_match_flag(cond: Optional[exp.Expression], flags: list) -> exp.Expression:
