@@ -70,9 +70,25 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result,
         "assumptions": BOUNDED_ASSUMPTIONS,
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    st = _streamability(sql, schema)
+    if st is not None:
+        cert["streamability"] = st
     if result.status != VERIFIED:
         cert["reason"] = result.reason
     return cert
+
+
+def _streamability(sql: str, schema: dict) -> Optional[dict]:
+    """Algorithms 1-3 on the sub-plan when it is one of the Fig. 6 trees (else None)."""
+    try:
+        from ..ir import lower
+        from .streamability import check_streamability, find_decomposition
+        plan = lower(sql, schema).plan
+        if find_decomposition(plan) is None:
+            return None
+        return check_streamability(plan).to_json()
+    except Exception:  # streamability is an extra; the equivalence claim stands alone
+        return None
 
 
 def inductive_certificate(result: Result, params: dict, timeout_ms: int = 20000) -> dict:
@@ -135,6 +151,10 @@ def recheck_detail(cert: dict) -> tuple[bool, str]:
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if r.status != VERIFIED:
         return False, f"re-check gives {r.status}: {r.reason}"
+    if kind == "bounded-equivalence" and cert.get("streamability", {}).get("ok"):
+        st = _streamability(inputs["sql"], inputs["schema"])
+        if not (st and st.get("ok")):
+            return False, "the recorded streamability check no longer holds"
     return True, f"re-checked ({cert.get('method')}, {r.seconds:.2f}s)"
 
 

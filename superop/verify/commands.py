@@ -1,9 +1,13 @@
-"""`superop verify --catalog FILE`: re-check every certificate in a rule catalog.
+"""`superop verify`: re-check a rule catalog's certificates, or check one program.
 
-Exit 0 only if every rule has at least one certificate and every certificate holds
-(re-computed from the inputs it carries). The catalog itself must pass the format
-checks of ``superop.rules_out.catalog`` (schema, checksum); certificate statuses are
-judged here by re-checking, not by trusting them.
+* ``superop verify --catalog FILE`` — re-check every certificate (re-computed from the
+  inputs it carries). Exit 0 only if every rule has at least one certificate and every
+  certificate holds. The catalog must pass the format checks of
+  ``superop.rules_out.catalog`` (schema, checksum); statuses are re-checked, not trusted.
+* ``superop verify (--sql TEXT | --sql-file F) --schema F --program P.json [--K 4]`` —
+  bounded equivalence of one sub-query and one program (DSL JSON); prints the result
+  (``--json``: the result object incl. counterexample and certificate). Exit 0 iff verified.
+* ``superop verify --templates`` — the unbounded proofs of every Fig. 10 template.
 """
 from __future__ import annotations
 
@@ -14,12 +18,74 @@ import sys
 def register(subparsers) -> None:
     p = subparsers.add_parser("verify", help="re-check every certificate in a rule catalog",
                               description=__doc__)
-    p.add_argument("--catalog", required=True, help="catalog JSON file (or an MLflow URI)")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--catalog", help="catalog JSON file (or an MLflow URI)")
+    g.add_argument("--sql", help="a sub-query to check against --program")
+    g.add_argument("--sql-file", help="a file holding the sub-query")
+    g.add_argument("--templates", action="store_true", help="prove every Fig. 10 template (unbounded)")
+    p.add_argument("--schema", help='JSON schema file {"table": {"column": "type"}}')
+    p.add_argument("--program", help="program JSON file (superop.synth.dsl.Program.to_json)")
+    p.add_argument("--K", type=int, default=4, help="bound on input rows (default 4)")
+    p.add_argument("--timeout-ms", type=int, default=20000)
     p.add_argument("--json", action="store_true", help="print a JSON report")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.templates:
+        return _templates(args)
+    if args.catalog is None:
+        return _one(args)
+    return _catalog(args)
+
+
+def _templates(args) -> int:
+    from .inductive import all_templates, prove_template
+    out = []
+    for params in all_templates():
+        r = prove_template(timeout_ms=args.timeout_ms, **params)
+        out.append({"template": r.details["template"], "status": r.status,
+                    "seconds": round(r.seconds, 3), "reason": r.reason})
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for o in out:
+            print(f"{o['status']:9s} {o['template']:24s} {o['seconds']:.3f}s")
+    return 0 if all(o["status"] == "verified" for o in out) else 1
+
+
+def _one(args) -> int:
+    from ..cliutil import read_schema, read_sql
+    from ..errors import SuperopError
+    from ..synth.dsl import Program
+    from .certificate import bounded_certificate
+    from .check import check_sql
+    if not args.program:
+        raise SuperopError("--program FILE is required with --sql/--sql-file")
+    if not args.schema:
+        raise SuperopError("--schema FILE is required with --sql/--sql-file")
+    try:
+        with open(args.program) as f:
+            prog = Program.from_json(json.load(f))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SuperopError(f"cannot read program {args.program}: {e}") from None
+    sql, schema = read_sql(args), read_schema(args)
+    r = check_sql(sql, schema, prog, K=args.K, timeout_ms=args.timeout_ms)
+    if r.status == "verified":
+        r.certificate = bounded_certificate(sql, schema, prog, r, args.timeout_ms)
+    if args.json:
+        print(json.dumps(r.to_json(), indent=2, default=str))
+    else:
+        print(f"{r.status} (K={r.K}, {r.seconds:.2f}s): {r.reason}")
+        if r.counterexample is not None:
+            c = r.counterexample
+            print(f"  input {c.table}({', '.join(c.columns)}): {c.rows}")
+            print(f"  SQL output:     {c.plan_output}")
+            print(f"  program output: {c.program_output}")
+    return 0 if r.status == "verified" else 1
+
+
+def _catalog(args) -> int:
     from ..rules_out.catalog import load_catalog
     from .certificate import recheck_detail
     cat = load_catalog(args.catalog, require_verified=False)   # CatalogError -> exit 2

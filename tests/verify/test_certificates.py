@@ -20,6 +20,7 @@ def test_bounded_certificate_is_self_contained_and_rechecks():
     assert cert["status"] == "verified" and cert["method"] == "bounded" and cert["K"] == K
     assert cert["z3_version"] and cert["seconds"] >= 0 and cert["pattern"]
     assert cert["inputs_sha256"] == sha256_of(cert["inputs"])
+    assert cert["streamability"]["ok"] and cert["streamability"]["family"] == "DU"
     json.dumps(cert)  # plain JSON
     assert recheck_certificate(json.loads(json.dumps(cert)))
 
@@ -77,3 +78,21 @@ def test_cli_verify_catalog(tmp_path, capsys):
     # a catalog that is not one: one-line error, exit 2
     (tmp_path / "bad.json").write_text("{}")
     assert main(["verify", "--catalog", str(tmp_path / "bad.json")]) == 2
+
+
+def test_cli_verify_one_program(tmp_path, capsys):
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "good.json").write_text(json.dumps(fig8_prog().to_json()))
+    (tmp_path / "bad.json").write_text(json.dumps(fig8_prog(with_flag=False).to_json()))
+    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--K", "2"]
+    assert main(base + ["--program", str(tmp_path / "good.json"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "verified" and recheck_certificate(out["certificate"])
+    assert main(base + ["--program", str(tmp_path / "bad.json")]) == 1
+    assert capsys.readouterr().out.startswith("refuted")
+    assert main(base) == 2   # no --program: one-line error
+
+
+def test_cli_verify_templates(capsys):
+    assert main(["verify", "--templates"]) == 0
+    assert "DJ/full" in capsys.readouterr().out
