@@ -542,7 +542,6 @@ def choices(parts: Parts) -> Iterator[Choice]:
         cases = ("both", "left") if j.kind in ("semi", "anti") else ("both", "left", "right")
         emit_sets = _subsets(cases)
         sorts_mem = [(s, STREAMING) for s in _sort_options(parts)] + [((), BUFFERING)]
-    outer = j.kind in ("left", "right", "full", "anti")
     for ks in keysets:
         for pcs in itertools.product(*path_opts):
             for em in emit_sets:
@@ -551,7 +550,6 @@ def choices(parts: Parts) -> Iterator[Choice]:
                     for ns in ((False, True) if has_neg else (True,)):
                         for s, mem in sorts_mem:
                             yield Choice(ks, tuple(pcs), em, nk, ns, s, mem)
-    _ = outer
 
 
 def _sort_options(parts: Parts) -> list[tuple[SortKey, ...]]:

@@ -314,8 +314,12 @@ class Synthesizer:
             except ImportError:
                 return None
         remaining = max(1.0, self.deadline - time.perf_counter())
-        return check_equivalence(self.plan, program, self.K,
-                                 timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
+        try:
+            return check_equivalence(self.plan, program, self.K,
+                                     timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
+        except Exception as e:  # a verifier crash is "not decided", never "verified"
+            from ..verify.result import UNKNOWN as _U, Result
+            return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
     def run(self) -> SynthResult:
         t0 = time.perf_counter()
@@ -381,7 +385,6 @@ class Synthesizer:
         last_stream_cex = None
         self.z3_cex = 0
         self.trace = []     # (choice, program, failing test or None) per candidate tested
-        unknown: Optional[tuple[Program, str]] = None
         tried = 0
         for _, prog, ch in cands:
             if time.perf_counter() > self.deadline:
@@ -447,12 +450,10 @@ class Synthesizer:
                     last_stream_cex = last_cex
                 continue
             # unknown / unsupported by the verifier: keep the tested program, say so
-            unknown = (prog, f"passed {len(self.tests)} test tables; Z3: {status}: "
-                             f"{getattr(v, 'reason', '')}")
             res.status = UNKNOWN
             res.program = prog
             res.checked_by = "testing"
-            res.reason = unknown[1]
+            res.reason = f"passed {len(self.tests)} test tables; Z3: {status}: {getattr(v, 'reason', '')}"
             break
         else:
             res.status = NO_PROGRAM
