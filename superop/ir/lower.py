@@ -17,7 +17,7 @@ from sqlglot.optimizer.scope import build_scope
 
 from ..errors import SqlError
 from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
-                    Sort, UnionAll, Window, intern, resolve_field)
+                    Sort, UnionAll, Window, expressions_of, intern, resolve_field, walk)
 
 
 class Unsupported(Exception):
@@ -69,16 +69,40 @@ class Lowered:
 def lower(sql: str, schema: dict) -> Lowered:
     """Lower one Spark SQL query. Raises SqlError only for unparsable SQL and
     unknown tables/columns; everything else that is unmodeled becomes Opaque."""
-    ast = qualified(sql, schema)
-    lw = _Lowerer(schema)
-    plan = intern(lw.query(ast, {}))
-    return Lowered(plan, ast, lw.reasons)
+    return lower_ast(qualified(sql, schema), schema)
 
 
 def lower_ast(ast: exp.Query, schema: dict) -> Lowered:
     lw = _Lowerer(schema)
     plan = intern(lw.query(ast, {}))
+    bad = unresolved(plan)
+    if bad:
+        # Never hand out a plan whose expressions do not resolve (generation would
+        # fail on it): the whole query is carried through as SQL instead.
+        why = f"lowering error: unresolved column {bad}"
+        body = ast.copy()
+        return Lowered(Opaque(body.sql(dialect="spark"), tuple(ast.named_selects), why), ast,
+                       lw.reasons + [why])
     return Lowered(plan, ast, lw.reasons)
+
+
+def unresolved(plan: Node) -> str | None:
+    """The first column reference (outside nested queries) that does not resolve
+    against its node's input fields, or None when the plan is consistent."""
+    for n in walk(plan):
+        if isinstance(n, (Scan, Opaque, UnionAll, Limit)):
+            continue
+        fields = n.input_fields()
+        if isinstance(n, Rename):
+            cols = [f.column() for f, _ in n.mapping]
+        else:
+            cols = [c for e in expressions_of(n) for c in _columns_outside_queries(e)]
+        for c in cols:
+            try:
+                resolve_field(fields, c)
+            except KeyError:
+                return c.sql(dialect="spark")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -287,6 +311,12 @@ class _Lowerer:
         except Unsupported as why:
             self.reasons.append(str(why))
             return self._opaque(q, str(why))
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+            # A construct the lowering mishandles must not stop the query: carry it
+            # through untouched and say so (tests look for this prefix).
+            why = f"lowering error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            self.reasons.append(why)
+            return self._opaque(q, why)
 
     def _opaque(self, q: exp.Expression, why: str) -> Opaque:
         body = q.copy()
@@ -410,8 +440,14 @@ class _Lowerer:
                 if cols is None:
                     raise Unsupported(f"unknown table {name}")
                 base = Scan(name, tuple(cols.items()))
-                if alias == name:
-                    return base
+            ta = src.args.get("alias")
+            col_aliases = [c.name for c in (ta.columns if ta is not None else [])]
+            if col_aliases:                       # FROM t AS x(c1, c2, ...)
+                if len(col_aliases) != len(base.fields):
+                    raise Unsupported("table alias column count mismatch")
+                return Rename(base, tuple(zip(base.fields, col_aliases)), alias)
+            if isinstance(base, Scan) and alias == name:
+                return base
             return Rename(base, tuple((f, f.name) for f in base.fields), alias)
         if isinstance(src, exp.Subquery):
             base = self.query(src.this, ctes)
@@ -768,6 +804,11 @@ class _Lowerer:
             if windows:
                 raise Unsupported("window functions over an aggregate")
             keys = []
+            if group is not None and group.args.get("all"):
+                # GROUP BY ALL: every select item without an aggregate is a key.
+                keys = [e.copy() for e, _ in items if not _has_agg(e)]
+                if any(not list(_columns_outside_queries(k)) for k in keys):
+                    raise Unsupported("GROUP BY ALL with a constant item")
             for k in (group.expressions if group is not None else []):
                 if isinstance(k, exp.Literal) and not k.is_string:
                     k = items[int(k.this) - 1][0]

@@ -64,6 +64,19 @@ CONSTRUCTS = [
     "SELECT * FROM accounts, ops WHERE accounts.a = ops.a AND "
     "EXISTS (SELECT 1 FROM ops WHERE ops.b = accounts.tier)",
     "SELECT a, COUNT(*) AS n FROM ops GROUP BY a HAVING COUNT(*) > (SELECT COUNT(*) / 30 FROM ops)",
+    # odds and ends found by probing
+    "SELECT * FROM ops AS t(q, w, e, r, y) WHERE q > 2",
+    "SELECT a, MAX(s) AS m FROM ops GROUP BY ALL",
+    "SELECT a, SUM(b) FILTER (WHERE s > 10) AS sb FROM ops GROUP BY a",
+    "SELECT CASE WHEN a > 1 THEN 'x' END AS k, COUNT(*) AS n FROM ops "
+    "GROUP BY CASE WHEN a > 1 THEN 'x' END",
+    "SELECT a + 1 AS k, COUNT(*) AS n FROM ops GROUP BY a + 1 HAVING a + 1 > 2",
+    "SELECT a, SUM(s) AS t FROM ops GROUP BY a HAVING t > 100 ORDER BY t DESC",
+    "SELECT DISTINCT a, SUM(b) OVER (PARTITION BY a) AS w FROM ops",
+    "SELECT a, b, c FROM ops WHERE (a, b) IN (SELECT a, tier FROM accounts)",
+    "SELECT ops.a, accounts.region FROM ops NATURAL LEFT JOIN accounts",
+    "SELECT x.a FROM (SELECT a FROM ops UNION ALL SELECT a FROM accounts) x "
+    "JOIN accounts ON x.a = accounts.a",
 ]
 
 OPAQUE = [

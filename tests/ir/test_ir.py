@@ -11,7 +11,9 @@ from superop.errors import SqlError
 from superop.ir import (Aggregate, Field, Join, Limit, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, binary_unions, lower, render, shape, shared_nodes, to_sql,
                         walk)
+from superop.ir.lower import unresolved
 from superop.workloads.paper import PAPER_SCHEMA as S, TABLE2_CORPUS
+from superop.workloads.tpch import QUERIES, TPCH_SCHEMA
 
 
 def plan(sql):
@@ -378,3 +380,19 @@ def test_shared_nondeterministic_cte_is_generated_once():
     assert p.left.child is p.right.child
     sql = to_sql(p)
     assert sql.startswith("WITH _cte1 AS (") and sql.count("RAND()") == 1
+
+
+def test_lowered_plans_always_resolve():
+    for sql in list(QUERIES.values()):
+        assert unresolved(lower(sql, TPCH_SCHEMA).plan) is None
+    for q in TABLE2_CORPUS:
+        assert unresolved(plan(q.sql)) is None
+    for sql in OPAQUE_SQL:
+        assert not any(r.startswith("lowering error") for r in lower(sql, S).opaque_reasons)
+
+
+def test_table_alias_column_list_and_group_by_all():
+    p = plan("SELECT * FROM ops AS t(q, w, e, r, y) WHERE q > 2")
+    assert p.names == ("q", "w", "e", "r", "y") and unresolved(p) is None
+    p = plan("SELECT a, d, MAX(s) AS m FROM ops GROUP BY ALL")
+    assert isinstance(p, Aggregate) and [k.sql() for k in p.keys] == ["ops.a", "ops.d"]
