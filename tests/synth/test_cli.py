@@ -36,3 +36,14 @@ def test_cli_bad_input_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("superop synth: error:") and "\n" not in err
     assert main(["synth", "--sql", "SELECT 1", "-K", "0"]) == 2
+
+
+def test_cli_streaming_only_fig13(capsys):
+    sql = CORPUS_BY_NAME["mj_fig13_filter_below_min"][1]
+    assert main(["synth", "--json", "--no-verify", "--streaming-only", "--sql", sql]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "no_program" and out["streaming"] is False
+    assert "streaming" in out["counterexample"]["choice"]
+    assert main(["synth", "--no-verify", "--sql", sql]) == 0
+    text = capsys.readouterr().out
+    assert "[buffering]" in text and "why not streaming:" in text

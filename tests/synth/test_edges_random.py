@@ -137,3 +137,10 @@ def test_random_edges_on_spark(spark, found):
         assert bag(run_program(r.program, df)) == bag(spark.sql(sql).collect()), sql
     assert len(shapes) >= 4        # the sample really mixes edge shapes
     assert sum(found[s][2].streaming for s in SEEDS if s % 3 == 2) >= 3   # most MJs stream
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_edges_verified_by_z3(found, seed):
+    sql, plan, _ = found[seed]
+    r = synthesize(plan, K=3, verify=True, timeout_s=120)
+    assert r.status == "verified" and r.checked_by == "z3", f"{sql}: {r.reason}"
