@@ -16,6 +16,9 @@ def register(sub) -> None:
     p.add_argument("--no-verify", action="store_true", help="test candidates only (status is then unknown)")
     p.add_argument("--streaming-only", action="store_true",
                    help="accept only streaming programs (constant state per partition)")
+    p.add_argument("--whole", action="store_true",
+                   help="synthesize for the whole query only (default: when the whole query is not a "
+                        "super-operator shape, use its top-most sub-query that is)")
     p.set_defaults(func=run)
 
 
@@ -44,11 +47,28 @@ def run(args) -> int:
     if not low.fully_lowered:
         res = SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))
     else:
-        res = synthesize(low.plan, schema, K=args.K, timeout_s=args.timeout, verify=not args.no_verify,
+        from ..ir import shape, to_sql
+        from .space import NotSupported, analyze
+        from .synthesizer import find_subplan
+        plan = low.plan
+        sub_sql = None
+        if not args.whole:
+            try:
+                analyze(plan)
+            except NotSupported:
+                found = find_subplan(plan)
+                if found is not None:
+                    plan, sub_sql = found, to_sql(found)
+        res = synthesize(plan, schema, K=args.K, timeout_s=args.timeout, verify=not args.no_verify,
                          require_streaming=args.streaming_only)
+        if sub_sql is not None:
+            res.sub_plan_sql = sub_sql
+            res.reason = f"for the sub-query of shape {shape(plan)}: " + res.reason
     if args.json:
         print(json.dumps(res.to_json(), indent=2, default=str))
         return 0
+    if res.sub_plan_sql:
+        print(f"sub-query: {res.sub_plan_sql}")
     print(f"status: {res.status}" + (f" ({res.family})" if res.family else ""))
     if res.program is not None:
         print(f"memory: {'streaming' if res.streaming else 'buffering'}; checked by {res.checked_by}")

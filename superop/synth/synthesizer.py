@@ -61,6 +61,7 @@ class SynthResult:
     z3_counterexamples: int = 0          # CEGIS rounds driven by the verifier
     streaming_counterexample: Optional[dict] = None  # why no streaming program (if buffering)
     verifier: dict = field(default_factory=dict)
+    sub_plan_sql: Optional[str] = None   # set when the CLI picked a sub-query of the input
 
     def to_json(self) -> dict:
         return {"status": self.status,
@@ -71,7 +72,8 @@ class SynthResult:
                 "reason": self.reason, "family": self.family, "checked_by": self.checked_by,
                 "candidates_tried": self.candidates_tried, "search_space": self.search_space,
                 "z3_counterexamples": self.z3_counterexamples,
-                "tests": self.tests, "seconds": round(self.seconds, 4), "verifier": self.verifier}
+                "tests": self.tests, "seconds": round(self.seconds, 4), "verifier": self.verifier,
+                "sub_plan_sql": self.sub_plan_sql}
 
 
 # ---------------------------------------------------------------------------
@@ -496,6 +498,28 @@ def output_types(plan: Node) -> tuple[str, ...]:
         return tuple(types) if len(types) == len(plan.fields) else ()
     except Exception:  # typing is a convenience for the runtime, never a failure
         return ()
+
+
+def find_subplan(plan: Node) -> Optional[Node]:
+    """The top-most node of ``plan`` whose sub-tree has a super-operator shape (a UNION ALL
+    or join of σ/π/ρ/γ paths over base tables), with the σ/π/ρ chain right above it —
+    for a query that embeds the sub-query (ORDER BY/LIMIT on top, an outer join, ...)."""
+    from ..ir.nodes import Project, Rename, Select, parents
+    ps = parents(plan)
+    for n in reversed(list(walk(plan))):        # reverse post-order: parents before children
+        try:
+            analyze(n)
+        except NotSupported:
+            continue
+        top = n                                   # include the optional operators above it
+        while len(ps.get(id(top), ())) == 1 and isinstance(ps[id(top)][0], (Select, Project, Rename)):
+            try:
+                analyze(ps[id(top)][0])
+            except NotSupported:
+                break
+            top = ps[id(top)][0]
+        return top
+    return None
 
 
 def synthesize(sub_plan: Node, schema: Optional[dict] = None, K: int = 4, timeout_s: float = 60.0,

@@ -47,3 +47,15 @@ def test_cli_streaming_only_fig13(capsys):
     assert main(["synth", "--no-verify", "--sql", sql]) == 0
     text = capsys.readouterr().out
     assert "[buffering]" in text and "why not streaming:" in text
+
+
+def test_cli_finds_the_sub_query(capsys):
+    inner = ("SELECT a, sum(s) AS x FROM ops GROUP BY a UNION ALL "
+             "SELECT a, count(*) AS x FROM ops WHERE d = 'r' GROUP BY a")
+    sql = f"SELECT * FROM ({inner}) t ORDER BY x LIMIT 5"
+    assert main(["synth", "--json", "--no-verify", "--sql", sql]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["program"] is not None and "LIMIT" not in out["sub_plan_sql"].upper()
+    assert main(["synth", "--json", "--no-verify", "--whole", "--sql", sql]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "unsupported" and "Limit" in out["reason"]
