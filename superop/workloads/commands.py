@@ -82,8 +82,8 @@ def register_bench(sub) -> None:
     for name, what in (("mine", "the mining benchmark (queries/s, peak memory)"),
                        ("rewrite", "rewrite overhead vs Spark planning time")):
         script = _SCRIPTS[name]
-        w = bs.add_parser(name, help=f"{what} (benchmarks/{script}, passes its arguments on)",
-                          add_help=False)
+        w = bs.add_parser(name, help=f"{what}: runs benchmarks/{script}; pass its options "
+                          f"after --, e.g. `superop bench {name} -- --help`", add_help=False)
         w.add_argument("args", nargs=argparse.REMAINDER, help=f"passed to benchmarks/{script}")
         w.set_defaults(bench_func=_wrapper(name))
 

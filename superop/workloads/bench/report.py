@@ -164,13 +164,13 @@ def tpch_markdown(doc: dict) -> str:
               f"results equal for {s.get('equal', 0)}/{s.get('queries', 0)}; median original/rewritten over "
               f"rewritten queries: {_f(s.get('median_original_over_rewritten_changed'))}.", ""]
     lines += ["| query | rules | equal | original s | rewritten s | orig/rew | exchanges o→r "
-              "| shuffle write MB o→r |", "|---|---|---|---:|---:|---:|---|---|"]
+              "| shuffle write MB o→r | rewriter says |", "|---|---|---|---:|---:|---:|---|---|---|"]
     for r in doc.get("results", []):
         t = r.get("timing") or {}
         p = r.get("plans") or {}
         rules = ", ".join(r["rewrite"]["applied"]) or ("error" if r["rewrite"].get("error") else "none")
         if r.get("error"):
-            lines.append(f"| Q{r['query']} | {rules} | error: {r['error']} | | | | | |")
+            lines.append(f"| Q{r['query']} | {rules} | error: {r['error']} | | | | | | |")
             continue
         eq = "yes" if r["equal"]["equal"] else f"**NO** ({r['equal']['detail']})"
         o, w = t.get("original"), t.get("rewritten")
@@ -178,9 +178,15 @@ def tpch_markdown(doc: dict) -> str:
             f"| Q{r['query']} | {rules} | {eq} | {_spread(o)} | {_spread(w)} | "
             f"{_f((r.get('ratios') or {}).get('original_over_rewritten'))} | "
             f"{p['original']['shuffle_exchanges']}→{p['rewritten']['shuffle_exchanges']} | "
-            f"{_mb(o and o['shuffle_write_bytes'])}→{_mb(w and w['shuffle_write_bytes'])} |")
-    lines.append("")
+            f"{_mb(o and o['shuffle_write_bytes'])}→{_mb(w and w['shuffle_write_bytes'])} | "
+            f"{_cell(r['rewrite'].get('explanation'), 90)} |")
+    lines += ["", "Unchanged queries are timed once (their rewritten SQL is the original, byte for byte).", ""]
     return "\n".join(lines)
+
+
+def _cell(s: Optional[str], n: int) -> str:
+    s = (s or "").replace("|", "/").replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _header(doc: dict) -> list[str]:
@@ -233,14 +239,14 @@ def micro_plots(doc: dict, out_dir: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for fam, color in (("DU", "tab:blue"), ("DJ", "tab:orange"), ("MJ", "tab:green")):
-        for side, ls in (("original", "-"), ("rewritten", "--"), ("limit", ":")):
+        for side, ls, mk in (("original", "-", "o"), ("rewritten", "--", "s"), ("limit", ":", "^")):
             pts = []
             for n in sizes:
                 v = [r["timing"][side]["median_s"] for r in res if r["rows"] == n and r["family"] == fam]
                 if v:
                     pts.append((n, sum(v) / len(v)))
             if pts:
-                ax.plot([p_[0] for p_ in pts], [p_[1] for p_ in pts], ls, marker="o", color=color,
+                ax.plot([p_[0] for p_ in pts], [p_[1] for p_ in pts], ls, marker=mk, color=color,
                         label=f"{fam} {side}")
     ax.set_xscale("log")
     ax.set_xlabel("rows")
