@@ -52,7 +52,7 @@ TABLE2 = [
      "GROUP BY a, d) l JOIN (SELECT a, d, MAX(b) AS m FROM ops WHERE c > 0 GROUP BY a, d) r "
      "ON l.k = r.a AND l.dd = r.d"),
     ("q13", "DJ", "(πσ|γ|π, σ|γ|ρ)⋈",
-     "SELECT l.a, l.x, r.kk FROM (SELECT a, x * 2 AS x FROM (SELECT a, SUM(v) AS x FROM "
+     "SELECT l.a, l.x FROM (SELECT a, x * 2 AS x FROM (SELECT a, SUM(v) AS x FROM "
      "(SELECT a, b + 1 AS v FROM ops WHERE c > 0) t GROUP BY a) u) l LEFT SEMI JOIN "
      "(SELECT a AS kk, COUNT(*) AS n FROM ops WHERE s < 9 GROUP BY a) r ON l.a = r.kk"),
     ("q14", "DU", "(ρσρ|γ, σ|γ)∪",
