@@ -133,7 +133,7 @@ def _finish(doc, args, kind: str, progress) -> int:
 def run_micro_cmd(args) -> int:
     from .bench.micro import run_micro, select_queries
     from .bench.progress import Progress
-    from .bench.report import command_line, machine_info, now, spark_info
+    from .bench.report import code_version, command_line, machine_info, now, spark_info
     from .bench.rewriters import make_rewriter
     queries = select_queries(args.queries.split(",") if args.queries else None)
     started = now()
@@ -143,7 +143,8 @@ def run_micro_cmd(args) -> int:
     progress = Progress(enabled=not args.quiet)
     doc = run_micro(spark, rw, rows=args.rows, repeat=args.repeat, warmup=args.warmup,
                     data_dir=args.data_dir, queries=queries, seed=args.seed, progress=progress)
-    doc.update(started_at=started, command=command_line(), machine=machine, spark=spark_info(spark),
+    doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
+               spark=spark_info(spark),
                rewriter={"name": rw.name, **rw.info},
                params={"rows": args.rows, "repeat": args.repeat, "warmup": args.warmup,
                        "queries": [q.name for q in queries], "seed": args.seed})
@@ -152,7 +153,7 @@ def run_micro_cmd(args) -> int:
 
 def run_tpch_cmd(args) -> int:
     from .bench.progress import Progress
-    from .bench.report import command_line, machine_info, now, spark_info
+    from .bench.report import code_version, command_line, machine_info, now, spark_info
     from .bench.rewriters import make_rewriter
     from .bench.tpch_bench import parse_queries, run_tpch
     qs = parse_queries(args.queries)
@@ -163,7 +164,8 @@ def run_tpch_cmd(args) -> int:
     doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog), sf=args.sf,
                    queries=qs, repeat=args.repeat, warmup=args.warmup, data_dir=args.data_dir,
                    progress=progress)
-    doc.update(started_at=started, command=command_line(), machine=machine, spark=spark_info(spark),
+    doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
+               spark=spark_info(spark),
                params={"sf": args.sf, "repeat": args.repeat, "warmup": args.warmup, "queries": qs})
     return _finish(doc, args, "tpch", progress)
 

@@ -39,6 +39,21 @@ def machine_info() -> dict:
     return info
 
 
+def code_version() -> str:
+    """The git commit the bench ran from ("+dirty" when bench or runtime files differ)."""
+    import subprocess
+    root = Path(__file__).resolve().parents[3]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "superop/workloads/bench",
+                                "superop/runtime"], cwd=root, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+        return (head or "unknown") + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def spark_info(spark) -> dict:
     conf = spark.sparkContext.getConf()
     keys = ["spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions",
@@ -193,7 +208,7 @@ def _header(doc: dict) -> list[str]:
     m = doc.get("machine") or {}
     sp = doc.get("spark") or {}
     rw = doc.get("rewriter") or {}
-    return [f"- command: `{doc.get('command', '')}`",
+    return [f"- command: `{doc.get('command', '')}` (code {doc.get('code', '?')})",
             f"- date: {doc.get('started_at', '')} → {doc.get('finished_at', '')}",
             f"- machine: {m.get('cpus')} cores ({m.get('cpu_model', '?')}), {m.get('memory_gb', '?')} GB RAM, "
             f"load average at start {m.get('load_avg_start')} / end {m.get('load_avg_end')}",
