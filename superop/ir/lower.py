@@ -206,6 +206,19 @@ def _outer_columns(q: exp.Expression) -> list[exp.Column]:
     return [c for c in q.find_all(exp.Column) if c.table and c.table.lower() not in inner]
 
 
+def _windows_outside_queries(e: exp.Expression) -> list[exp.Window]:
+    out, stack = [], [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Window):
+            out.append(n)
+            continue
+        if isinstance(n, exp.Query) and n is not e:
+            continue
+        stack.extend(n.iter_expressions())
+    return out[::-1]
+
+
 def _has_query(e: exp.Expression) -> bool:
     return any(True for _ in _outermost_queries(e)) or isinstance(e, exp.Query)
 
@@ -791,7 +804,7 @@ class _Lowerer:
         if having is not None:
             self._check_subqueries(having.this, "HAVING")
         is_agg = group is not None or having is not None or any(_has_agg(e) for e, _ in items)
-        windows = [w for e, _ in items for w in e.find_all(exp.Window)]
+        windows = [w for e, _ in items for w in _windows_outside_queries(e)]
         order = s.args.get("order")
         out_names = [n for _, n in items]
 
@@ -801,8 +814,6 @@ class _Lowerer:
                     or any(isinstance(k, (exp.GroupingSets, exp.Cube, exp.Rollup))
                            for k in group.expressions)):
                 raise Unsupported("GROUPING SETS/CUBE/ROLLUP")
-            if windows:
-                raise Unsupported("window functions over an aggregate")
             keys = []
             if group is not None and group.args.get("all"):
                 # GROUP BY ALL: every select item without an aggregate is a key.
@@ -813,6 +824,8 @@ class _Lowerer:
                 if isinstance(k, exp.Literal) and not k.is_string:
                     k = items[int(k.this) - 1][0]
                 keys.append(k.copy())
+            if windows:
+                return self._aggregate_window(s, node, items, keys, having, order)
             agg_items = list(items)
             post: list[tuple[str, object]] = []
             if having is not None:
@@ -832,20 +845,7 @@ class _Lowerer:
             return self._drop_hidden(node, len(items), out_names)
 
         if windows:
-            win_items = []
-            new_items = []
-            for e, n in items:
-                e2 = e.copy()
-                for w in list(e2.find_all(exp.Window)):
-                    name = f"_w{len(win_items)}"
-                    win_items.append((w.copy(), name))
-                    if w is e2:
-                        e2 = exp.column(name)
-                    else:
-                        w.replace(exp.column(name))
-                new_items.append((e2, n))
-            node = Window(node, tuple(win_items))
-            items = new_items
+            node, items = self._windows(node, items)
         proj_items = list(items)
         ords = self._order_refs(order, proj_items, None) if order is not None else None
         node = self._projection(node, proj_items)
@@ -857,6 +857,77 @@ class _Lowerer:
             node = Sort(node, ords)
         node = self._limit(s, node)
         return self._drop_hidden(node, len(items), out_names)
+
+    @staticmethod
+    def _windows(node: Node, items):
+        """Window node computing every window call of ``items``; returns it and the
+        items with the calls replaced by references to its columns."""
+        win_items, new_items = [], []
+        for e, n in items:
+            e2 = e.copy()
+            for w in list(_windows_outside_queries(e2)):
+                name = f"_w{len(win_items)}"
+                win_items.append((w.copy(), name))
+                if w is e2:
+                    e2 = exp.column(name)
+                else:
+                    w.replace(exp.column(name))
+            new_items.append((e2, n))
+        return Window(node, tuple(win_items)), new_items
+
+    def _aggregate_window(self, s, node, items, keys, having, order) -> Node:
+        """Window functions over a GROUP BY (SQL order: γ, HAVING, windows, SELECT,
+        DISTINCT, ORDER BY, LIMIT): the aggregate computes the keys and aggregate
+        calls the select list uses, the windows run over its output."""
+        agg_items: list = []
+
+        def ref(sub):
+            for e, n in agg_items:
+                if e == sub:
+                    return exp.column(n)
+            name = f"_h{len(agg_items)}"
+            agg_items.append((sub.copy(), name))
+            return exp.column(name)
+
+        def fix(n):
+            if isinstance(n, exp.Query):
+                return n.copy()
+            if isinstance(n, exp.AggFunc) and not (isinstance(n.parent, exp.Window)
+                                                   and n.arg_key == "this"):
+                return ref(n)                       # an aggregate call (not the window's own)
+            if not isinstance(n, exp.Literal) and any(k == n for k in keys):
+                return ref(n)
+            if isinstance(n, exp.Column):
+                raise Unsupported("window over an aggregate refers to a non-grouped column")
+            return None
+
+        new_items = [(_replace_outside_queries(e, fix), name) for e, name in items]
+        pred = _replace_outside_queries(having.this, fix) if having is not None else None
+        if not agg_items:
+            raise Unsupported("window over an aggregate without grouped columns")
+        node = Aggregate(node, tuple(keys), tuple(agg_items))
+        if pred is not None:
+            node = Select(node, pred)
+        node, new_items = self._windows(node, new_items)
+        node = Project(node, tuple(new_items))
+        if s.args.get("distinct"):
+            node = self._distinct(node)
+        if order is not None:
+            ords = []
+            for o in order.expressions:
+                o, e = o.copy(), o.this
+                if isinstance(e, exp.Literal) and not e.is_string:
+                    name = items[int(e.this) - 1][1]
+                elif isinstance(e, exp.Column) and not e.table and any(n == e.name for _, n in items):
+                    name = e.name
+                else:
+                    name = next((n for ie, n in items if ie == e), None)
+                if name is None:
+                    raise Unsupported("ORDER BY over a windowed aggregate not in the select list")
+                o.set("this", exp.column(name))
+                ords.append(o)
+            node = Sort(node, tuple(ords))
+        return self._limit(s, node)
 
     @staticmethod
     def _distinct(node: Node) -> Node:

@@ -64,6 +64,12 @@ CONSTRUCTS = [
     "SELECT * FROM accounts, ops WHERE accounts.a = ops.a AND "
     "EXISTS (SELECT 1 FROM ops WHERE ops.b = accounts.tier)",
     "SELECT a, COUNT(*) AS n FROM ops GROUP BY a HAVING COUNT(*) > (SELECT COUNT(*) / 30 FROM ops)",
+    # window functions over an aggregate
+    "SELECT a, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*), a) AS r FROM ops GROUP BY a",
+    "SELECT d, SUM(s) AS t, SUM(SUM(s)) OVER (PARTITION BY d IS NULL) AS tt, "
+    "SUM(s) * 1.0 / SUM(SUM(s)) OVER () AS share FROM ops GROUP BY d HAVING COUNT(*) > 2 "
+    "ORDER BY t DESC, d LIMIT 3",
+    "SELECT DISTINCT a, RANK() OVER (ORDER BY a) AS r FROM ops GROUP BY a, b",
     # odds and ends found by probing
     "SELECT * FROM ops AS t(q, w, e, r, y) WHERE q > 2",
     "SELECT a, MAX(s) AS m FROM ops GROUP BY ALL",
@@ -88,7 +94,6 @@ OPAQUE = [
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
     "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
     "SELECT a FROM ops UNION SELECT a FROM accounts",
-    "SELECT a, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*), a) AS r FROM ops GROUP BY a",
     "SELECT i.a, COUNT(*) AS n FROM (SELECT a FROM ops INTERSECT SELECT a FROM accounts) i "
     "GROUP BY i.a",
 ]
