@@ -52,6 +52,8 @@ def _common(p, default_out: str) -> None:
                    help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
     p.add_argument("--shuffle-partitions", type=_positive, help="spark.sql.shuffle.partitions (default: Spark's)")
     p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Spark conf, repeatable (e.g. spark.sql.autoBroadcastJoinThreshold=-1)")
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--readme", help="also put the Markdown table into this README's bench section")
@@ -100,7 +102,17 @@ def _spark(args):
     conf = {}
     if args.shuffle_partitions:
         conf["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
-    return get_spark("superop-bench", master=args.master, conf=conf)
+    for kv in args.conf:
+        if "=" not in kv:
+            from ..errors import SuperopError
+            raise SuperopError(f"--conf needs KEY=VALUE, got {kv!r}")
+        k, v = kv.split("=", 1)
+        conf[k.strip()] = v.strip()
+    spark = get_spark("superop-bench", master=args.master, conf=conf)
+    for k, v in conf.items():   # also on a session that already existed (getOrCreate)
+        if k.startswith("spark.sql."):
+            spark.conf.set(k, v)
+    return spark
 
 
 def _finish(doc, args, kind: str, progress) -> int:
@@ -146,7 +158,7 @@ def run_micro_cmd(args) -> int:
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
                spark=spark_info(spark),
                rewriter={"name": rw.name, **rw.info},
-               params={"rows": args.rows, "repeat": args.repeat, "warmup": args.warmup,
+               params={"rows": args.rows, "repeat": args.repeat, "warmup": args.warmup, "conf": args.conf,
                        "queries": [q.name for q in queries], "seed": args.seed})
     return _finish(doc, args, "micro", progress)
 
@@ -166,7 +178,8 @@ def run_tpch_cmd(args) -> int:
                    progress=progress)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
                spark=spark_info(spark),
-               params={"sf": args.sf, "repeat": args.repeat, "warmup": args.warmup, "queries": qs})
+               params={"sf": args.sf, "repeat": args.repeat, "warmup": args.warmup, "queries": qs,
+                       "conf": args.conf})
     return _finish(doc, args, "tpch", progress)
 
 

@@ -213,7 +213,8 @@ def _header(doc: dict) -> list[str]:
             f"- machine: {m.get('cpus')} cores ({m.get('cpu_model', '?')}), {m.get('memory_gb', '?')} GB RAM, "
             f"load average at start {m.get('load_avg_start')} / end {m.get('load_avg_end')}",
             f"- Spark {sp.get('version')} `{sp.get('spark.master')}`, driver memory {sp.get('spark.driver.memory')}, "
-            f"shuffle partitions {sp.get('spark.sql.shuffle.partitions')}, AQE {sp.get('spark.sql.adaptive.enabled')}",
+            f"shuffle partitions {sp.get('spark.sql.shuffle.partitions')}, AQE {sp.get('spark.sql.adaptive.enabled')}, "
+            f"broadcast threshold {sp.get('spark.sql.autoBroadcastJoinThreshold') or 'default (10 MB)'}",
             f"- rewriter: {rw.get('name')} — catalog {rw.get('catalog', '–')}",
             f"- repeats: {doc.get('params', {}).get('repeat')} timed (+{doc.get('params', {}).get('warmup')} warm-up), "
             "alternating order", ""]
