@@ -14,7 +14,9 @@ def register(subparsers) -> None:
         description="Reads a query log (query-history JSON Lines / CSV / Parquet, or Spark event "
                     "logs), finds recurring sub-plans and Diamond UnionAll / Diamond Join / "
                     "Min & Join candidates, writes DIR/candidates.parquet, DIR/near_misses.parquet,"
-                    " DIR/recurring.parquet and DIR/summary.json and logs an MLflow run.")
+                    " DIR/recurring.parquet and DIR/summary.json and logs an MLflow run "
+                    "(to $MLFLOW_TRACKING_URI, else a local SQLite store DIR/mlflow.db with "
+                    "artifacts in DIR/mlartifacts).")
     p.add_argument("--log", required=True, help="log file or directory")
     p.add_argument("--format", default="auto",
                    choices=["auto", "jsonl", "csv", "parquet", "spark-eventlog"])

@@ -92,38 +92,37 @@ class Progress:
 # --------------------------------------------------------------------------------------------
 def _normalizer(include_failed: bool):
     """pandas batch of LOG_COLUMNS -> NORM_DDL: template id per row, or the skip reason."""
-    cache: dict[str, tuple[str, str, str]] = {}
+    cache: dict[str, tuple[str, str]] = {}
 
     def norm(pdf: pd.DataFrame) -> pd.DataFrame:
-        tids, reasons, temps = [], [], []
+        tids, reasons = [], []
         for text, err, status in zip(pdf["statement_text"], pdf["error"],
                                      pdf["execution_status"]):
             if isinstance(err, str) and err:
-                tids.append(None); reasons.append(err); temps.append(None)
+                tids.append(None)
+                reasons.append(err)
                 continue
             if not include_failed and str(status or "").strip().lower() not in SUCCESS:
-                tids.append(None); reasons.append("failed_statement"); temps.append(None)
+                tids.append(None)
+                reasons.append("failed_statement")
                 continue
             hit = cache.get(text)
             if hit is None:
                 t = normalize(text)
                 kind = statement_kind(t)
-                hit = (template_id(t), "" if kind == "query" else kind, t)
-                if len(cache) < 50_000:
+                hit = (template_id(t), "") if kind == "query" else (None, kind)
+                if len(cache) < 50_000:       # exact repeats (dashboards) skip the regex
                     cache[text] = hit
-            tid, reason, t = hit
-            if reason:
-                tids.append(None); reasons.append(reason); temps.append(None)
-            else:
-                tids.append(tid); reasons.append(""); temps.append(t)
-        return pd.DataFrame({"template_id": tids, "reason": reasons, "template": temps,
+            tids.append(hit[0])
+            reasons.append(hit[1])
+        return pd.DataFrame({"template_id": tids, "reason": reasons,
                              "statement_text": pdf["statement_text"],
                              "duration_ms": pdf["duration_ms"], "read_bytes": pdf["read_bytes"],
                              "shuffle_bytes": pdf["shuffle_bytes"]})
     return norm
 
 
-NORM_DDL = ("template_id string, reason string, template string, statement_text string, "
+NORM_DDL = ("template_id string, reason string, statement_text string, "
             "duration_ms double, read_bytes double, shuffle_bytes double")
 
 
@@ -131,7 +130,12 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
                spark=None, mlflow_run: bool = True, column_map: Optional[dict] = None,
                include_failed: bool = False, progress: Optional[bool] = None,
                master: Optional[str] = None, experiment: str = "superop-mining") -> MiningResult:
-    """Mine ``log_path`` and write the outputs to ``out_dir`` (see module doc)."""
+    """Mine ``log_path`` and write the outputs to ``out_dir`` (see module doc).
+
+    ``schema``: {"table": {"column": "type"}}; None = the paper's tables + TPC-H
+    (:func:`superop.workloads.loggen.mining_schema`); "spark" = the session's catalog.
+    ``k``: a sub-plan recurs (and a candidate variant is reported) when seen in >= k
+    distinct templates. Raises SuperopError when the log as a whole is unusable."""
     from pyspark.sql import functions as F
 
     from .analyze import ANALYSIS_DDL, make_mapper
@@ -146,6 +150,9 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     if schema is None:
         from ..workloads.loggen import mining_schema
         schema = mining_schema()
+    elif schema == "spark":          # the tables and views of the session's catalog
+        from ..ir.schema import schema_from_spark
+        schema = schema_from_spark(spark)
     t_start = time.perf_counter()
 
     with prog.phase("read", str(log_path)):
@@ -158,11 +165,12 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.sum("duration_ms").alias("cost_ms"),
             F.sum("read_bytes").alias("read_bytes"),
             F.sum("shuffle_bytes").alias("shuffle_bytes"),
-            F.min("statement_text").alias("example"),
-            F.first("template").alias("template")).cache()
-        by_reason = {r["reason"]: (int(r["n"]), float(r["cost"] or 0.0)) for r in
-                     per_template.groupBy("reason").agg(F.sum("executions").alias("n"),
-                                                        F.sum("cost_ms").alias("cost")).collect()}
+            F.min("statement_text").alias("example")).cache()
+        reason_rows = per_template.groupBy("reason").agg(
+            F.sum("executions").alias("n"), F.sum("cost_ms").alias("cost"),
+            F.count(F.lit(1)).alias("groups")).collect()
+        by_reason = {r["reason"]: (int(r["n"]), float(r["cost"] or 0.0)) for r in reason_rows}
+        n_templates = sum(int(r["groups"]) for r in reason_rows if r["reason"] == "")
     queries_read = sum(n for n, _ in by_reason.values())
     if queries_read == 0:
         per_template.unpersist()
@@ -178,8 +186,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
 
     with prog.phase("analyze"):
         templates = per_template.filter(F.col("reason") == "").drop("reason")
-        n_templates = templates.count()
-        parts = max(2, min(64, spark.sparkContext.defaultParallelism * 2, n_templates))
+        parts = max(1, min(64, spark.sparkContext.defaultParallelism * 2, n_templates))
         analysis = templates.select("template_id", "example").repartition(parts, "template_id") \
             .mapInPandas(make_mapper(schema), ANALYSIS_DDL).cache()
         analysis.count()

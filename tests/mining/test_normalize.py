@@ -31,3 +31,15 @@ def test_statement_kind():
     assert statement_kind(normalize("SET spark.sql.shuffle.partitions = 200")) == "non_query:set"
     assert statement_kind(normalize("INSERT INTO t SELECT * FROM ops")) == "non_query:insert"
     assert statement_kind(normalize("   ")) == "non_query:empty"
+
+
+def test_progress_display_names_each_phase(capsys):
+    from superop.mining.job import Progress
+    p = Progress(enabled=True)
+    with p.phase("read", "log.jsonl"):
+        pass
+    with p.phase("analyze"):
+        pass
+    err = capsys.readouterr().err
+    assert "[mine] read" in err and "log.jsonl" in err and "[mine] analyze" in err
+    assert set(p.seconds) == {"read", "analyze"}
