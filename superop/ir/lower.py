@@ -717,7 +717,14 @@ class _Lowerer:
         other = sides[1] if sides[0] is subs[0] else sides[0]
         if _has_query(other):
             return None
-        sel = subs[0].this
+        return self._scalar_sub_form(subs[0])
+
+    def _scalar_sub_form(self, sub: exp.Subquery):
+        """The parts of a correlated scalar aggregate sub-query that can become a
+        LEFT join (see :meth:`_where`), or None."""
+        if not isinstance(sub, exp.Subquery):
+            return None
+        sel = sub.this
         if not isinstance(sel, exp.Select) or len(sel.expressions) != 1:
             return None
         for k in ("group", "having", "limit", "offset", "qualify", "laterals", "with_", "with",
@@ -753,10 +760,20 @@ class _Lowerer:
         frm = sel.args.get("from_") or sel.args.get("from")
         if not pairs or frm is None:
             return None
-        return subs[0], sel, pairs, local
+        return sub, sel, pairs, local
 
     def _scalar_join(self, node: Node, c: exp.Expression, ctes):
-        subq, sel, pairs, local = self._scalar_form(c)
+        node, val = self._scalar_join_sub(node, self._scalar_form(c), ctes)
+        pred = c.copy()
+        for side in ("this", "expression"):
+            if isinstance(pred.args.get(side), exp.Subquery):
+                pred.set(side, val)
+        return node, pred
+
+    def _scalar_join_sub(self, node: Node, form, ctes):
+        """LEFT join ``node`` with the sub-query's aggregate grouped by its correlation
+        keys; returns the join and the column holding the sub-query's value."""
+        subq, sel, pairs, local = form
         inner = self._from(sel, ctes)
         inner, rest = self._push_join_preds(inner, [x.copy() for x in local])
         if rest:
@@ -780,11 +797,7 @@ class _Lowerer:
         if not all(_all_resolve(node.fields, o) for o, _ in equi):
             raise Unsupported("correlated scalar sub-query columns do not resolve")
         val = exp.column("_v", fresh)
-        pred = c.copy()
-        for side in ("this", "expression"):
-            if isinstance(pred.args.get(side), exp.Subquery):
-                pred.set(side, val)
-        return Join(node, right, "left", equi, None), pred
+        return Join(node, right, "left", equi, None), val
 
     def _select(self, s: exp.Select, ctes) -> Node:
         if s.args.get("distinct") and s.args["distinct"].args.get("on"):
@@ -797,10 +810,12 @@ class _Lowerer:
         if where is not None:
             node = self._where(node, where.this, ctes)
         items = [_strip_alias(e) for e in s.expressions]
-        for e, _ in items:
-            self._check_subqueries(e, "SELECT")
         group = s.args.get("group")
         having = s.args.get("having")
+        if group is None and having is None and not any(_has_agg(e) for e, _ in items):
+            node, items = self._select_list_scalars(node, items, ctes)
+        for e, _ in items:
+            self._check_subqueries(e, "SELECT")
         if having is not None:
             self._check_subqueries(having.this, "HAVING")
         is_agg = group is not None or having is not None or any(_has_agg(e) for e, _ in items)
@@ -857,6 +872,28 @@ class _Lowerer:
             node = Sort(node, ords)
         node = self._limit(s, node)
         return self._drop_hidden(node, len(items), out_names)
+
+    def _select_list_scalars(self, node: Node, items, ctes):
+        """Correlated scalar aggregate sub-queries in a (non-aggregating) select list
+        become LEFT joins, as in WHERE; anything else is left for _check_subqueries."""
+        out = []
+        for e, name in items:
+            subs = [q for q in _outermost_queries(e) if _outer_columns(q)]
+            if isinstance(e, exp.Subquery) and _outer_columns(e):
+                subs = [e]
+            forms = [self._scalar_sub_form(q) for q in subs]
+            if not subs or any(f is None for f in forms):
+                out.append((e, name))
+                continue
+            # ``e`` is already a private copy (_strip_alias): replace in place.
+            for q, f in zip(subs, forms):
+                node, val = self._scalar_join_sub(node, f, ctes)
+                if q is e:
+                    e = val
+                else:
+                    q.replace(val)
+            out.append((e, name))
+        return node, out
 
     @staticmethod
     def _windows(node: Node, items):

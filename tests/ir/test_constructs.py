@@ -64,6 +64,9 @@ CONSTRUCTS = [
     "SELECT * FROM accounts, ops WHERE accounts.a = ops.a AND "
     "EXISTS (SELECT 1 FROM ops WHERE ops.b = accounts.tier)",
     "SELECT a, COUNT(*) AS n FROM ops GROUP BY a HAVING COUNT(*) > (SELECT COUNT(*) / 30 FROM ops)",
+    "SELECT a, (SELECT MAX(s) FROM ops o2 WHERE o2.a = o1.a) AS m FROM ops o1",
+    "SELECT a, s - (SELECT AVG(s) FROM ops o2 WHERE o2.a = o1.a AND o2.d = o1.d) AS dev, "
+    "(SELECT MIN(tier) FROM accounts WHERE accounts.a = o1.a) + 1 AS t1 FROM ops o1",
     # window functions over an aggregate
     "SELECT a, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*), a) AS r FROM ops GROUP BY a",
     "SELECT d, SUM(s) AS t, SUM(SUM(s)) OVER (PARTITION BY d IS NULL) AS tt, "
@@ -86,7 +89,7 @@ CONSTRUCTS = [
 ]
 
 OPAQUE = [
-    "SELECT a, (SELECT MAX(s) FROM ops o2 WHERE o2.a = o1.a) AS m FROM ops o1",
+    "SELECT a, (SELECT COUNT(*) FROM ops o2 WHERE o2.a = o1.a) AS n FROM ops o1",
     "SELECT * FROM ops o1 WHERE 1 < (SELECT COUNT(*) FROM ops o2 WHERE o2.a = o1.a)",
     "SELECT * FROM accounts ac WHERE ac.tier NOT IN (SELECT b FROM ops WHERE ops.a = ac.a)",
     "SELECT a FROM ops INTERSECT SELECT a FROM accounts",

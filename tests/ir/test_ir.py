@@ -314,7 +314,7 @@ def test_union_all_is_n_ary():
 
 # -- opaque fallback and errors ---------------------------------------------------------
 OPAQUE_SQL = [
-    "SELECT a, (SELECT MAX(s) FROM ops o2 WHERE o2.a = o1.a) AS m FROM ops o1",
+    "SELECT a, (SELECT COUNT(*) FROM ops o2 WHERE o2.a = o1.a) AS n FROM ops o1",
     "SELECT a FROM ops INTERSECT SELECT a FROM accounts",
     "SELECT a FROM ops EXCEPT SELECT a FROM accounts",
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
@@ -403,3 +403,8 @@ def test_window_over_aggregate():
     assert shape(p) == "γ|σ|ω|π|τ|λ" and p.names == ("d", "t", "share")
     (agg,) = nodes(p, Aggregate)
     assert [e.sql() for e, _ in agg.items] == ["ops.d", "SUM(ops.s)", "COUNT(*)"]
+
+
+def test_select_list_correlated_scalar_becomes_left_join():
+    p = plan("SELECT ac.a, (SELECT SUM(s) FROM ops WHERE ops.a = ac.a) AS total FROM accounts ac")
+    assert shape(p) == "(, γ)⟕|ρ" and p.names == ("a", "total")
