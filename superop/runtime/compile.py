@@ -187,7 +187,10 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
     columns are the program's ``row.*`` names). ``output_types`` (Spark SQL type strings,
     one per output column) override ``program.output_types``. Raises NoNativeForm."""
     src = source.strip()
-    src_item = f"({src}) AS {P}src" if " " in src or "(" in src else f"{_q(src)} AS {P}src"
+    if any(ch.isspace() for ch in src) or "(" in src:
+        src_item = f"({src}) AS {P}src"
+    else:  # a (possibly qualified) table name
+        src_item = ".".join(_q(part) for part in src.split(".")) + f" AS {P}src"
     types = list(output_types or program.output_types or [None] * len(program.output))
     if len(types) != len(program.output):
         raise ValueError("output_types must give one type per output column")
