@@ -863,6 +863,13 @@ class _Lowerer:
             node, items = self._windows(node, items)
         proj_items = list(items)
         ords = self._order_refs(order, proj_items, None) if order is not None else None
+        if (len(proj_items) > len(items) and not windows and not s.args.get("distinct")
+                and self._order_on_input(order, node)):
+            # ORDER BY input columns the select list drops: sort below the projection
+            # (a projection keeps the order) instead of carrying hidden columns.
+            node = Sort(node, tuple(o.copy() for o in order.expressions))
+            node = self._limit(s, node)
+            return self._projection(node, list(items))
         node = self._projection(node, proj_items)
         if s.args.get("distinct"):
             if len(proj_items) != len(items):
@@ -872,6 +879,20 @@ class _Lowerer:
             node = Sort(node, ords)
         node = self._limit(s, node)
         return self._drop_hidden(node, len(items), out_names)
+
+    @staticmethod
+    def _order_on_input(order, node: Node) -> bool:
+        """Every ORDER BY item is a deterministic expression over qualified input
+        columns (no ordinal, no output alias, no sub-query or aggregate)."""
+        for o in order.expressions:
+            e = o.this
+            cols = list(_columns_outside_queries(e))
+            if (isinstance(e, exp.Literal) or not cols or _has_query(e) or _has_agg(e)
+                    or e.find(exp.Window) is not None or _nondeterministic(e)):
+                return False
+            if not all(c.table and _resolves_strict(node.fields, c) for c in cols):
+                return False
+        return True
 
     def _select_list_scalars(self, node: Node, items, ctes):
         """Correlated scalar aggregate sub-queries in a (non-aggregating) select list

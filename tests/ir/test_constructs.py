@@ -19,6 +19,8 @@ CONSTRUCTS = [
     "SELECT a, s FROM ops ORDER BY a DESC NULLS LAST, b, c, d, s LIMIT 5 OFFSET 2",
     "SELECT a FROM ops GROUP BY a HAVING SUM(s) > 100",
     "SELECT a FROM ops GROUP BY a ORDER BY SUM(s) DESC, a LIMIT 3",
+    "SELECT x.a FROM ops x ORDER BY x.s DESC, x.b, x.c, x.d, x.a LIMIT 4",
+    "SELECT a AS s, b, c, d, s AS s2 FROM ops ORDER BY s, b, c, d, s2 LIMIT 4",
     "SELECT a, COUNT(DISTINCT d) AS nd FROM ops GROUP BY a HAVING COUNT(DISTINCT d) > 1",
     "SELECT a AS k, COUNT(*) AS n FROM ops GROUP BY k",
     "SELECT a, COUNT(*) AS n FROM ops GROUP BY 1 ORDER BY 2 DESC, 1",

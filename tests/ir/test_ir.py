@@ -408,3 +408,11 @@ def test_window_over_aggregate():
 def test_select_list_correlated_scalar_becomes_left_join():
     p = plan("SELECT ac.a, (SELECT SUM(s) FROM ops WHERE ops.a = ac.a) AS total FROM accounts ac")
     assert shape(p) == "(, γ)⟕|ρ" and p.names == ("a", "total")
+
+
+def test_order_by_dropped_input_columns_sorts_below_projection():
+    p = plan("SELECT a, b FROM ops ORDER BY s DESC LIMIT 3")
+    assert shape(p) == "τ|λ|π" and isinstance(p, Project)
+    # An output alias shadows the input column of the same name (Spark's rule).
+    p = plan("SELECT a AS s FROM ops ORDER BY s")
+    assert isinstance(p, Sort) and p.order[0].this.sql() == "s"
