@@ -161,6 +161,7 @@ class Inputs:
                 doms.append(list(dict.fromkeys(dom)))
             self.domains[id(leaf)] = doms
         self.rng = random.Random(seed)
+        self.key_cols = set(key_cols)
         # Row-level predicates of the paths (summary predicates of the edges): rows are
         # often drawn to satisfy one of them, since a conjunction of several filters is
         # rarely hit by chance and a path whose filter never passes tests nothing.
@@ -179,10 +180,16 @@ class Inputs:
     def _row(self, doms, null_p):
         return tuple(None if self.rng.random() < null_p else self.rng.choice(d) for d in doms)
 
-    def table(self, n_rows: int, null_p: float = 0.15) -> dict[int, list[tuple]]:
+    def table(self, n_rows: int, null_p: float = 0.15, one_key: bool = False) -> dict[int, list[tuple]]:
+        """Random rows; ``one_key``: every key column fixed to one value (NULL included),
+        i.e. one big group — per-group conditions (HAVING count(*) > 2, a min under a
+        guard) need many rows in the same group to be exercised."""
         out = {}
         for leaf in self.leaves:
             doms = self.domains[id(leaf)]
+            if one_key:
+                doms = [[None if self.rng.random() < 0.25 else self.rng.choice(d)] if c in self.key_cols else d
+                        for (c, _), d in zip(leaf.columns, doms)]
             rows = []
             for _ in range(n_rows):
                 if rows and self.rng.random() < 0.15:
@@ -200,10 +207,14 @@ class Inputs:
         return out
 
     def initial(self, n: int = 48) -> list[dict[int, list[tuple]]]:
-        """The empty table, then ``n`` random tables of 1..8 rows."""
+        """The empty table, then ``n`` random tables of 1..8 rows, every third one a
+        single group of 3..10 rows."""
         tables = [{id(l): [] for l in self.leaves}]
         for i in range(n):
-            tables.append(self.table(1 + i % 8, null_p=0.0 if i % 5 == 0 else 0.15))
+            if i % 3 == 2:
+                tables.append(self.table(3 + i % 8, null_p=0.1, one_key=True))
+            else:
+                tables.append(self.table(1 + i % 8, null_p=0.0 if i % 5 == 0 else 0.15))
         return tables
 
 
