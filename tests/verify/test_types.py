@@ -56,3 +56,21 @@ def test_date_literal_filter_verifies():
     import datetime
     # a row the DATE filter rejects (an earlier day, or NULL) tells the two apart
     assert any(row[4] is None or row[4] < datetime.date(2020, 1, 2) for row in r.counterexample.rows)
+
+
+def test_typed_encoding_agrees_with_spark(spark):
+    import datetime
+    import random
+    from superop.sparkutil import bag
+    from superop.verify.check import evaluate
+    from superop.verify.replay import run_sql_on_rows
+    from superop.verify.result import Counterexample
+    sql = ("SELECT name, AVG(amt) AS v, MAX(day) AS last, COUNT(ok) AS k FROM ev "
+           "WHERE day >= DATE '2020-01-02' OR NOT ok GROUP BY name "
+           "UNION ALL SELECT name, SUM(amt) / 2 AS v, MIN(day) AS last, COUNT(*) AS k FROM ev GROUP BY name")
+    rnd = random.Random(7)
+    days = [datetime.date(2020, 1, 1), datetime.date(2020, 1, 2), datetime.date(2021, 3, 4), None]
+    rows = [(i, rnd.choice(["p", "q", None]), rnd.choice([0.5, -1.25, 3.0, None]), rnd.choice([True, False, None]),
+             rnd.choice(days)) for i in range(7)]
+    cex = Counterexample("ev", list(SCHEMA["ev"]), list(SCHEMA["ev"].values()), rows, [], [])
+    assert bag(evaluate(lower(sql, SCHEMA).plan, rows)) == bag(run_sql_on_rows(spark, sql, cex))
