@@ -22,7 +22,7 @@ from .result import VERIFIED, Result
 
 BOUNDED_ASSUMPTIONS = [
     "input tables of at most K rows (every row present or absent, every value nullable)",
-    "integers are unbounded, doubles are exact reals (no overflow, no rounding)",
+    "integers are unbounded, doubles are exact reals (no overflow, no rounding, no NaN or infinities)",
     "division by zero is NULL (Spark non-ANSI); ANSI errors are outside the model",
     "bag semantics: outputs compared by multiplicity of NULL-safe equal rows",
     "row emits see running values when the program is streaming, final values when buffering",
