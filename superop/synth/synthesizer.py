@@ -406,15 +406,24 @@ class Synthesizer:
                 break
             if self.require_streaming and prog.memory != STREAMING:
                 continue
-            tried += 1
             try:
                 failed = self._test(prog, ch)
-            except (ProgramError, EvalError) as why:
+            except ProgramError as why:
+                if not parts.shared:
+                    # it reads a column only another input has: not a program over one input
+                    unbuildable.append(f"the program reads only {parts.sources[0].table}: {why}")
+                    continue
+                res.status = UNSUPPORTED
+                res.reason = f"a candidate cannot be evaluated: {why}"
+                res.seconds = time.perf_counter() - t0
+                return res
+            except EvalError as why:
                 res.status = UNSUPPORTED
                 res.reason = f"a candidate cannot be evaluated: {why}"
                 res.candidates_tried = tried
                 res.seconds = time.perf_counter() - t0
                 return res
+            tried += 1
             self.trace.append((ch, prog, failed))
             if failed is not None:
                 last_cex = (failed, prog, ch)
@@ -472,6 +481,9 @@ class Synthesizer:
             res.status = NO_PROGRAM
             res.reason = (f"all {tried} candidates fail" + ("" if not unbuildable else
                           f" ({len(unbuildable)} more choices are not expressible, e.g. {unbuildable[0]})"))
+            if not parts.shared:
+                res.reason = (f"the inputs are not one shared source ({', '.join(s.table for s in parts.sources)}); "
+                              + res.reason)
         if res.status == NO_PROGRAM and last_cex is not None:
             res.counterexample = self._minimal_cex(*last_cex)
             if self.require_streaming:

@@ -123,3 +123,14 @@ def test_z3_counterexamples_feed_the_search():
     assert r.status == "verified", r.reason
     assert r.z3_counterexamples >= 1
     assert any(t.origin == "z3" for t in s.tests)
+
+
+def test_join_with_another_table_is_not_one_shared_source(schema):
+    sql = ("SELECT x.a, x.n, y.region FROM (SELECT a, count(*) AS n FROM ops GROUP BY a) x "
+           "JOIN accounts y ON x.a = y.a")
+    r = synthesize(sql, schema, verify=False)
+    assert r.status == "no_program" and "not one shared source" in r.reason
+    if r.counterexample is not None:     # candidates that never read accounts' columns
+        plan = lower(sql, schema).plan
+        expected, actual = _replay(plan, r.counterexample)
+        assert expected != actual
