@@ -219,6 +219,28 @@ def _windows_outside_queries(e: exp.Expression) -> list[exp.Window]:
     return out[::-1]
 
 
+_ALLOWED_ARGS = {
+    exp.Select: {"with_", "with", "expressions", "hint", "distinct", "from_", "from", "joins",
+                 "where", "group", "having", "order", "limit", "offset", "windows", "qualify",
+                 "cluster", "distribute", "sort", "laterals"},
+    exp.Union: {"with_", "with", "this", "expression", "distinct", "order", "limit", "offset"},
+    exp.Subquery: {"this", "alias", "with_", "with", "order", "limit", "offset"},
+    exp.Join: {"this", "on", "side", "kind", "using", "method", "hint"},
+    exp.Table: {"this", "alias", "db", "catalog", "laterals", "joins", "pivots"},
+}
+
+
+def _check_args(node: exp.Expression) -> None:
+    """Refuse (-> Opaque) clauses the lowering would otherwise silently drop, e.g.
+    TABLESAMPLE, UNION ... BY NAME, time travel, sqlglot extensions."""
+    allowed = _ALLOWED_ARGS.get(type(node))
+    if allowed is None:
+        return
+    for k, v in node.args.items():
+        if v not in (None, False, []) and k not in allowed:
+            raise Unsupported(f"{k.upper()} in {node.key.upper()}")
+
+
 def _has_query(e: exp.Expression) -> bool:
     return any(True for _ in _outermost_queries(e)) or isinstance(e, exp.Query)
 
@@ -374,6 +396,7 @@ class _Lowerer:
                 name = cte.alias_or_name.lower()
                 self.cte_sql[name] = cte.this
                 ctes[name] = self.query(cte.this, ctes)
+        _check_args(q)
         if isinstance(q, exp.Subquery):
             node = self.query(q.this, ctes)
             return self._order_limit(q, node, None)
@@ -439,6 +462,7 @@ class _Lowerer:
 
     # -- FROM ----------------------------------------------------------------
     def _source(self, src: exp.Expression, ctes: dict[str, Node]) -> Node:
+        _check_args(src)
         if isinstance(src, exp.Table):
             if src.args.get("joins") or src.args.get("laterals") or src.args.get("pivots"):
                 raise Unsupported("PIVOT/LATERAL on a table")
@@ -463,6 +487,8 @@ class _Lowerer:
                 return base
             return Rename(base, tuple((f, f.name) for f in base.fields), alias)
         if isinstance(src, exp.Subquery):
+            if any(src.args.get(k) for k in ("order", "limit", "offset", "with_", "with")):
+                raise Unsupported("ORDER BY/LIMIT/WITH on a derived table's parentheses")
             base = self.query(src.this, ctes)
             alias = src.alias.lower() if src.alias else None
             col_aliases = [c.name for c in (src.args.get("alias").columns if src.args.get("alias") else [])]
@@ -484,6 +510,7 @@ class _Lowerer:
         return node
 
     def _join(self, left: Node, j: exp.Join, ctes) -> Node:
+        _check_args(j)
         if j.args.get("using"):
             raise Unsupported("JOIN ... USING")
         if j.method:

@@ -324,6 +324,13 @@ OPAQUE_SQL = [
     "SELECT 1 AS one",
     "SELECT * FROM VALUES (1, 2) AS v(x, y)",
     "SELECT a FROM ops QUALIFY ROW_NUMBER() OVER (PARTITION BY a ORDER BY s) = 1",
+    "SELECT a FROM ops TABLESAMPLE (10 PERCENT)",
+    "SELECT x.a FROM ops AS x TABLESAMPLE (10 PERCENT) JOIN accounts ON x.a = accounts.a",
+    "SELECT a FROM ops UNION ALL BY NAME SELECT a FROM accounts",
+    "SELECT * FROM ops SORT BY a",
+    "SELECT a, s FROM ops CLUSTER BY a",
+    "SELECT * FROM ops PIVOT (SUM(s) FOR d IN ('read', 'write'))",
+    "SELECT * FROM ops o WHERE o.a IN (SELECT a FROM accounts WHERE accounts.tier = o.b) OR o.s > 100",
     "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
 ]
 
