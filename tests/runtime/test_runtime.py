@@ -238,3 +238,16 @@ def test_analyze_tables_feeds_the_cost(spark, ops, catalog):
         assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
     finally:
         spark.sql("DROP TABLE IF EXISTS ops_stats")
+
+
+def test_nested_diamonds_compose(spark, so):
+    # the DU reads a CTE used twice whose body is itself a Diamond Join: the inner diamond
+    # is rewritten first and the outer super-operator reads the rewritten source
+    q = ("WITH j AS (SELECT x.a, x.t, y.mb FROM (SELECT a, sum(s) AS t FROM ops GROUP BY a) x "
+         "LEFT JOIN (SELECT a, max(b) AS mb FROM ops WHERE c > 0 GROUP BY a) y ON x.a = y.a) "
+         "SELECT a, count(*) AS n FROM j GROUP BY a "
+         "UNION ALL SELECT a, max(t) FROM j WHERE mb IS NOT NULL GROUP BY a")
+    r = so.rewrite(q)
+    assert r.changed and sorted(r.applied) == ["dj-left", "du-2way"], r.explanation
+    assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
+    assert r.exchanges_after < r.exchanges_before
