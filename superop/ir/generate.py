@@ -320,6 +320,10 @@ def _mergeable(e: exp.Expression) -> bool:
 def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     """The plan as a sqlglot query. ``names`` overrides the output column names
     (e.g. Spark's own names for unaliased expressions)."""
+    if isinstance(plan, Opaque) and names is None:
+        # A query that is opaque as a whole is emitted exactly as carried (its
+        # output may even be unknown, e.g. SELECT * over a table function).
+        return sqlglot.parse_one(plan.sql, dialect="spark")
     ps = parents(plan)
     once = frozenset(id(n) for n in walk(plan)
                      if len(ps.get(id(n), ())) >= 2 and _nondet_below(n))

@@ -99,6 +99,8 @@ OPAQUE = [
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
     "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
     "SELECT a FROM ops UNION SELECT a FROM accounts",
+    "SELECT * FROM range(10)",                      # output unknown to the IR: passed as is
+    "SELECT * FROM ops TABLESAMPLE (100 PERCENT)",
     "SELECT i.a, COUNT(*) AS n FROM (SELECT a FROM ops INTERSECT SELECT a FROM accounts) i "
     "GROUP BY i.a",
 ]

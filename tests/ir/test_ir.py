@@ -423,3 +423,8 @@ def test_order_by_dropped_input_columns_sorts_below_projection():
     # An output alias shadows the input column of the same name (Spark's rule).
     p = plan("SELECT a AS s FROM ops ORDER BY s")
     assert isinstance(p, Sort) and p.order[0].this.sql() == "s"
+
+
+def test_opaque_root_is_emitted_verbatim():
+    low = lower("SELECT * FROM range(10)", S)
+    assert isinstance(low.plan, Opaque) and to_sql(low.plan) == low.plan.sql
