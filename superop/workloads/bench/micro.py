@@ -25,20 +25,22 @@ from .progress import Progress
 # ---------------------------------------------------------------------------
 def ops_data(spark, rows: int, data_dir: str | os.PathLike, seed: int = 7,
              partitions: Optional[int] = None) -> Path:
-    """Parquet ``ops`` data with ``rows`` rows (cached by rows+seed under ``data_dir``).
+    """Parquet ``ops`` data with ``rows`` rows (cached by rows, seed and files under ``data_dir``).
 
     * a (account): Zipf-like, P(a = k) ∝ 1/k over rows/10 accounts (log-uniform), so the
       hottest account holds ~5% of the rows at 10 M; 0.5% NULL.
     * b, c: uniform metrics with 5% / 2% NULL; d: operation kind (read/write/delete/list,
       read-heavy) with 1% NULL; s: size in KB, log-uniform 1..10^6, 1% NULL.
     """
-    out = Path(data_dir) / f"ops_{rows}_s{seed}.parquet"
+    # at least two files per core so that small sizes use every core too (one file is one
+    # scan task: the original's two scans would then run in parallel, the rewrite's one not)
+    parts = partitions or max(2 * spark.sparkContext.defaultParallelism, min(64, rows // 500_000))
+    out = Path(data_dir) / f"ops_{rows}_s{seed}_p{parts}.parquet"
     if (out / "_SUCCESS").exists():
         return out
     if out.exists():
         shutil.rmtree(out)
     accounts = max(rows // 10, 100)
-    parts = partitions or max(1, min(64, rows // 1_000_000 + 1))
     ln_acc = math.log(accounts)
     df = spark.range(0, rows, 1, parts).selectExpr(
         f"CASE WHEN rand({seed}) < 0.005 THEN NULL "
