@@ -543,7 +543,57 @@ class PlanEncoder:
         raise Unsupported("LIMIT is not modelled (order-dependent)")
 
     def _window(self, n: Window) -> Rel:
-        raise Unsupported("window functions are not modelled")
+        """Aggregate window functions over PARTITION BY with the whole partition as frame
+        (no ORDER BY) or, with ORDER BY and no explicit frame, Spark's default RANGE frame
+        (all rows up to the current row's peers). ROWS frames depend on the order of ties
+        and ranking functions are not modelled."""
+        child = self.encode(n.child)
+        f = n.child.fields
+        rows = child.rows
+        ctxs = [self._row_ctx(f, vals) for _, vals in rows]
+        cols = []
+        for w, _name in n.items:
+            w = w.this if isinstance(w, exp.Alias) else w
+            if not isinstance(w, exp.Window) or not isinstance(w.this, exp.AggFunc):
+                raise Unsupported(f"window item {w.sql(dialect='spark')}")
+            spec = w.args.get("spec")
+            order = w.args.get("order")
+            if spec is not None and not (order is None and str(spec.args.get("start")).upper() == "UNBOUNDED"
+                                         and str(spec.args.get("end")).upper() == "UNBOUNDED"):
+                raise Unsupported(f"window frame {spec.sql(dialect='spark')}")
+            parts = [[ev(k, c) for k in (w.args.get("partition_by") or [])] for c in ctxs]
+            ords = []
+            for o in (order.expressions if order is not None else []):
+                desc = bool(o.args.get("desc"))
+                nf = o.args.get("nulls_first")
+                nf = (not desc) if nf is None else bool(nf)
+                ords.append((desc, nf, [ev(o.this, c) for c in ctxs]))
+            out = []
+            for i in range(len(rows)):
+                members = []
+                for j in range(len(rows)):
+                    m = z3.And(rows[j][0], rows_not_distinct(parts[j], parts[i]))
+                    if ords:
+                        m = z3.And(m, self._at_or_before(ords, j, i))
+                    members.append(m)
+                out.append(self._agg_call(w.this, members, ctxs))
+            cols.append(out)
+        return Rel([(p, list(vals) + [c[i] for c in cols]) for i, (p, vals) in enumerate(rows)])
+
+    @staticmethod
+    def _at_or_before(ords, j: int, i: int) -> z3.BoolRef:
+        """Row j precedes row i or is its peer under ORDER BY ``ords`` (RANGE frame)."""
+        tail = TRUE
+        for desc, nf, vals in reversed(ords):
+            a, b = vals[j], vals[i]
+            if a.v is None or b.v is None:
+                raise Unsupported("ORDER BY a NULL literal")
+            k = common_kind([a, b])
+            lt = _lt(b.val(k), a.val(k), k) if desc else _lt(a.val(k), b.val(k), k)
+            both = z3.And(z3.Not(a.null), z3.Not(b.null))
+            nulls = z3.And(a.null, z3.Not(b.null)) if nf else z3.And(z3.Not(a.null), b.null)
+            tail = z3.Or(nulls, z3.And(both, lt), z3.And(not_distinct(a, b), tail))
+        return tail
 
     # -- aggregate ---------------------------------------------------------
     def _aggregate(self, n: Aggregate) -> Rel:
