@@ -22,7 +22,9 @@ Modelling choices (stated, because they bound what "verified" means):
   Spark raises instead, so such inputs are outside the model.
 * AVG divides by the group's count with a case split over 1..K, which keeps the
   arithmetic linear (exact because counts never exceed K).
-* Everything else (string functions, LIKE, windows, LIMIT, opaque SQL, integer DIV, ...)
+* Window aggregates are modelled for whole-partition frames and the default RANGE frame
+  under ORDER BY. Everything else (string functions, LIKE, ranking functions, ROWS
+  frames, LIMIT, opaque SQL, integer DIV, ...)
   raises :class:`Unsupported`.
 """
 from __future__ import annotations
