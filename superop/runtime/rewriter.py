@@ -127,15 +127,32 @@ def _agg_calls(agg: N.Aggregate) -> list[exp.AggFunc]:
 
 
 def _min_join_check(d: Decomposition) -> Optional[str]:
-    """Algorithm 3, lines 12-17: exactly one aggregation, min or max of one source column."""
+    """Algorithm 3, lines 12-17: exactly one aggregation, min or max, whose argument
+    depends on exactly one source column once the edge's mappings are undone (``b`` or
+    ``b + 0`` but not ``b + c``)."""
     b = d.branches[d.agg_side]
     calls = _agg_calls(b.agg)
     if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
         return "Min & Join needs exactly one min/max aggregation"
-    c = _bare(calls[0].this)
-    if c is None or _trace_down(N.resolve_field(b.agg.child.fields, c), b.lower) is None:
-        return "the min/max argument is not a source column"
+    try:
+        idx = {N.resolve_field(b.agg.child.fields, c) for c in calls[0].this.find_all(exp.Column)}
+        deps = _deps_down(idx, b.lower)
+    except KeyError:
+        deps = set()
+    if len(deps) != 1:
+        return "the min/max argument does not depend on exactly one source column"
     return None
+
+
+def _deps_down(idx: set, edge) -> set:
+    """The bottom's field indices the edge top's fields ``idx`` are computed from."""
+    for op in edge.ops:
+        child = op.children[0].fields
+        if isinstance(op, N.Rename):
+            idx = {N.resolve_field(child, op.mapping[i][0].column()) for i in idx}
+        elif isinstance(op, N.Project):
+            idx = {N.resolve_field(child, c) for i in idx for c in op.items[i][0].find_all(exp.Column)}
+    return idx
 
 
 # ---------------------------------------------------------------------------
