@@ -107,9 +107,16 @@ def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float
             out.update(status="unsupported", reason="; ".join(low.opaque_reasons))
             return out
         d = _find_diamond(low.plan)
+        # Synthesize for the diamond itself (the part a rule replaces), not the whole
+        # example query around it; its SQL is what the certificate re-checks.
+        target = low.plan
+        if d is not None:
+            from ..ir import to_sql
+            target = d.root
+            out["sql"] = to_sql(d.root)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
-        res = synth_fn(low.plan, schema=schema, K=K, timeout_s=synth_timeout_s,
+        res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
                        verify_timeout_s=verify_timeout_s)
         out.update(status=res.status, reason=res.reason, streaming=res.streaming,
                    checked_by=res.checked_by, candidates_tried=res.candidates_tried,
