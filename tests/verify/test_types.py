@@ -9,10 +9,9 @@ from superop.verify import check_equivalence
 from .conftest import K_TEST, TIMEOUT_MS
 
 SCHEMA = {"ev": {"id": "int", "name": "string", "amt": "double", "ok": "boolean", "day": "date"}}
-SQL = ("SELECT name, AVG(amt) AS v, MAX(day) AS last FROM ev WHERE ok AND amt > 1.5 "
+SQL = ("SELECT name, AVG(amt) AS v, MAX(day) AS last FROM ev WHERE ok AND amt > 1.5 AND day >= DATE '2020-01-02' "
        "GROUP BY name UNION ALL SELECT name, SUM(amt) AS v, MIN(day) AS last FROM ev GROUP BY name")
-# (no DATE literal in the program: the interpreter has no CAST to DATE yet)
-GUARD = "row.ok AND row.amt > 1.5"
+GUARD = "row.ok AND row.amt > 1.5 AND row.day >= DATE '2020-01-02'"
 
 
 def prog(guarded=True):
