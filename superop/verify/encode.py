@@ -38,7 +38,7 @@ from sqlglot import exp
 
 from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, resolve_field)
-from ..synth.dsl import BUFFERING, STREAMING, Program
+from ..synth.dsl import STREAMING, Program
 from .result import Unsupported
 
 EPOCH = _dt.date(1970, 1, 1)

@@ -44,7 +44,7 @@ ANSI errors, non-deterministic expressions.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import z3

@@ -22,8 +22,8 @@ import z3
 from sqlglot import exp
 
 from ..ir.analysis import Decomposition, capture_parameters, decompose, traverse_up, walk_edge
-from ..ir.nodes import Aggregate, Join, Node, Scan, Select, walk
-from ..synth.dsl import BUFFERING, STREAMING, Program
+from ..ir.nodes import Aggregate, Join, Node, Scan, walk
+from ..synth.dsl import STREAMING, Program
 from .encode import (FALSE, TRUE, PlanEncoder, Table, V, _bool3, _cmp, ev, fresh, is_true,
                      not_distinct, Ctx)
 from .result import Unsupported
