@@ -66,10 +66,33 @@ class Lowered:
         return not self.opaque_reasons
 
 
-def lower(sql: str, schema: dict) -> Lowered:
-    """Lower one Spark SQL query. Raises SqlError only for unparsable SQL and
-    unknown tables/columns; everything else that is unmodeled becomes Opaque."""
+def lower(sql: str, schema) -> Lowered:
+    """Lower one Spark SQL query. ``schema`` is the mapping form
+    ``{"table": {"column": "type"}}`` (names are case-insensitive) or a SparkSession
+    (the tables the query names are looked up in its catalog). Raises SqlError only
+    for unparsable SQL and unknown tables/columns; everything else that is unmodeled
+    becomes Opaque."""
+    schema = _as_schema(sql, schema)
     return lower_ast(qualified(sql, schema), schema)
+
+
+def _as_schema(sql: str, schema) -> dict:
+    if hasattr(schema, "catalog") and hasattr(schema, "table"):      # a SparkSession
+        from .schema import schema_from_spark
+        tree = parse(sql)
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        names = sorted({t.name.lower() for t in tree.find_all(exp.Table)
+                        if t.name and t.name.lower() not in ctes})
+        names = [n for n in names if schema.catalog.tableExists(n)]
+        return schema_from_spark(schema, names)
+    if isinstance(schema, dict) and all(isinstance(v, dict) and all(isinstance(t, str)
+                                                                   for t in v.values())
+                                        for v in schema.values()):
+        if any(k != k.lower() for k in schema) or any(c != c.lower() for v in schema.values()
+                                                      for c in v):
+            from .schema import normalize_schema
+            return normalize_schema(schema)
+    return schema
 
 
 def lower_ast(ast: exp.Query, schema: dict) -> Lowered:

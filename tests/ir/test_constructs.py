@@ -167,3 +167,9 @@ def test_shared_nondeterministic_cte_is_evaluated_once(spark, paper):
     # Evaluated once, every row of t meets itself (at least 200 matches); evaluated
     # twice, equal random doubles (almost) never meet.
     assert spark.sql(gen).first().n >= 200
+
+
+def test_lower_with_a_spark_session_as_schema(spark, paper):
+    sql = "SELECT a, COUNT(*) AS n FROM ops WHERE s < 100 GROUP BY a"
+    low = lower(sql, spark)
+    assert low.fully_lowered and low.plan == lower(sql, paper).plan

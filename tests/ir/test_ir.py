@@ -428,3 +428,9 @@ def test_order_by_dropped_input_columns_sorts_below_projection():
 def test_opaque_root_is_emitted_verbatim():
     low = lower("SELECT * FROM range(10)", S)
     assert isinstance(low.plan, Opaque) and to_sql(low.plan) == low.plan.sql
+
+
+def test_schema_names_are_case_insensitive():
+    upper = {"OPS": {k.upper(): v.upper() for k, v in S["ops"].items()}}
+    p = lower("SELECT A, COUNT(*) AS n FROM Ops GROUP BY a", upper).plan
+    assert shape(p) == "γ" and nodes(p, Scan)[0].columns[0] == ("a", "int")
