@@ -87,3 +87,21 @@ def test_mlflow_run_logged_to_local_store(bundled, monkeypatch):
     assert run.data.params["k"] == "2"
     arts = {a.path for a in client.list_artifacts(bundled.mlflow_run_id)}
     assert {"summary.json", "candidates.parquet"} <= arts
+
+
+def test_mlflow_tracking_uri_is_honored(bundled, tmp_path, monkeypatch):
+    """MLFLOW_TRACKING_URI wins over the default store in the output directory."""
+    from mlflow.tracking import MlflowClient
+    from superop.mining.job import _log_mlflow
+    uri = f"sqlite:///{tmp_path}/elsewhere.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    # an existing experiment (as on a tracking server) keeps artifacts out of the cwd
+    MlflowClient(tracking_uri=uri).create_experiment(
+        "superop-mining-uri-test", artifact_location=(tmp_path / "arts").as_uri())
+    rid = _log_mlflow(bundled.out_dir, bundled.summary, bundled.candidates, "log.jsonl", "jsonl",
+                      2, "superop-mining-uri-test")
+    run = MlflowClient(tracking_uri=uri).get_run(rid)
+    assert run.data.metrics["candidates"] == bundled.summary["candidates"]
+    assert (tmp_path / "elsewhere.db").exists()
+    assert {a.path for a in MlflowClient(tracking_uri=uri).list_artifacts(rid)} >= {
+        "summary.json", "candidates.parquet"}
