@@ -324,14 +324,15 @@ def _mj(d: Decomposition) -> Program:
     if kind in ("inner", "left", "right", "full"):
         row_emits.append(RowEmit(matched, tuple(out_both)))
     if row_preserved:
+        # only rows that reach the join (pass the row edge's φ) are null-extended
         out = (row_out + n_agg) if row_left else (n_agg + row_out)
-        row_emits.append(RowEmit(_not(matched), tuple(out)))
+        row_emits.append(RowEmit(_and(_true(phi_row), _not(matched)), tuple(out)))
     if agg_preserved:
         out = (n_row + A.outputs) if row_left else (A.outputs + n_row)
         part_emits.append(PartitionEmit(_and(A.present, _not(any_matched())), tuple(out)))
     if kind in ("semi", "anti"):
         if row_left:
-            g = matched if kind == "semi" else _not(matched)
+            g = matched if kind == "semi" else _and(_true(phi_row), _not(matched))
             row_emits.append(RowEmit(g, tuple(row_out)))
         else:
             m = any_matched()
