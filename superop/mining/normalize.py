@@ -25,6 +25,13 @@ _VALUES = re.compile(r"\bvalues(?:\(\?(?:,\?)*\),?)+")
 _FIRST_WORD = re.compile(r"[a-z]+")
 
 QUERY_KEYWORDS = {"select", "with", "from", "values", "table"}
+# statements that are valid SQL but not queries: skipped without parsing. Anything else that
+# is not a query keyword goes to the parser, so a typo ("SELEC") is counted as parse_error.
+NON_QUERY_KEYWORDS = {
+    "set", "reset", "show", "describe", "desc", "use", "cache", "uncache", "clear", "refresh",
+    "create", "insert", "merge", "update", "delete", "drop", "alter", "truncate", "explain",
+    "analyze", "msck", "grant", "revoke", "add", "list", "load", "optimize", "vacuum", "copy",
+    "call", "comment", "repair", "begin", "commit", "rollback", "declare", "execute"}
 
 
 def _sub(m: re.Match) -> str:
@@ -51,10 +58,12 @@ def template_id(template: str) -> str:
 
 
 def statement_kind(template: str) -> str:
-    """'query' for SELECT-like statements, else 'non_query:<first keyword>'."""
+    """'non_query:<keyword>' for known non-query statements (and empty text), else 'query'."""
     s = template.lstrip("( ")
     m = _FIRST_WORD.match(s)
     word = m.group(0) if m else ""
-    if word in QUERY_KEYWORDS:
-        return "query"
-    return f"non_query:{word or 'empty'}"
+    if not word and not s.strip():
+        return "non_query:empty"
+    if word in NON_QUERY_KEYWORDS:
+        return f"non_query:{word}"
+    return "query"

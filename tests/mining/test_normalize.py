@@ -43,3 +43,8 @@ def test_progress_display_names_each_phase(capsys):
     err = capsys.readouterr().err
     assert "[mine] read" in err and "log.jsonl" in err and "[mine] analyze" in err
     assert set(p.seconds) == {"read", "analyze"}
+
+
+def test_typos_go_to_the_parser_not_to_non_query():
+    assert statement_kind(normalize("SELEC a FROM ops")) == "query"     # -> parse_error later
+    assert statement_kind(normalize("DESCRIBE ops")) == "non_query:describe"
