@@ -57,6 +57,7 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--readme", help="also put the Markdown table into this README's bench section")
+    p.add_argument("--readme-block", help="name of the block in that section (default: micro / tpch)")
 
 
 # `bench mine` / `bench rewrite` run these scripts of other parts of the project.
@@ -133,7 +134,7 @@ def _finish(doc, args, kind: str, progress) -> int:
     md = open(outs["markdown"]).read()
     if args.readme:
         from .bench.report import update_readme
-        update_readme(args.readme, kind, md)
+        update_readme(args.readme, args.readme_block or kind, md)
     print(md)
     print(f"wrote {outs['json']}, {outs['markdown']}" + (f", {', '.join(outs['plots'])}" if outs["plots"] else ""))
     if run_id:

@@ -389,7 +389,7 @@ Every number below was produced by the command printed above its table."""
 
 
 def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
-    """Replace block ``block`` (micro | tpch) inside the bench markers of ``readme``; the
+    """Replace block ``block`` (e.g. micro, tpch) inside the bench markers of ``readme``; the
     rest of the README is never touched."""
     p = Path(readme)
     doc = p.read_text()
@@ -398,13 +398,10 @@ def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
         raise SuperopError(f"{p} has no {README_START} ... {README_END} markers")
     head, rest = doc.split(README_START, 1)
     section, tail = rest.split(README_END, 1)
-    b0, b1 = f"<!-- bench:{block} -->", f"<!-- /bench:{block} -->"
-    blocks = {}
-    for name in ("micro", "tpch"):
-        s0, s1 = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-        if s0 in section and s1 in section:
-            blocks[name] = section.split(s0, 1)[1].split(s1, 1)[0].strip()
-    blocks[block] = text.strip()
+    import re
+    blocks = {m.group(1): m.group(2).strip() for m in re.finditer(
+        r"<!-- bench:([\w.-]+) -->\n(.*?)\n<!-- /bench:\1 -->", section, re.S)}
+    blocks[block] = text.strip()       # replaces in place, or appends a new block
     body = _README_INTRO + "\n\n" + "\n\n".join(
-        f"<!-- bench:{n} -->\n{blocks[n]}\n<!-- /bench:{n} -->" for n in ("micro", "tpch") if n in blocks)
+        f"<!-- bench:{n} -->\n{t}\n<!-- /bench:{n} -->" for n, t in blocks.items())
     atomic_write_text(p, head + README_START + "\n" + body + "\n" + README_END + tail)
