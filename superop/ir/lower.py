@@ -13,10 +13,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import build_scope
 
 from ..errors import SqlError
-from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
+from .nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
                     Sort, UnionAll, Window, expressions_of, intern, resolve_field, walk)
 
 
