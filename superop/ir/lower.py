@@ -423,14 +423,16 @@ class _Lowerer:
             node = self.query(q.this, ctes)
             return self._order_limit(q, node, None)
         if isinstance(q, exp.Union):
-            if q.args.get("distinct"):
-                raise Unsupported("UNION (distinct)")
+            distinct = bool(q.args.get("distinct"))
             inputs: list[Node] = []
-            self._flatten_union(q, ctes, inputs)
+            self._flatten_union(q, ctes, inputs, distinct)
             widths = {len(i.fields) for i in inputs}
             if len(widths) != 1:
                 raise Unsupported("UNION ALL inputs of different widths")
             node = UnionAll(tuple(inputs))
+            if distinct:
+                # UNION = DISTINCT over UNION ALL (same branches, same type widening).
+                node = self._distinct(node)
             return self._order_limit(q, node, None)
         if isinstance(q, (exp.Intersect, exp.Except)):
             raise Unsupported(f"{q.key.upper()}")
@@ -438,12 +440,14 @@ class _Lowerer:
             return self._select(q, ctes)
         raise Unsupported(f"query kind {q.key}")
 
-    def _flatten_union(self, q, ctes, out):
+    def _flatten_union(self, q, ctes, out, distinct: bool = False):
+        """Inputs of nested unions. Under UNION ALL only UNION ALL children flatten;
+        under a distinct UNION any union child does (DISTINCT absorbs inner ones)."""
         for side in (q.this, q.expression):
-            if (isinstance(side, exp.Union) and not side.args.get("distinct")
-                    and not side.args.get("order") and not side.args.get("limit")
-                    and not (side.args.get("with_") or side.args.get("with"))):
-                self._flatten_union(side, ctes, out)
+            if (isinstance(side, exp.Union) and (distinct or not side.args.get("distinct"))
+                    and not any(side.args.get(k) for k in ("order", "limit", "offset", "with_",
+                                                          "with", "by_name", "side", "kind"))):
+                self._flatten_union(side, ctes, out, distinct)
             else:
                 out.append(self.query(side, ctes))
 

@@ -32,6 +32,9 @@ CONSTRUCTS = [
     "SELECT a FROM ops UNION ALL SELECT b FROM ops UNION ALL SELECT c FROM ops",
     "SELECT * FROM (SELECT a FROM ops UNION ALL SELECT a FROM accounts) u ORDER BY a LIMIT 4",
     "SELECT a FROM ops UNION ALL SELECT a FROM ops",
+    "SELECT a FROM ops UNION SELECT a FROM accounts",
+    "SELECT a, d FROM ops UNION SELECT b, d FROM ops UNION ALL SELECT tier, region FROM accounts",
+    "SELECT a FROM ops UNION ALL SELECT b FROM ops UNION SELECT c FROM ops ORDER BY a LIMIT 5",
     # every join kind, with NULL keys and residuals on the optional side
     "SELECT * FROM ops JOIN accounts ON ops.a = accounts.a",
     "SELECT * FROM ops LEFT JOIN accounts ON ops.a = accounts.a AND accounts.tier > 1",
@@ -98,7 +101,6 @@ OPAQUE = [
     "SELECT a FROM ops EXCEPT SELECT a FROM accounts",
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
     "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
-    "SELECT a FROM ops UNION SELECT a FROM accounts",
     "SELECT * FROM range(10)",                      # output unknown to the IR: passed as is
     "SELECT * FROM ops TABLESAMPLE (100 PERCENT)",
     "SELECT i.a, COUNT(*) AS n FROM (SELECT a FROM ops INTERSECT SELECT a FROM accounts) i "

@@ -320,7 +320,6 @@ OPAQUE_SQL = [
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
     "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
     "SELECT a, COUNT(*) AS n FROM ops GROUP BY CUBE(a)",
-    "SELECT a FROM ops UNION SELECT a FROM accounts",
     "SELECT 1 AS one",
     "SELECT * FROM VALUES (1, 2) AS v(x, y)",
     "SELECT a FROM ops QUALIFY ROW_NUMBER() OVER (PARTITION BY a ORDER BY s) = 1",
@@ -434,3 +433,12 @@ def test_schema_names_are_case_insensitive():
     upper = {"OPS": {k.upper(): v.upper() for k, v in S["ops"].items()}}
     p = lower("SELECT A, COUNT(*) AS n FROM Ops GROUP BY a", upper).plan
     assert shape(p) == "γ" and nodes(p, Scan)[0].columns[0] == ("a", "int")
+
+
+def test_union_distinct_is_distinct_over_union_all():
+    p = plan("SELECT a FROM ops UNION SELECT b FROM ops UNION ALL SELECT c FROM ops")
+    assert isinstance(p, UnionAll) and len(p.inputs) == 2          # ALL over (DISTINCT ∪)
+    inner = p.inputs[0]
+    assert isinstance(inner, Aggregate) and isinstance(inner.child, UnionAll)
+    p = plan("SELECT a FROM ops UNION ALL SELECT b FROM ops UNION SELECT c FROM ops")
+    assert isinstance(p, Aggregate) and len(p.child.inputs) == 3   # DISTINCT absorbs ALL
