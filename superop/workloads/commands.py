@@ -73,6 +73,9 @@ def register_bench(sub) -> None:
                    help="rows of ops, or a comma list for time-vs-rows (default 10m)")
     m.add_argument("--queries", help="comma list of query names or families (du,dj,mj); default all")
     m.add_argument("--seed", type=int, default=7)
+    m.add_argument("--budget-min", type=float,
+                   help="time budget in minutes: queries that would not finish in it are skipped "
+                        "(and listed); queries then run interleaved by family")
     _common(m, "out/bench/micro")
     m.set_defaults(bench_func=run_micro_cmd)
 
@@ -155,12 +158,14 @@ def run_micro_cmd(args) -> int:
     rw = make_rewriter(spark, args.rewriter, args.catalog)
     progress = Progress(enabled=not args.quiet)
     doc = run_micro(spark, rw, rows=args.rows, repeat=args.repeat, warmup=args.warmup,
-                    data_dir=args.data_dir, queries=queries, seed=args.seed, progress=progress)
+                    data_dir=args.data_dir, queries=queries, seed=args.seed, progress=progress,
+                    budget_s=args.budget_min * 60 if args.budget_min else None)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
                spark=spark_info(spark),
                rewriter={"name": rw.name, **rw.info},
                params={"rows": args.rows, "repeat": args.repeat, "warmup": args.warmup, "conf": args.conf,
-                       "queries": [q.name for q in queries], "seed": args.seed})
+                       "queries": [q.name for q in queries], "seed": args.seed,
+                       "budget_min": args.budget_min})
     return _finish(doc, args, "micro", progress)
 
 

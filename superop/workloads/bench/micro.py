@@ -210,11 +210,20 @@ def measure_triple(spark, name: str, sides: dict[str, str], repeat: int, warmup:
 def run_micro(spark, rewrite: Callable, *, rows: Sequence[int] = (10_000_000,), repeat: int = 5,
               warmup: int = 1, data_dir: str | os.PathLike = ".superop/bench-data",
               queries: Optional[Sequence[MicroQuery]] = None, seed: int = 7,
-              progress: Optional[Progress] = None) -> dict:
+              progress: Optional[Progress] = None, budget_s: Optional[float] = None) -> dict:
     """Run the micro set at every size in ``rows``; returns the result document (see
-    ``report.py``). ``rewrite(sql)`` returns a :class:`superop.workloads.bench.rewriters.Rewrite`."""
+    ``report.py``). ``rewrite(sql)`` returns a :class:`superop.workloads.bench.rewriters.Rewrite`.
+
+    ``budget_s``: stop starting new queries once the next one would likely end after the
+    budget (estimated from the queries done so far); the skipped ones are listed in the
+    result. With a budget the queries run interleaved by family (DU, DJ, MJ, DU, ...) so
+    that a cut-short run still covers every family."""
+    import time as _time
     queries = list(queries or MICRO_QUERIES)
-    results = []
+    if budget_s is not None:
+        queries = _interleave(queries)
+    t0 = _time.monotonic()
+    results, skipped = [], []
     if progress:
         progress.start(len(rows) * len(queries) * repeat)
     for n in rows:
@@ -222,13 +231,35 @@ def run_micro(spark, rewrite: Callable, *, rows: Sequence[int] = (10_000_000,), 
             progress.note(f"data: ops with {n:,} rows")
         path = ops_data(spark, n, data_dir, seed=seed)
         register_ops(spark, path)
-        for q in queries:
+        t_size = _time.monotonic()
+        for i, q in enumerate(queries):
+            if budget_s is not None and i > 0:
+                per_query = (_time.monotonic() - t_size) / i
+                if _time.monotonic() - t0 + per_query > budget_s:
+                    skipped.append({"rows": n, "name": q.name, "reason": "time budget"})
+                    if progress:
+                        progress.advance(repeat)
+                    continue
             results.append(_run_one(spark, q, n, rewrite, repeat, warmup, progress))
     if progress:
         progress.finish()
-    return {"bench": "micro", "results": results,
+        if skipped:
+            progress.warn(f"time budget: skipped {', '.join(s['name'] for s in skipped)}")
+    return {"bench": "micro", "results": results, "skipped": skipped,
             "summary": summarize_micro(results),
             "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def _interleave(queries: list[MicroQuery]) -> list[MicroQuery]:
+    fams: dict[str, list[MicroQuery]] = {}
+    for q in queries:
+        fams.setdefault(q.family, []).append(q)
+    out = []
+    while any(fams.values()):
+        for f in list(fams):
+            if fams[f]:
+                out.append(fams[f].pop(0))
+    return out
 
 
 def _run_one(spark, q: MicroQuery, n: int, rewrite: Callable, repeat: int, warmup: int,

@@ -142,6 +142,8 @@ def micro_markdown(doc: dict) -> str:
     lines += ["", "Times: median of the timed runs ± (max−min)/median. Exchanges: shuffle exchanges in "
               "Spark's physical plan (broadcasts in the JSON). Shuffle MB: Spark's stage metrics, median run.",
               ""]
+    if doc.get("skipped"):
+        lines += ["Skipped (time budget): " + ", ".join(f"{s['name']} @ {s['rows']:,}" for s in doc["skipped"]), ""]
     lines += _profile(doc)
     return "\n".join(lines)
 
