@@ -144,3 +144,16 @@ def test_tpch_bench_two_queries(spark, tpch_dir):
         assert r["equal"]["equal"], r["equal"]
         assert ("rewritten" in r["timing"]) == r["rewrite"]["changed"]
     assert doc["summary"]["queries"] == 2
+
+
+def test_readme_blocks_touch_only_the_bench_section(tmp_path):
+    from superop.workloads.bench.report import update_readme
+    p = tmp_path / "README.md"
+    p.write_text("# x\nintro\n<!-- bench:start -->\nold\n<!-- bench:end -->\ntail\n")
+    update_readme(p, "tpch", "T1")
+    update_readme(p, "micro", "M1")
+    update_readme(p, "micro", "M2")
+    text = p.read_text()
+    assert text.startswith("# x\nintro\n<!-- bench:start -->\n") and text.endswith("<!-- bench:end -->\ntail\n")
+    assert "M1" not in text and "old" not in text
+    assert text.index("M2") < text.index("T1")          # micro before tpch

@@ -390,6 +390,9 @@ plots under `out/bench/` and logs an MLflow run; `--readme README.md` puts its t
 Every number below was produced by the command printed above its table."""
 
 
+_BLOCK_ORDER = {"micro": 0, "tpch": 1, "mine": 2, "rewrite": 3}
+
+
 def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
     """Replace block ``block`` (e.g. micro, tpch) inside the bench markers of ``readme``; the
     rest of the README is never touched."""
@@ -405,5 +408,6 @@ def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
         r"<!-- bench:([\w.-]+) -->\n(.*?)\n<!-- /bench:\1 -->", section, re.S)}
     blocks[block] = text.strip()       # replaces in place, or appends a new block
     body = _README_INTRO + "\n\n" + "\n\n".join(
-        f"<!-- bench:{n} -->\n{t}\n<!-- /bench:{n} -->" for n, t in blocks.items())
+        f"<!-- bench:{n} -->\n{t}\n<!-- /bench:{n} -->"
+        for n, t in sorted(blocks.items(), key=lambda kv: (_BLOCK_ORDER.get(kv[0].split("-")[0], 9), kv[0])))
     atomic_write_text(p, head + README_START + "\n" + body + "\n" + README_END + tail)
