@@ -82,6 +82,53 @@ def edges_of(d: Decomposition) -> list[list[str]]:
     return [_ops(a.lower), _ops(a.upper), _ops(row.upper)]
 
 
+_SYM2OP = {"σ": "Select", "π": "Project", "ρ": "Rename"}
+
+
+def edges_from_shape(shape: str, family: str) -> Optional[list[list[str]]]:
+    """Optional operators per abstract edge read off a mined shape string (the query as
+    written, before SQL generation folded any σ/π/ρ), in the catalog's edge order; None
+    if the string is not a plain diamond shape."""
+    if not shape.startswith("(") or ")" not in shape:
+        return None
+    inner = shape[1:shape.rindex(")")]
+    if "(" in inner:
+        return None
+    branches = []
+    for b in inner.split(", "):
+        segs = b.split("|") if b else []
+        if "γ" in segs:
+            i = segs.index("γ")
+            if segs.count("γ") != 1 or i > 1 or len(segs) - i > 2:
+                return None
+            lower = segs[0] if i == 1 else ""
+            upper = segs[i + 1] if i + 1 < len(segs) else ""
+            branches.append((True, lower, upper))
+        elif len(segs) <= 1:
+            branches.append((False, "", segs[0] if segs else ""))
+        else:
+            return None
+    ops = lambda t: [o for o in OPTIONAL_OPS if o in {_SYM2OP.get(ch) for ch in t}]  # noqa: E731
+    if any(any(ch not in _SYM2OP for ch in lo + up) for _, lo, up in branches):
+        return None
+    if family == "DU" and all(g for g, _, _ in branches):
+        return [ops(lo) for _, lo, _ in branches] + [ops(up) for _, _, up in branches]
+    if family == "DJ" and len(branches) == 2 and all(g for g, _, _ in branches):
+        (_, l1, u1), (_, l2, u2) = branches
+        return [ops(l1), ops(l2), ops(u1), ops(u2)]
+    if family == "MJ" and len(branches) == 2 and sum(g for g, _, _ in branches) == 1:
+        agg = next(b for b in branches if b[0])
+        row = next(b for b in branches if not b[0])
+        return [ops(agg[1]), ops(agg[2]), ops(row[2])]
+    return None
+
+
+def merge_edges(a: list[list[str]], b: Optional[list[list[str]]]) -> list[list[str]]:
+    if b is None or len(a) != len(b):
+        return a
+    return [[o for o in OPTIONAL_OPS if o in set(x) | set(y)] for x, y in zip(a, b)]
+
+
 def rule_id(skeleton: tuple) -> str:
     fam = skeleton[0]
     if fam == "DU":

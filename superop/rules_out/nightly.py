@@ -127,8 +127,10 @@ def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float
             out["memory"] = res.program.memory
             out["aggregates"] = sorted({a.func for a in res.program.accumulators})
         if d is not None:
-            from .generalize import edges_of
-            out["edges"] = edges_of(d)
+            from .generalize import edges_from_shape, edges_of, merge_edges
+            # the mined shape keeps the σ/π/ρ of the query as written; SQL generation may
+            # have folded some of them into one SELECT before we re-lowered it
+            out["edges"] = merge_edges(edges_of(d), edges_from_shape(row["shape"], row["family"]))
             out["branches"] = len(d.branches)
             out["agg_side"] = d.agg_side
             out["join_kind"] = d.join_kind

@@ -105,6 +105,17 @@ def test_diff_reports_added_removed_changed_and_ignores_timings():
     assert "+ min-join-inner" in text and "- diamond-join-left" in text and "~ diamond-union-all-2way" in text
 
 
+def test_edges_from_mined_shape_strings():
+    from superop.rules_out.generalize import edges_from_shape, merge_edges
+    assert edges_from_shape("(ρπσ|γ|ρ, σ|γ)∪", "DU") == [["Select", "Project", "Rename"], ["Select"],
+                                                        ["Rename"], []]
+    assert edges_from_shape("(σ|γ, σ|γ)⟗", "DJ") == [["Select"], ["Select"], [], []]
+    assert edges_from_shape("(σ|γ|σ, σπ)⋈", "MJ") == [["Select"], ["Select"], ["Select", "Project"]]
+    assert edges_from_shape("(, γ)⋈", "MJ") == [[], [], []]
+    assert edges_from_shape("((γ, γ)∪, γ)⋈", "DJ") is None
+    assert merge_edges([["Select"], []], [["Rename"], ["Project"]]) == [["Select", "Rename"], ["Project"]]
+
+
 def test_rule_ids_are_kebab_case_and_stable():
     assert rule_id(("DU", 2)) == "diamond-union-all-2way"
     assert rule_id(("DJ", "full")) == "diamond-join-full"
