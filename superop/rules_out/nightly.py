@@ -228,7 +228,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         _progress(show, "mine: reading and mining the log")
         child = tr.start("mine", parent)
         tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
-        mres = run_mining(log_path, out / "mining", fmt=fmt, schema=schema, k=k, spark=spark,
+        mres = run_mining(log_path, out, fmt=fmt, schema=schema, k=k, spark=spark,
                           mlflow_run=False, column_map=column_map, progress=show, master=master)
         s = mres.summary
         m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
@@ -236,7 +236,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         m["seconds"] = round(time.perf_counter() - t, 3)
         tr.metrics(child, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
-            tr.artifact(child, out / "mining" / f, "mining")
+            tr.artifact(child, out / f, "mining")
         tr.end(child)
         metrics.update({f"mine_{a}": b for a, b in m.items()})
         metrics.update({a: b for a, b in m.items() if a != "seconds"})
