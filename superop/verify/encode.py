@@ -391,6 +391,21 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         if x.kind not in ("int", "real"):
             raise Unsupported("abs of non-number")
         return V(z3.If(x.v >= 0, x.v, -x.v), x.null, x.kind)
+    if isinstance(e, (exp.Greatest, exp.Least)):
+        # Spark: the greatest/least non-NULL argument; NULL only if every argument is NULL
+        vals = [ev(a, ctx) for a in [e.this] + list(e.expressions)]
+        vals = [x for x in vals if x.v is not None]
+        if not vals:
+            return NULL
+        k = common_kind(vals)
+        if k not in ("int", "real", "date"):
+            raise Unsupported(f"{type(e).__name__.upper()} over {k}")
+        vals = [V(x.val(k), x.null, k) for x in vals]
+        out = vals[0]
+        for x in vals[1:]:
+            better = _lt(out.v, x.v, k) if isinstance(e, exp.Greatest) else _lt(x.v, out.v, k)
+            out = ite(out.null, x, ite(x.null, out, ite(better, x, out)))
+        return out
     if isinstance(e, exp.Case):
         if e.this is not None:
             raise Unsupported("CASE <expr> WHEN (simple CASE)")
