@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
+from .runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
                               catalog_rules, values_view, verifier_certificates)
 from superop.rules_out.catalog import make_catalog
 

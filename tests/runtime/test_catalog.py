@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runtime_fixtures import catalog_rules
+from .runtime_fixtures import catalog_rules
 from superop.rules_out.catalog import (CatalogError, canonical_json, certificate, checksum, load_catalog,
                                        make_catalog, make_rule, problems, write_catalog)
 

@@ -7,7 +7,7 @@ import pytest
 
 from superop.sparkutil import bag
 
-from runtime_fixtures import KINDS
+from .runtime_fixtures import KINDS
 
 DU = {
     "core": "SELECT a, sum(s) AS t FROM ops GROUP BY a UNION ALL SELECT a, count(*) AS t FROM ops GROUP BY a",

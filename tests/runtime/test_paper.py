@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime_fixtures import values_view
+from .runtime_fixtures import values_view
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
 

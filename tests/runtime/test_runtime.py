@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pandas as pd
 import pytest
 
-from runtime_fixtures import OPS_ROWS, TEST_CERT, catalog_rules
+from .runtime_fixtures import OPS_ROWS, TEST_CERT, catalog_rules
 from superop.rules_out.catalog import make_catalog, make_rule, write_catalog
 from superop.runtime import SuperOpSession, compile_program, run_generic
 from superop.runtime.plan import analyze_plan
