@@ -224,6 +224,7 @@ def run_micro(spark, rewrite: Callable, *, rows: Sequence[int] = (10_000_000,), 
         queries = _interleave(queries)
     t0 = _time.monotonic()
     results, skipped = [], []
+    last_per_query: Optional[float] = None
     if progress:
         progress.start(len(rows) * len(queries) * repeat)
     for n in rows:
@@ -232,15 +233,20 @@ def run_micro(spark, rewrite: Callable, *, rows: Sequence[int] = (10_000_000,), 
         path = ops_data(spark, n, data_dir, seed=seed)
         register_ops(spark, path)
         t_size = _time.monotonic()
-        for i, q in enumerate(queries):
-            if budget_s is not None and i > 0:
-                per_query = (_time.monotonic() - t_size) / i
+        for q in queries:
+            # per-query estimate: this size's mean so far, else the previous size's
+            done_here = sum(1 for r in results if r["rows"] == n)
+            per_query = (_time.monotonic() - t_size) / done_here if done_here else last_per_query
+            if budget_s is not None and per_query is not None:
                 if _time.monotonic() - t0 + per_query > budget_s:
                     skipped.append({"rows": n, "name": q.name, "reason": "time budget"})
                     if progress:
                         progress.advance(repeat)
                     continue
             results.append(_run_one(spark, q, n, rewrite, repeat, warmup, progress))
+        done = sum(1 for r in results if r["rows"] == n)
+        if done:
+            last_per_query = (_time.monotonic() - t_size) / done
     if progress:
         progress.finish()
         if skipped:
