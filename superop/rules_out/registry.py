@@ -17,11 +17,27 @@ CANDIDATE, PRODUCTION = "candidate", "production"
 
 
 def _client(tracking_uri: Optional[str] = None):
-    import mlflow
     from mlflow import MlflowClient
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
-    return MlflowClient()
+    return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+
+
+class _TrackingUri:
+    """Temporarily point MLflow's global tracking URI at ``uri`` (artifact downloads of
+    ``models:/`` URIs read it), restoring the caller's setting afterwards."""
+
+    def __init__(self, uri: Optional[str]):
+        self.uri = uri
+
+    def __enter__(self):
+        import mlflow
+        self.old = mlflow.get_tracking_uri()
+        if self.uri:
+            mlflow.set_tracking_uri(self.uri)
+
+    def __exit__(self, *exc):
+        import mlflow
+        if self.uri:
+            mlflow.set_tracking_uri(self.old)
 
 
 def register_catalog(run_id: str, artifact_uri: str, tracking_uri: Optional[str] = None,
@@ -48,7 +64,8 @@ def promote(version: str, tracking_uri: Optional[str] = None, name: str = MODEL_
         raise SuperopError(f"no version {version} of registered model {name}") from None
     if check:
         from .catalog import load_catalog
-        load_catalog(f"models:/{name}/{version}")  # raises CatalogError if unusable
+        with _TrackingUri(tracking_uri):
+            load_catalog(f"models:/{name}/{version}")  # raises CatalogError if unusable
     c.set_registered_model_alias(name, alias, str(version))
     return f"models:/{name}@{alias}"
 

@@ -76,12 +76,11 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     assert mine.data.metrics["queries_read"] == nightly.metrics["queries_read"] > 0
     assert nightly.registered_version is not None
     # production loads the catalog by a registry URI once it is promoted
-    import mlflow
-    from superop.rules_out.registry import promote
-    mlflow.set_tracking_uri(nightly.tracking_uri)
+    from superop.rules_out.registry import _TrackingUri, promote
     uri = promote(nightly.registered_version, nightly.tracking_uri)
     assert uri == "models:/superop-catalog@production"
-    cat = load_catalog(uri)
+    with _TrackingUri(nightly.tracking_uri):
+        cat = load_catalog(uri)
     assert cat["checksum"] == json.loads(nightly.catalog_path.read_text())["checksum"]
 
 

@@ -79,7 +79,9 @@ def test_load_from_mlflow_run(tmp_path, monkeypatch):
     cat = write_catalog(src, make_catalog(catalog_rules()))
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
     try:
-        with mlflow.start_run() as run:
+        # an experiment of this store (the fluent API may remember another store's one)
+        exp_id = mlflow.create_experiment("catalog-load-test")
+        with mlflow.start_run(experiment_id=exp_id) as run:
             mlflow.log_artifact(str(src), artifact_path="catalog")
         loaded = load_catalog(f"runs:/{run.info.run_id}/catalog")
         assert loaded == cat
