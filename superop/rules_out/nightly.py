@@ -253,7 +253,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
             _progress(show, f"synthesize {i}/{len(rows)} {row['candidate_id']} {row['shape']}")
             o = synthesize_candidate(row, schema, K, synth_timeout_s, verify_timeout_s, synth_fn)
             o["support"] = {"templates": int(row["templates"]), "executions": int(row["executions"]),
-                            "cost_share": float(row["cost_share"])}
+                            "cost_share": float(row["cost_share"]),
+                            "join_kind_mined": row.get("join_kind") or ""}
             o["template_ids"] = list(row.get("template_ids") if row.get("template_ids") is not None else [])
             outcomes.append(o)
         by = {}

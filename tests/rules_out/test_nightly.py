@@ -14,7 +14,7 @@ from superop.rules_out.catalog import load_catalog
 def small_log(tmp_path_factory) -> Path:
     from superop.workloads.loggen import write_log
     p = tmp_path_factory.mktemp("log") / "log.jsonl"
-    write_log(p, n_queries=400, seed=3)
+    write_log(p, n_queries=400, seed=3, truth_path=p.with_suffix(".truth.json"))
     return p
 
 
@@ -60,6 +60,31 @@ def test_nightly_writes_catalog_report_and_marks_the_crash(nightly):
     if cat["rules"]:
         assert main(["verify", "--catalog", str(res.catalog_path)]) == 0
         assert any(r["proof"] == "unbounded" for r in cat["rules"])
+
+
+def test_rule_support_matches_the_generators_ground_truth(nightly, small_log):
+    """A rule's support is the sum of its member patterns' support, and each pattern's
+    support is the planted variant's (distinct templates, executions) from the generator."""
+    truth = json.loads(small_log.with_suffix(".truth.json").read_text())
+    planted = {(v["family"], v["join_kind"] or "", v["shape"]): v for v in truth["variants"]}
+    by_candidate = {o["candidate"]: o for o in nightly.outcomes}
+    cat = json.loads(nightly.catalog_path.read_text())
+    checked = 0
+    for r in cat["rules"]:
+        members = [c["candidate"] for c in r["certificates"] if "candidate" in c]
+        assert len(members) == r["support"]["patterns"] >= 1
+        want_t = want_e = 0
+        for m in members:
+            o = by_candidate[m]
+            v = planted[(o["family"], o["support"]["join_kind_mined"], o["shape"])]
+            assert (o["support"]["templates"], o["support"]["executions"]) == (v["templates"], v["executions"])
+            want_t += v["templates"]
+            want_e += v["executions"]
+            checked += 1
+        assert r["support"]["executions"] == want_e
+        assert r["support"]["distinct_queries"] == want_t
+    assert checked == sum(1 for o in nightly.outcomes if o["status"] == "verified"
+                          and o.get("memory") == "streaming")
 
 
 def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
