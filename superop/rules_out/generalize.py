@@ -3,10 +3,13 @@
 A pattern is one candidate sub-query that was synthesized and verified. Patterns are
 grouped by their *core skeleton* — family, the join kind (DJ/MJ) or number of UNION ALL
 inputs (DU), and for MJ the side the aggregate is on. Each group becomes one abstract rule
-whose abstract edges carry the optional operators (σ π ρ) seen on that edge in any member
-(in any number and order). A rule carries the unbounded proof of its parametric template
-when one exists (``proof = "unbounded"``) and otherwise the bounded certificates of its
-members (``proof = "bounded"``).
+whose abstract edges carry the optional operators (σ π ρ) that may occur on that edge in
+any number and order. A rule carries the unbounded proof of its parametric template when
+one exists (``proof = "unbounded"``): that proof holds for every σ/π/ρ instantiation, so its
+edges admit all three (but no σ into a Min & Join's aggregate, Fig. 13). Otherwise it carries
+the bounded certificates of its members (``proof = "bounded"``) and its edges admit only
+the operators seen on that edge in some member. What was seen is kept in the template
+parameters (``edges_seen``, ``aggregates_seen``).
 
 Only streaming programs become rules: a Min & Join whose verified program buffers the
 partition (a filter below the min, count/sum joined back) is reported, not admitted.
@@ -20,6 +23,8 @@ from ..ir.analysis import Decomposition, Edge
 from ..ir.nodes import Rename
 from .catalog import OPTIONAL_OPS, make_rule
 
+STREAMING_AGGS = ("count_star", "count", "sum", "min", "max", "avg")
+MJ_AGGS = ("min", "max")
 FAMILY_NAMES = {"DU": "diamond-union-all", "DJ": "diamond-join", "MJ": "min-join"}
 
 
@@ -173,7 +178,18 @@ def generalize(patterns: Sequence[Pattern],
             proofs = []  # an unproven template falls back to the members' bounded certificates
         member_certs = [dict(m.certificate, candidate=m.candidate_id) for m in members]
         certs = proofs + member_certs
-        aggs = sorted({a for m in members for a in m.aggregates})
+        seen_edges, seen_aggs = edges, sorted({a for m in members for a in m.aggregates})
+        if proofs:
+            # The inductive proof holds for every σ/π/ρ instantiation of the edges and every
+            # fold, so the rule admits all of them, not just those seen in the log — except
+            # a σ into a Min & Join's aggregate (Fig. 13: not streaming) and folds that
+            # need more than constant state (COUNT(DISTINCT)).
+            edges = [list(OPTIONAL_OPS) for _ in edges]
+            if sk[0] == "MJ":
+                edges[0] = ["Project", "Rename"]
+            aggs = list(MJ_AGGS if sk[0] == "MJ" else STREAMING_AGGS)
+        else:
+            aggs = seen_aggs
         tids = {t for m in members for t in m.template_ids}
         support = {
             "patterns": len(members),
@@ -183,7 +199,8 @@ def generalize(patterns: Sequence[Pattern],
         }
         firsts = [m.first_seen for m in members if m.first_seen]
         lasts = [m.last_seen for m in members if m.last_seen]
-        params = {"examples": [{"candidate": m.candidate_id, "shape": m.shape, "sql": m.sql,
+        params = {"edges_seen": seen_edges, "aggregates_seen": seen_aggs,
+                  "examples": [{"candidate": m.candidate_id, "shape": m.shape, "sql": m.sql,
                                 "program": m.program, "pseudo_code": m.pseudo_code}
                                for m in members[:3]],
                   "shapes": sorted({m.shape for m in members})}

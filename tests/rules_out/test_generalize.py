@@ -92,6 +92,14 @@ def test_generalize_is_deterministic_and_uses_template_proofs():
     assert diff(make_catalog(a), make_catalog(b)) == {
         "added": [], "removed": [], "changed": {}, "unchanged": [r["id"] for r in a]}
     assert all(r["proof"] == "unbounded" and r["certificates"][0]["method"] == "inductive" for r in a)
+    # an unbounded proof covers every σ/π/ρ instantiation and every streaming fold ...
+    du = next(r for r in a if r["family"] == "DU")
+    assert all(e["optional"] == ["Select", "Project", "Rename"] for e in du["abstract_edges"])
+    assert "avg" in du["aggregates"] and "count_distinct" not in du["aggregates"]
+    # ... but never a σ into a Min & Join's aggregate (Fig. 13), and only min/max there
+    mj = next(r for r in a if r["family"] == "MJ")
+    assert mj["abstract_edges"][0]["optional"] == ["Project", "Rename"] and mj["aggregates"] == ["min", "max"]
+    assert du["template"]["parameters"]["edges_seen"][0] == ["Select"]
 
 
 def test_diff_reports_added_removed_changed_and_ignores_timings():
