@@ -211,9 +211,9 @@ def decompose(root: Node, plan_root: Optional[Node] = None) -> Optional[Decompos
     return None
 
 
-def single_input_single_output(d: Decomposition, plan_root: Node) -> bool:
-    """CheckAttributes part 1: every consumer of every node strictly inside the match
-    is inside the match (the source may have outside consumers; it is the one leaf)."""
+def interior_ids(d: Decomposition) -> frozenset[int]:
+    """ids of the nodes a super-operator replaces: the root, the aggregates and every
+    operator on the abstract edges (not the shared source)."""
     inside: set[int] = {id(d.root)}
     for b in d.branches:
         for e in (b.upper, b.lower):
@@ -221,11 +221,17 @@ def single_input_single_output(d: Decomposition, plan_root: Node) -> bool:
                 inside.update(id(o) for o in e.ops)
         if b.agg is not None:
             inside.add(id(b.agg))
+    return frozenset(inside)
+
+
+def single_input_single_output(d: Decomposition, plan_root: Node) -> bool:
+    """CheckAttributes part 1: every consumer of every node strictly inside the match
+    is inside the match (the source may have outside consumers; it is the one leaf)."""
+    inside = interior_ids(d)
     ps = parents(plan_root)
     for nid in inside - {id(d.root)}:
         if any(id(p) not in inside for p in ps.get(nid, ())):
             return False
-    # every consumer of the source reached through the match must be inside it
     return True
 
 

@@ -73,6 +73,17 @@ class _Names:
         self.acc = {a.name: f"{P}a_{a.name}" for a in program.accumulators}
         self.flag = {f.name: f"{P}f_{f.name}" for f in program.flags}
 
+    def partition_ref(self, ns: str, name: str) -> exp.Column:
+        """A partition emit's ``key.*``/``acc.*``/``flag.*`` as a column of the GROUP BY /
+        window output (final values)."""
+        if ns == "key":
+            return _col(name)
+        if ns == "acc":
+            return _col(self.acc[name])
+        if ns == "flag":
+            return _col(self.flag[name])
+        raise ValueError(f"{ns}.{name} is not allowed in a partition emit")
+
 
 def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expression], over: str = "") -> str:
     """A guarded aggregate (``over`` makes it a window aggregate). count(DISTINCT) is
@@ -210,14 +221,7 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
             items.append(f"({_flag_sql(_subst(f.guard, _row_ref))} = 1) AS {nm.flag[f.name]}")
         inner = f"SELECT {', '.join(items)} FROM {src_item} GROUP BY {keys}"
 
-        def part_map(ns, name):
-            if ns == "key":
-                return _col(name)
-            if ns == "acc":
-                return _col(nm.acc[name])
-            if ns == "flag":
-                return _col(nm.flag[name])
-            raise ValueError(f"{ns}.{name} is not allowed in a partition emit")
+        part_map = nm.partition_ref
         cells = _emit_outputs(program, program.partition_emits, types, part_map)
         guarded = [(_guard(em.guard, part_map), c) for em, c in zip(program.partition_emits, cells)]
         return _emission(program, guarded, inner, types)
@@ -262,14 +266,7 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
             return _col(run_flag.get(name, nm.flag[name]))
         raise ValueError(ns)
 
-    def part_map(ns, name):
-        if ns == "key":
-            return _col(name)
-        if ns == "acc":
-            return _col(nm.acc[name])
-        if ns == "flag":
-            return _col(nm.flag[name])
-        raise ValueError(f"{ns}.{name} is not allowed in a partition emit")
+    part_map = nm.partition_ref
 
     guarded = []
     cells_r = _emit_outputs(program, program.row_emits, types, row_map)

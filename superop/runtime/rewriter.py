@@ -28,7 +28,8 @@ from typing import Callable, Optional, Sequence
 from sqlglot import exp
 
 from ..ir import nodes as N
-from ..ir.analysis import Decomposition, capture_parameters, decompose, single_input_single_output
+from ..ir.analysis import (Decomposition, capture_parameters, decompose, interior_ids,
+                            single_input_single_output)
 from ..ir.generate import to_sql
 from ..ir.lower import lower
 from ..synth.dsl import Program, RowEmit
@@ -334,17 +335,6 @@ def _prefilter(d: Decomposition, program: Program) -> Optional[exp.Expression]:
     return out
 
 
-def _interior(d: Decomposition) -> frozenset:
-    ids = {id(d.root)}
-    for b in d.branches:
-        for e in (b.upper, b.lower):
-            if e is not None:
-                ids.update(id(o) for o in e.ops)
-        if b.agg is not None:
-            ids.add(id(b.agg))
-    return frozenset(ids)
-
-
 @dataclass
 class Candidate:
     """One way to rewrite the query: a set of non-conflicting matches and its SQL."""
@@ -403,7 +393,7 @@ class Rewriter:
             if r is not None:
                 why.append(f"{rule.id}: {r}")
                 break
-            return Match(rule.id, d.family, d, _interior(d))
+            return Match(rule.id, d.family, d, interior_ids(d))
         if trace is not None and why:
             trace.append(f"{d.family} at {d.root.op}({d.join_kind or len(d.branches)}): no rule — " + "; ".join(why))
         return None
