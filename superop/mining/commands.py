@@ -1,5 +1,5 @@
 """`superop mine`: the nightly job (mine → synthesize → verify → generalize → export,
-``superop.rules_out.nightly``); ``--mine-only`` runs just the mining stage (run_mining)."""
+``superop.pipeline.nightly``); ``--mine-only`` runs just the mining stage (run_mining)."""
 from __future__ import annotations
 
 import json
@@ -84,7 +84,7 @@ def _run(args) -> int:
 
 
 def _nightly(args, schema, column_map) -> int:
-    from ..rules_out.nightly import run_nightly
+    from ..pipeline.nightly import run_nightly
     r = run_nightly(args.log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
                     master=args.master, column_map=column_map,

@@ -21,7 +21,7 @@ def small_log(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def nightly(spark, small_log, tmp_path_factory):
     """One run where candidate #2 crashes the synthesizer (injected) and the rest are real."""
-    from superop.rules_out import nightly as N
+    from superop.pipeline import nightly as N
     from superop.synth.synthesizer import synthesize
     calls = []
 
@@ -111,7 +111,7 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
 
 def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, monkeypatch):
     from superop.rules_out import generalize as G
-    from superop.rules_out import nightly as N
+    from superop.pipeline import nightly as N
     before = nightly.catalog_path.read_bytes()
 
     def boom(*a, **k):

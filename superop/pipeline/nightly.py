@@ -127,7 +127,7 @@ def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float
             out["memory"] = res.program.memory
             out["aggregates"] = sorted({a.func for a in res.program.accumulators})
         if d is not None:
-            from .generalize import edges_from_shape, edges_of, merge_edges
+            from ..rules_out.generalize import edges_from_shape, edges_of, merge_edges
             # the mined shape keeps the σ/π/ρ of the query as written; SQL generation may
             # have folded some of them into one SELECT before we re-lowered it
             out["edges"] = merge_edges(edges_of(d), edges_from_shape(row["shape"], row["family"]))
@@ -202,9 +202,9 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 experiment: str = "superop-nightly") -> NightlyResult:
     from ..cliutil import atomic_write_json, atomic_write_text
     from ..mining.job import run_mining, tracking_uri_for
-    from .catalog import make_catalog, write_catalog
-    from .generalize import Pattern, generalize
-    from .report import to_markdown
+    from ..rules_out.catalog import make_catalog, write_catalog
+    from ..rules_out.generalize import Pattern, generalize
+    from ..rules_out.report import to_markdown
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -334,7 +334,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
 
         version = None
         if register:
-            from .registry import register_catalog
+            from ..rules_out.registry import register_catalog
             run = tr.client.get_run(child)
             version = register_catalog(child, run.info.artifact_uri.rstrip("/") + "/catalog", uri)
         tr.metrics(parent, {k2: v for k2, v in metrics.items() if isinstance(v, (int, float))})

@@ -1,0 +1,2 @@
+"""Orchestration of the stages (the nightly job), above mining, synthesis, verification
+and the rule catalog."""
