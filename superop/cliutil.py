@@ -36,21 +36,7 @@ def read_schema(args) -> dict:
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write via a temp file in the same directory + rename: readers never see a
     partial file and a failed write leaves the old file in place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path, obj) -> None:
@@ -58,12 +44,18 @@ def atomic_write_json(path, obj) -> None:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Atomic like :func:`atomic_write_text`; the file gets the mode a plain ``open`` would
+    give it under the umask (0644 under 022), not the temporary file's 0600."""
+    from .storage import file_mode
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -71,3 +63,20 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def pretty_sql(sql: str) -> str:
+    """``sql`` re-printed one clause per line (sqlglot, Spark dialect) for people to read.
+    Only for display: what runs is the SQL as generated; unparsable text is returned as is."""
+    import sqlglot
+    try:
+        trees = [t for t in sqlglot.parse(sql, dialect=SQL_DIALECT) if t is not None]
+    except Exception:
+        return sql
+    if not trees:
+        return sql
+    return ";\n".join(t.sql(dialect=SQL_DIALECT, pretty=True) for t in trees)
+
+
+# The dialect of every SQL text superop reads and writes (the IR's lower/generate use it).
+SQL_DIALECT = "spark"

@@ -129,24 +129,31 @@ NORM_DDL = ("template_id string, reason string, statement_text string, "
 def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None, k: int = 2,
                spark=None, mlflow_run: bool = True, column_map: Optional[dict] = None,
                include_failed: bool = False, progress: Optional[bool] = None,
-               master: Optional[str] = None, experiment: str = "superop-mining") -> MiningResult:
+               master: Optional[str] = None, experiment: str = "superop-mining",
+               outputs=None) -> MiningResult:
     """Mine ``log_path`` and write the outputs to ``out_dir`` (see module doc).
 
     ``schema``: {"table": {"column": "type"}}; None = the paper's tables + TPC-H
     (:func:`superop.workloads.loggen.mining_schema`); "spark" = the session's catalog.
     ``k``: a sub-plan recurs (and a candidate variant is reported) when seen in >= k
-    distinct templates. Raises SuperopError when the log as a whole is unusable."""
+    distinct templates. Raises SuperopError when the log as a whole is unusable.
+
+    ``out_dir``: a local path or any Hadoop filesystem URI. The outputs of a run appear
+    there together or not at all (:class:`superop.storage.OutputSet`); a caller that passes
+    its own ``outputs`` set (the nightly job) commits it itself, with its other outputs."""
     from pyspark.sql import functions as F
 
     from .analyze import ANALYSIS_DDL, make_mapper
 
     if k < 1:
         raise SuperopError(f"k must be >= 1, got {k}")
-    out = Path(out_dir)
+    from ..storage import OutputSet, local_path
+    out = Path(local_path(str(out_dir))) if local_path(str(out_dir)) is not None else str(out_dir)
     prog = Progress(progress)
     if spark is None:
         from ..sparkutil import get_spark
         spark = get_spark(app_name="superop-mine", master=master)
+    own_outputs = outputs is None
     if schema is None:
         from ..workloads.loggen import mining_schema
         schema = mining_schema()
@@ -256,16 +263,24 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "candidate_cost_share": float(cands["cost_share"].sum()) if len(cands) else 0.0,
         "seconds_by_phase": {},
     }
-    with prog.phase("write", str(out)):
-        _write_outputs(out, summary, cands, near, recurring, prog, t_start)
+    if own_outputs:
+        outputs = OutputSet(str(out_dir), spark)
     run_id = None
-    if mlflow_run:
-        with prog.phase("mlflow"):
-            run_id = _log_mlflow(out, summary, cands, log_path, fmt, k, experiment)
-        summary["mlflow_run_id"] = run_id
-        summary["seconds_by_phase"] = dict(prog.seconds)
-        from ..cliutil import atomic_write_json
-        atomic_write_json(out / "summary.json", summary)
+    try:
+        with prog.phase("write", str(out)):
+            _write_outputs(outputs, summary, cands, near, recurring, prog, t_start)
+        if mlflow_run:
+            with prog.phase("mlflow"):
+                run_id = _log_mlflow(outputs.staged_dir(), summary, cands, log_path, fmt, k,
+                                     experiment, out)
+            summary["mlflow_run_id"] = run_id
+            summary["seconds_by_phase"] = dict(prog.seconds)
+            outputs.write_json("summary.json", summary)
+        if own_outputs:
+            outputs.commit()
+    finally:
+        if own_outputs:
+            outputs.discard()
     return MiningResult(out, summary, cands, near, recurring, run_id)
 
 
@@ -310,54 +325,40 @@ def _parquet_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def _write_outputs(out: Path, summary, cands, near, recurring, prog, t_start) -> None:
-    from ..cliutil import atomic_write_bytes, atomic_write_json
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "candidates.parquet", _parquet_bytes(cands))
-    atomic_write_bytes(out / "near_misses.parquet", _parquet_bytes(near))
-    atomic_write_bytes(out / "recurring.parquet", _parquet_bytes(recurring))
+def _write_outputs(outputs, summary, cands, near, recurring, prog, t_start) -> None:
+    outputs.write_bytes("candidates.parquet", _parquet_bytes(cands))
+    outputs.write_bytes("near_misses.parquet", _parquet_bytes(near))
+    outputs.write_bytes("recurring.parquet", _parquet_bytes(recurring))
     summary["seconds_by_phase"] = dict(prog.seconds)
     summary["seconds_total"] = round(time.perf_counter() - t_start, 3)
-    atomic_write_json(out / "summary.json", summary)
+    outputs.write_json("summary.json", summary)
 
 
-def tracking_uri_for(out: Path) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{out.resolve()}/mlflow.db"
+def tracking_uri_for(out) -> str:
+    from ..tracking import tracking_uri_for as uri_for
+    return uri_for(out)
 
 
-def _log_mlflow(out: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
-                experiment: str) -> str:
-    import logging
-    import mlflow
-    from mlflow.tracking import MlflowClient
-    for name in ("mlflow", "alembic", "sqlalchemy"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    uri = tracking_uri_for(out)
-    client = MlflowClient(tracking_uri=uri)
-    exp_ = client.get_experiment_by_name(experiment)
-    if exp_ is None:
-        loc = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
-        exp_id = client.create_experiment(experiment, artifact_location=loc)
-    else:
-        exp_id = exp_.experiment_id
-    run = client.create_run(exp_id, run_name=f"mine-{Path(str(log_path)).name}")
-    rid = run.info.run_id
+def _log_mlflow(files: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
+                experiment: str, out=None) -> str:
+    """One run (fluent API, see superop.tracking) in the store of ``out`` (default: ``files``,
+    the local directory holding the outputs to log as artifacts)."""
+    from ..tracking import Tracker, store_for
+    tr = Tracker(store_for(out if out is not None else files), experiment)
+    rid = tr.start(f"mine-{Path(str(log_path)).name}")
+    ok = False
     try:
-        for key, v in {"log": str(log_path), "format": fmt, "k": k,
-                       "templates": summary["templates"]}.items():
-            client.log_param(rid, key, str(v)[:500])
-        for key in ("queries_read", "malformed", "queries_mined", "templates",
-                    "recurring_subplans", "candidates", "near_misses", "candidate_cost_share",
-                    "seconds_total"):
-            client.log_metric(rid, key, float(summary.get(key) or 0))
-        for fam, n in summary["candidates_by_family"].items():
-            client.log_metric(rid, f"candidates_{fam}", float(n))
-        for ph, s in summary["seconds_by_phase"].items():
-            client.log_metric(rid, f"seconds_{ph}", float(s))
+        tr.params(rid, {"log": str(log_path), "format": fmt, "k": k,
+                        "templates": summary["templates"]})
+        m = {key: float(summary.get(key) or 0) for key in (
+            "queries_read", "malformed", "queries_mined", "templates", "recurring_subplans",
+            "candidates", "near_misses", "candidate_cost_share", "seconds_total")}
+        m.update({f"candidates_{fam}": n for fam, n in summary["candidates_by_family"].items()})
+        m.update({f"seconds_{ph}": s for ph, s in summary["seconds_by_phase"].items()})
+        tr.metrics(rid, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
-            client.log_artifact(rid, str(out / f))
-        client.set_terminated(rid, "FINISHED")
-    except Exception:
-        client.set_terminated(rid, "FAILED")
-        raise
+            tr.artifact(rid, Path(files) / f)
+        ok = True
+    finally:
+        tr.end(rid, ok)
     return rid

@@ -40,52 +40,26 @@ class NightlyResult:
     registered_version: Optional[str] = None
 
 
-def content_hash(path: str | os.PathLike) -> str:
-    """sha256 over the log's bytes (every file of a directory, in name order)."""
-    p = Path(path)
+def content_hash(path, spark=None) -> str:
+    """The log's identity for the catalog's ``source`` and the MLflow dataset digest:
+    sha256 over the bytes of every file (name order) of a local log; for a log on a Hadoop
+    filesystem, sha256 over its listing (path and size of every file) — reading the whole
+    log back through the driver would cost more than mining it."""
+    from ..storage import filesystem, local_path
     h = hashlib.sha256()
-    files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
-    for f in files:
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return "sha256:" + h.hexdigest()
-
-
-class _Tracker:
-    """MLflow parent/child runs through the client API (no global active-run state, so
-    the job can run inside other code)."""
-
-    def __init__(self, uri: str, experiment: str, artifact_root: Optional[str]):
-        from mlflow.tracking import MlflowClient
-        for name in ("mlflow", "alembic", "sqlalchemy"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
-        e = self.client.get_experiment_by_name(experiment)
-        self.exp_id = e.experiment_id if e is not None else \
-            self.client.create_experiment(experiment, artifact_location=artifact_root)
-        self.parent = None
-
-    def start(self, name: str, parent: Optional[str] = None) -> str:
-        tags = {"mlflow.parentRunId": parent} if parent else {}
-        return self.client.create_run(self.exp_id, run_name=name, tags=tags).info.run_id
-
-    def params(self, rid: str, d: dict) -> None:
-        for k, v in d.items():
-            self.client.log_param(rid, k, str(v)[:500])
-
-    def metrics(self, rid: str, d: dict) -> None:
-        for k, v in d.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.client.log_metric(rid, k, float(v))
-
-    def artifact(self, rid: str, path: Path, sub: Optional[str] = None) -> None:
-        self.client.log_artifact(rid, str(path), sub)
-
-    def end(self, rid: str, ok: bool = True) -> None:
-        self.client.set_terminated(rid, "FINISHED" if ok else "FAILED")
+    loc = local_path(str(path))
+    if loc is not None and Path(loc).exists():
+        p = Path(loc)
+        files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(f.name.encode())
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        return "sha256:" + h.hexdigest()
+    for f in filesystem(str(path), spark).list_files(str(path)):
+        h.update(f"{f.path}\0{f.size}\n".encode())
+    return "listing-sha256:" + h.hexdigest()
 
 
 def _progress(enabled: bool, msg: str) -> None:
@@ -200,43 +174,59 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
                 experiment: str = "superop-nightly") -> NightlyResult:
-    from ..cliutil import atomic_write_json, atomic_write_text
-    from ..mining.job import run_mining, tracking_uri_for
+    from ..mining.job import run_mining
+    from ..storage import OutputSet, local_path
+    from ..tracking import Tracker, store_for
     from ..rules_out.catalog import make_catalog, write_catalog
     from ..rules_out.generalize import Pattern, generalize
-    from ..rules_out.report import to_markdown
+    from ..rules_out.report import to_html, to_markdown
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    local = local_path(str(out_dir))
+    out = Path(local) if local is not None else str(out_dir)
     show = sys.stderr.isatty() if progress is None else progress
     if schema is None:
         from ..workloads.loggen import mining_schema
         schema = mining_schema()
-    uri = tracking_uri_for(out)
-    art = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
-    tr = _Tracker(uri, experiment, art)
+    if spark is None:
+        from ..sparkutil import get_spark
+        spark = get_spark(app_name="superop-nightly", master=master)
+    # every output of this run is staged and appears in out_dir together, at the very end
+    outputs = OutputSet(str(out_dir), spark)
+    staged = outputs.staged_dir
+    try:
+        tr = Tracker(store_for(out_dir), experiment)
+    except BaseException:
+        outputs.discard()
+        raise
+    uri = tr.uri
     parent = tr.start(f"nightly-{Path(str(log_path)).name}")
     params = {"log": str(log_path), "format": fmt, "k": k, "K": K,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
-    tr.params(parent, params)
     metrics: dict = {}
     ok = False
     try:
+        tr.params(parent, params)
+        log_hash = content_hash(log_path, spark)
+        tr.dataset(parent, name=Path(str(log_path)).name or str(log_path), digest=log_hash,
+                   path=str(log_path), columns=_log_columns())
         # -- mine ---------------------------------------------------------------------
         t = time.perf_counter()
         _progress(show, "mine: reading and mining the log")
         child = tr.start("mine", parent)
         tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
+        tr.dataset(child, name=Path(str(log_path)).name or str(log_path), digest=log_hash,
+                   path=str(log_path), columns=_log_columns())
         mres = run_mining(log_path, out, fmt=fmt, schema=schema, k=k, spark=spark,
-                          mlflow_run=False, column_map=column_map, progress=show, master=master)
+                          mlflow_run=False, column_map=column_map, progress=show, master=master,
+                          outputs=outputs)
         s = mres.summary
         m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
                                       "recurring_subplans", "candidates", "near_misses")}
         m["seconds"] = round(time.perf_counter() - t, 3)
         tr.metrics(child, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
-            tr.artifact(child, out / f, "mining")
+            tr.artifact(child, staged() / f, "mining")
         tr.end(child)
         metrics.update({f"mine_{a}": b for a, b in m.items()})
         metrics.update({a: b for a, b in m.items() if a != "seconds"})
@@ -266,8 +256,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                    "unsupported": by.get("unsupported", 0),
                    "seconds": round(time.perf_counter() - t, 3)}
         tr.metrics(child, synth_m)
-        atomic_write_json(out / "synthesis.json", outcomes)
-        tr.artifact(child, out / "synthesis.json")
+        outputs.write_json("synthesis.json", outcomes)
+        tr.artifact(child, staged() / "synthesis.json")
         tr.end(child)
         child = tr.start("verify", parent)
         ver_m = {"verified": by.get("verified", 0), "refuted": by.get("refuted", 0),
@@ -307,7 +297,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         # -- export --------------------------------------------------------------------------
         t = time.perf_counter()
         child = tr.start("export", parent)
-        source = {"log": str(log_path), "window": s.get("window"), "content_hash": content_hash(log_path)}
+        source = {"log": str(log_path), "window": s.get("window"), "content_hash": log_hash}
         catalog = make_catalog(rules, source=source)
         catalog_report = {
             "queries_read": s.get("queries_read"), "malformed": s.get("malformed"),
@@ -319,14 +309,18 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                         for o in outcomes if o["status"] != "verified"]
         not_admitted += [{"candidate": r.pattern.candidate_id, "shape": r.pattern.shape, "reason": r.reason}
                          for r in rejected]
-        staged = out / ".catalog.staged.json"
-        written = write_catalog(staged, catalog, require_verified=True)
-        report = to_markdown(dict(written, report=catalog_report, rejected=not_admitted))
-        # Everything succeeded: only now replace the previous catalog and report.
-        atomic_write_text(out / "report.md", report)
-        os.replace(staged, out / "catalog.json")
-        for f in ("catalog.json", "report.md", "synthesis.json"):
-            tr.artifact(child, out / f, "catalog" if f == "catalog.json" else None)
+        cat_file = staged() / "catalog.json"
+        written = write_catalog(cat_file, catalog, require_verified=True)
+        outputs.write_bytes("catalog.json", cat_file.read_bytes())
+        full = dict(written, report=catalog_report, rejected=not_admitted)
+        outputs.write_text("report.md", to_markdown(full))
+        outputs.write_text("report.html", to_html(full))
+        for f in ("catalog.json", "report.md", "report.html", "synthesis.json"):
+            tr.artifact(child, staged() / f, "catalog" if f == "catalog.json" else None)
+        # the catalog as an MLflow pyfunc model of this run (and a registered version)
+        from ..rules_out.registry import log_catalog_model, register_catalog_model
+        model = log_catalog_model(cat_file, schema, {
+            "report_md": str(staged() / "report.md"), "report_html": str(staged() / "report.html")})
         exp_m = {"rules": len(rules), "seconds": round(time.perf_counter() - t, 3)}
         tr.metrics(child, exp_m)
         tr.end(child)
@@ -334,17 +328,21 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
 
         version = None
         if register:
-            from ..rules_out.registry import register_catalog
-            run = tr.client.get_run(child)
-            version = register_catalog(child, run.info.artifact_uri.rstrip("/") + "/catalog", uri)
+            version = register_catalog_model(model.model_uri, written, uri, run_id=parent)
         tr.metrics(parent, {k2: v for k2, v in metrics.items() if isinstance(v, (int, float))})
-        tr.artifact(parent, out / "catalog.json")
-        tr.artifact(parent, out / "report.md")
+        tr.artifact(parent, staged() / "report.html")
+        tr.artifact(parent, staged() / "report.md")
+        # Everything succeeded: only now does the new output set replace the previous one.
+        outputs.commit(last=["catalog.json"])
         ok = True
-        return NightlyResult(out, out / "catalog.json", out / "report.md", written, outcomes,
+        final = (lambda n: out / n) if isinstance(out, Path) else outputs.final
+        return NightlyResult(out, final("catalog.json"), final("report.md"), written, outcomes,
                              metrics, parent, uri, version)
     finally:
         tr.end(parent, ok)
-        staged = out / ".catalog.staged.json"
-        if staged.exists():
-            staged.unlink()
+        outputs.discard()
+
+
+def _log_columns():
+    from ..mining.readers import LOG_COLUMNS
+    return LOG_COLUMNS
