@@ -39,7 +39,7 @@ import pandas as pd
 from ..errors import SuperopError
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
-from .readers import SUCCESS, read_log
+from .readers import SUCCESS, open_log
 
 MALFORMED_REASONS = {"malformed_json", "not_a_json_object", "missing_statement_text",
                      "bad_statement_text_type", "bad_numeric_field", "malformed_csv",
@@ -164,8 +164,9 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
 
     with prog.phase("read", str(log_path)):
         # lazily planned: reading, parsing and normalization run in the next phase's job
-        norm = read_log(spark, str(log_path), fmt, column_map,
-                        post=_normalizer(include_failed), post_ddl=NORM_DDL)
+        log_read = open_log(spark, str(log_path), fmt, column_map,
+                            post=_normalizer(include_failed), post_ddl=NORM_DDL)
+        norm = log_read.df
     with prog.phase("normalize"):
         per_template = norm.groupBy("template_id", "reason").agg(
             F.count(F.lit(1)).alias("executions"),
@@ -262,6 +263,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "total_cost_ms": total_cost,
         "candidate_cost_share": float(cands["cost_share"].sum()) if len(cands) else 0.0,
         "seconds_by_phase": {},
+        "files": log_read.summary(),     # files read per format, unreadable ones by reason
     }
     if own_outputs:
         outputs = OutputSet(str(out_dir), spark)
