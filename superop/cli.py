@@ -1,4 +1,4 @@
-"""The `superop` command line (DESIGN.md "Command line").
+"""The `superop` command line (docs/ARCHITECTURE.md, "Command line").
 
 Each command lives with its package: a module ``superop.<pkg>.commands`` exposing
 ``register(subparsers)`` that adds its sub-command(s) with ``set_defaults(func=...)``.
@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    # say which Spark settings superop chose because nobody else set them
+    logging.getLogger("superop.spark").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

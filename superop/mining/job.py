@@ -69,7 +69,7 @@ def candidate_id(family: str, join_kind: str, shape: str) -> str:
 
 
 class Progress:
-    """Phase display on a terminal (stderr) and seconds per phase for the summary."""
+    """Phase lines on stderr (default: when it is a terminal) and seconds per phase."""
 
     def __init__(self, enabled: Optional[bool] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
@@ -77,16 +77,16 @@ class Progress:
 
     @contextmanager
     def phase(self, name: str, note: str = ""):
+        # one whole line per phase when it ends (a log file is read line by line)
         t0 = time.perf_counter()
-        if self.enabled:
-            print(f"[mine] {name:<10} {note} ...", file=sys.stderr, end="", flush=True)
         try:
             yield
         finally:
             dt = time.perf_counter() - t0
             self.seconds[name] = round(self.seconds.get(name, 0.0) + dt, 3)
             if self.enabled:
-                print(f" {dt:.1f}s", file=sys.stderr, flush=True)
+                print(f"[mine] {name:<10} {note} ({dt:.1f} s)".replace("  (", " ("),
+                      file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------

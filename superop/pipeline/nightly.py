@@ -44,9 +44,16 @@ def content_hash(path, spark=None) -> str:
     """The log's identity for the catalog's ``source`` and the MLflow dataset digest:
     sha256 over the bytes of every file (name order) of a local log; for a log on a Hadoop
     filesystem, sha256 over its listing (path and size of every file) — reading the whole
-    log back through the driver would cost more than mining it."""
+    log back through the driver would cost more than mining it; for a table, sha256 over
+    the files it reads."""
+    from ..mining.readers import source_table
     from ..storage import filesystem, local_path
     h = hashlib.sha256()
+    table = source_table(str(path))
+    if table is not None:       # a table: the files it reads now (none for a view)
+        for f in sorted(spark.table(table).inputFiles()):
+            h.update(f"{f}\n".encode())
+        return "table-files-sha256:" + h.hexdigest()
     loc = local_path(str(path))
     if loc is not None and Path(loc).exists():
         p = Path(loc)
@@ -63,8 +70,13 @@ def content_hash(path, spark=None) -> str:
 
 
 def _progress(enabled: bool, msg: str) -> None:
+    """One line per stage/step on stderr, with the elapsed time since the job started
+    (also when stderr is not a terminal: a scheduled run's log shows where it is)."""
     if enabled:
-        print(f"[nightly] {msg}", file=sys.stderr, flush=True)
+        print(f"[nightly {time.perf_counter() - _T0[0]:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+_T0 = [time.perf_counter()]
 
 
 def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float,
@@ -184,6 +196,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     local = local_path(str(out_dir))
     out = Path(local) if local is not None else str(out_dir)
     show = sys.stderr.isatty() if progress is None else progress
+    _T0[0] = time.perf_counter()
     if schema is None:
         from ..workloads.loggen import mining_schema
         schema = mining_schema()
@@ -208,15 +221,13 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     try:
         tr.params(parent, params)
         log_hash = content_hash(log_path, spark)
-        tr.dataset(parent, name=Path(str(log_path)).name or str(log_path), digest=log_hash,
-                   path=str(log_path), columns=_log_columns())
+        tr.dataset(parent, digest=log_hash, columns=_log_columns(), **_dataset_of(log_path))
         # -- mine ---------------------------------------------------------------------
         t = time.perf_counter()
         _progress(show, "mine: reading and mining the log")
         child = tr.start("mine", parent)
         tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
-        tr.dataset(child, name=Path(str(log_path)).name or str(log_path), digest=log_hash,
-                   path=str(log_path), columns=_log_columns())
+        tr.dataset(child, digest=log_hash, columns=_log_columns(), **_dataset_of(log_path))
         mres = run_mining(log_path, out, fmt=fmt, schema=schema, k=k, spark=spark,
                           mlflow_run=False, column_map=column_map, progress=show, master=master,
                           outputs=outputs)
@@ -224,6 +235,10 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
                                       "recurring_subplans", "candidates", "near_misses")}
         m["seconds"] = round(time.perf_counter() - t, 3)
+        m["unreadable_files"] = sum((s.get("files") or {}).get("unreadable", {}).values())
+        _progress(show, f"mine: {m['queries_read']} queries read ({m['malformed']} malformed, "
+                        f"{m['unreadable_files']} unreadable files), {m['candidates']} candidates, "
+                        f"{m['near_misses']} near-misses ({m['seconds']:.1f} s)")
         tr.metrics(child, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
             tr.artifact(child, staged() / f, "mining")
@@ -255,6 +270,9 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                    "no_program": by.get("no_program", 0), "crashed": by.get("crashed", 0),
                    "unsupported": by.get("unsupported", 0),
                    "seconds": round(time.perf_counter() - t, 3)}
+        _progress(show, f"synthesize + verify: {synth_m['synthesized']}/{len(rows)} programs, "
+                        f"{by.get('verified', 0)} verified, {by.get('refuted', 0)} refuted, "
+                        f"{by.get('unknown', 0)} unknown ({synth_m['seconds']:.1f} s)")
         tr.metrics(child, synth_m)
         outputs.write_json("synthesis.json", outcomes)
         tr.artifact(child, staged() / "synthesis.json")
@@ -290,6 +308,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
         gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
                  "seconds": round(time.perf_counter() - t, 3)}
+        _progress(show, f"generalize: {len(patterns)} patterns -> {len(rules)} rules, "
+                        f"{len(rejected)} rejected ({gen_m['seconds']:.1f} s)")
         tr.metrics(child, gen_m)
         tr.end(child)
         metrics.update(patterns=len(patterns), rules=len(rules), generalize_seconds=gen_m["seconds"])
@@ -334,6 +354,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         tr.artifact(parent, staged() / "report.md")
         # Everything succeeded: only now does the new output set replace the previous one.
         outputs.commit(last=["catalog.json"])
+        _progress(show, f"export: catalog of {len(rules)} rules written to {out_dir}"
+                        + (f", registered as version {version}" if version else ""))
         ok = True
         final = (lambda n: out / n) if isinstance(out, Path) else outputs.final
         return NightlyResult(out, final("catalog.json"), final("report.md"), written, outcomes,
@@ -341,6 +363,14 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     finally:
         tr.end(parent, ok)
         outputs.discard()
+
+
+def _dataset_of(log_path) -> dict:
+    from ..mining.readers import source_table
+    table = source_table(str(log_path))
+    if table:
+        return {"name": table, "table": table}
+    return {"name": Path(str(log_path).rstrip("/")).name or str(log_path), "path": str(log_path)}
 
 
 def _log_columns():

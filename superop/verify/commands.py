@@ -4,7 +4,7 @@
   inputs it carries). Exit 0 only if every rule has at least one certificate and every
   certificate holds. The catalog must pass the format checks of
   ``superop.rules_out.catalog`` (schema, checksum); statuses are re-checked, not trusted.
-* ``superop verify (--sql TEXT | --sql-file F) --schema F --program P.json [--K 4]`` —
+* ``superop verify (--sql TEXT | --sql-file F) --schema F --program P.json [--bound 4]`` —
   bounded equivalence of one sub-query and one program (DSL JSON); prints the result
   (``--json``: the result object incl. counterexample and certificate). Exit 0 iff verified.
 * ``superop verify --templates`` — the unbounded proofs of every Fig. 10 template.
@@ -16,18 +16,27 @@ import sys
 
 
 def register(subparsers) -> None:
+    import argparse
+
+    from ..cliutil import add_json_arg, add_schema_arg, deprecated, plain, seconds_as_ms
     p = subparsers.add_parser("verify", help="re-check every certificate in a rule catalog",
-                              description=__doc__)
+                              description=plain(__doc__),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--catalog", help="catalog JSON file (or an MLflow URI)")
     g.add_argument("--sql", help="a sub-query to check against --program")
-    g.add_argument("--sql-file", help="a file holding the sub-query")
+    g.add_argument("--sql-file", metavar="FILE", help="a file holding the sub-query")
     g.add_argument("--templates", action="store_true", help="prove every Fig. 10 template (unbounded)")
-    p.add_argument("--schema", help='JSON schema file {"table": {"column": "type"}}')
-    p.add_argument("--program", help="program JSON file (superop.synth.dsl.Program.to_json)")
-    p.add_argument("--K", type=int, default=4, help="bound on input rows (default 4)")
-    p.add_argument("--timeout-ms", type=int, default=20000)
-    p.add_argument("--json", action="store_true", help="print a JSON report")
+    add_schema_arg(p)
+    p.add_argument("--program", metavar="FILE",
+                   help="program JSON file (superop.synth.dsl.Program.to_json)")
+    p.add_argument("--bound", type=int, default=4, dest="K", metavar="K",
+                   help="bound on input rows (default 4)")
+    deprecated(p, "--K", "-K", dest="K", use="--bound", type=int)
+    p.add_argument("--timeout-s", type=seconds_as_ms, default=20000, dest="timeout_ms",
+                   metavar="S", help="seconds per Z3 check (default 20)")
+    deprecated(p, "--timeout-ms", dest="timeout_ms", use="--timeout-s (seconds)", type=int)
+    add_json_arg(p, "a report")
     p.set_defaults(func=run)
 
 

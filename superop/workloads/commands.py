@@ -51,11 +51,11 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--rewriter", choices=["runtime", "identity"], default="runtime",
                    help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
     p.add_argument("--shuffle-partitions", type=_positive, help="spark.sql.shuffle.partitions (default: Spark's)")
-    p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra Spark conf, repeatable (e.g. spark.sql.autoBroadcastJoinThreshold=-1)")
+    from ..cliutil import add_json_arg, add_spark_args
+    add_spark_args(p)
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
+    add_json_arg(p, "the whole result document (instead of the Markdown table)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--readme", help="also put the Markdown table into this README's bench section")
     p.add_argument("--readme-block", help="name of the block in that section (default: micro / tpch)")
 
@@ -138,6 +138,10 @@ def _finish(doc, args, kind: str, progress) -> int:
     if args.readme:
         from .bench.report import update_readme
         update_readme(args.readme, args.readme_block or kind, md)
+    if getattr(args, "json", False):
+        import json
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
     print(md)
     print(f"wrote {outs['json']}, {outs['markdown']}" + (f", {', '.join(outs['plots'])}" if outs["plots"] else ""))
     if run_id:
