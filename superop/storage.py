@@ -158,6 +158,8 @@ class HadoopFS:
         except Exception as e:
             raise SuperopError(f"{root}: no Hadoop filesystem for this path "
                                f"({_java_message(e)})") from None
+        # no .crc sidecar files beside ours on checksumming filesystems (file:)
+        self.fs.setWriteChecksum(False)
 
     def _path(self, path: str):
         return self.jvm.org.apache.hadoop.fs.Path(str(path))

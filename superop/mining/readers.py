@@ -538,13 +538,18 @@ def _failed_file(e: Exception, candidates: list[str]) -> Optional[str]:
     m = re.search(r"while reading file (\S+?)\.?\s", str(e))
     if not m:
         return None
-    from urllib.parse import unquote
-    named = unquote(m.group(1))
-    for c in candidates:
-        if named == c or named.endswith(c if c.startswith("/") else "/" + c) or \
-                unquote(c) == named:
-            return c
-    return None
+    named = _file_key(m.group(1))
+    return next((c for c in candidates if _file_key(c) == named), None)
+
+
+def _file_key(p: str) -> tuple[str, str]:
+    """(host, path) of a path or URI: ``file:/x``, ``file:///x`` and ``/x`` are one file."""
+    from urllib.parse import unquote, urlparse
+    u = urlparse(str(p))
+    sch = u.scheme if len(u.scheme) > 1 else ""
+    host = "" if sch in ("", "file") and u.netloc in ("", "localhost") else u.netloc
+    path = unquote(u.path if sch else str(p))
+    return (f"{sch if sch != 'file' else ''}:{host}", "/" + path.lstrip("/"))
 
 
 def _error_line(e: Exception, cause: bool = False) -> str:
