@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs superop with its test extras into .venv and runs the test suite.
+# Installs superop with its test extras into .venv (the tested versions: constraints.txt)
+# and runs the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 pip install -q --upgrade pip >/dev/null
-pip install -q -e ".[test]"
+pip install -q -e ".[test]" -c constraints.txt
 set +e
 python -m pytest -q -ra "$@"
 rc=$?

@@ -29,6 +29,12 @@ COMMAND_MODULES = [
 ]
 
 
+# packages of the optional extras (pyproject.toml) -> the extra that installs them
+_EXTRA_OF = {"z3": "mine", "mlflow": "mine", "pandas": "mine", "pyarrow": "mine",
+             "numpy": "mine", "zstandard": "mine", "lz4": "mine", "cramjam": "mine",
+             "matplotlib": "bench", "tpchgen": "bench"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="superop", description=(
         "Find, prove and apply shuffle-eliminating super-operator rewrites for Spark SQL."))
@@ -61,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(rc or 0)
     except SuperopError as e:
         print(f"superop {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        extra = _EXTRA_OF.get((e.name or "").split(".")[0])
+        if extra is None or args.verbose:
+            raise
+        print(f"superop {args.command}: error: this command needs {e.name}, which the runtime-only "
+              f"install leaves out: pip install 'superop[{extra}]'", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"superop {args.command}: interrupted", file=sys.stderr)
