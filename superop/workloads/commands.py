@@ -56,7 +56,9 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
     add_json_arg(p, "the whole result document (instead of the Markdown table)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--readme", help="also put the Markdown table into this README's bench section")
+    p.add_argument("--readme", metavar="PAGE",
+                   help="also put the Markdown table into this page's bench section "
+                        "(the benchmark page is docs/BENCHMARKS.md)")
     p.add_argument("--readme-block", help="name of the block in that section (default: micro / tpch)")
 
 

@@ -386,7 +386,7 @@ _README_INTRO = """## Benchmarks (`superop bench`)
 `superop bench micro [--rows 10m] [--repeat 5]` (DU/DJ/MJ over the paper's `ops` table:
 original vs the runtime's rewrite vs the limit query), `superop bench tpch [--sf 1]`, and the
 wrappers `superop bench mine` / `superop bench rewrite`. Each writes JSON, Markdown and PNG
-plots under `out/bench/` and logs an MLflow run; `--readme README.md` puts its table below.
+plots under `out/bench/` and logs an MLflow run; `--readme docs/BENCHMARKS.md` puts its table below.
 Every number below was produced by the command printed above its table."""
 
 
