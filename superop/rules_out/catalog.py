@@ -143,6 +143,8 @@ def _resolve_mlflow(uri: str) -> Path:
         import mlflow  # lazy: the runtime must import without mlflow
     except ImportError as e:  # pragma: no cover
         raise CatalogError(f"cannot load {uri}: mlflow is not installed") from e
+    from ..mlflow_store import register
+    register()   # store-relative artifact locations of superop's local stores
     try:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
     except Exception as e:
