@@ -123,10 +123,15 @@ class Tracker:
         self._saved_experiment = (fluent._active_experiment_id, os.environ.get("MLFLOW_EXPERIMENT_ID"))
         mlflow.set_tracking_uri(store.tracking_uri)
         mlflow.set_registry_uri(store.tracking_uri)
-        self.client = MlflowClient(tracking_uri=store.tracking_uri, registry_uri=store.tracking_uri)
-        e = self.client.get_experiment_by_name(experiment)
-        self.exp_id = e.experiment_id if e is not None else \
-            self.client.create_experiment(experiment, artifact_location=store.artifact_location)
+        try:
+            self.client = MlflowClient(tracking_uri=store.tracking_uri,
+                                       registry_uri=store.tracking_uri)
+            e = self.client.get_experiment_by_name(experiment)
+            self.exp_id = e.experiment_id if e is not None else \
+                self.client.create_experiment(experiment, artifact_location=store.artifact_location)
+        except BaseException:
+            self._restore()
+            raise
         self._stack: list[str] = []
         self._outer = mlflow.active_run()       # a caller's run: ours nests under it
 
@@ -156,6 +161,13 @@ class Tracker:
             if top == rid:
                 break
         if not self._stack:
+            self._restore()
+
+    def close(self) -> None:
+        """End every run still open (as FAILED) and restore the caller's MLflow state."""
+        if self._stack:
+            self.end(self._stack[0], ok=False)
+        else:
             self._restore()
 
     def _restore(self) -> None:

@@ -212,13 +212,14 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         outputs.discard()
         raise
     uri = tr.uri
-    parent = tr.start(f"nightly-{Path(str(log_path)).name}")
     params = {"log": str(log_path), "format": fmt, "k": k, "K": K,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
     metrics: dict = {}
     ok = False
+    parent = None
     try:
+        parent = tr.start(f"nightly-{Path(str(log_path).rstrip('/')).name}")
         tr.params(parent, params)
         log_hash = content_hash(log_path, spark)
         tr.dataset(parent, digest=log_hash, columns=_log_columns(), **_dataset_of(log_path))
@@ -361,7 +362,10 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         return NightlyResult(out, final("catalog.json"), final("report.md"), written, outcomes,
                              metrics, parent, uri, version)
     finally:
-        tr.end(parent, ok)
+        if parent is not None:
+            tr.end(parent, ok)
+        else:
+            tr.close()
         outputs.discard()
 
 

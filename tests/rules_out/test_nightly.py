@@ -172,15 +172,21 @@ def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spar
 
 
 def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, monkeypatch):
-    from superop.rules_out import generalize as G
+    """A run that dies after mining (here: in generalization), with its output directory given
+    as a file: URI (written through Hadoop's FileSystem, like s3a:/hdfs:), leaves every
+    previous output as it was: no new summary.json or parquet beside the previous catalog."""
     from superop.pipeline import nightly as N
-    before = nightly.catalog_path.read_bytes()
+    from superop.rules_out import generalize as G
+    out = Path(nightly.out_dir)
+    names = ("catalog.json", "report.md", "report.html", "summary.json", "synthesis.json",
+             "candidates.parquet", "near_misses.parquet", "recurring.parquet")
+    before = {n: (out / n).read_bytes() for n in names}
 
     def boom(*a, **k):
         raise RuntimeError("generalization exploded")
     monkeypatch.setattr(G, "generalize", boom)
     with pytest.raises(RuntimeError, match="exploded"):
-        N.run_nightly(small_log, nightly.out_dir, spark=spark, max_candidates=0, progress=False,
+        N.run_nightly(small_log, out.as_uri(), spark=spark, max_candidates=0, progress=False,
                       register=False)
-    assert nightly.catalog_path.read_bytes() == before
-    assert not list(Path(nightly.out_dir).glob(".catalog.staged*"))
+    assert {n: (out / n).read_bytes() for n in names} == before
+    assert not [p for p in out.iterdir() if p.name.startswith((".staging-", ".catalog.staged"))]
