@@ -23,9 +23,14 @@ loads the same ``catalog.json`` artifact and adds the benefit gate.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import mlflow.pyfunc
+
+# MLflow suggests type hints on predict(); the model has an explicit signature instead
+warnings.filterwarnings("ignore", message=r"Add type hints to the `predict` method",
+                        category=UserWarning)
 
 CODE_PATH = Path(__file__).with_name("pyfunc_model.py")   # models-from-code entry
 OUTPUT_COLUMNS = ("sql", "changed", "applied", "explanation", "error")
