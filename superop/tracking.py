@@ -80,6 +80,42 @@ def standard_tags() -> dict[str, str]:
     return tags
 
 
+class _MlflowState:
+    """MLflow's global tracking/registry URIs exactly as the caller had them: the module
+    globals AND the environment variables ``set_tracking_uri`` also sets (restoring through
+    ``get_tracking_uri()`` would leave a default URI in the environment, which later reads
+    as a user's ``MLFLOW_TRACKING_URI``)."""
+
+    ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_EXPERIMENT_ID")
+
+    def __init__(self):
+        from mlflow.tracking import fluent
+        from mlflow.tracking._model_registry import utils as reg
+        from mlflow.tracking._tracking_service import utils as trk
+        self.tracking = trk._tracking_uri
+        self.registry = reg._registry_uri
+        self.experiment = fluent._active_experiment_id
+        self.env = {k: os.environ.get(k) for k in self.ENV}
+
+    def point_at(self, uri: str) -> None:
+        import mlflow
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+
+    def restore(self) -> None:
+        import mlflow
+        from mlflow.tracking import fluent
+        from mlflow.tracking._model_registry import utils as reg
+        mlflow.set_tracking_uri(self.tracking)
+        reg._registry_uri = self.registry
+        fluent._active_experiment_id = self.experiment
+        for k, v in self.env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class tracking_uri:
     """Temporarily point MLflow's global tracking and registry URIs at ``uri``
     (downloads of ``models:/`` URIs read them), restoring the caller's afterwards."""
@@ -88,20 +124,15 @@ class tracking_uri:
         self.uri = uri
 
     def __enter__(self):
-        import mlflow
         from .mlflow_store import register
         register()
-        self.old = (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
+        self.state = _MlflowState()
         if self.uri:
-            mlflow.set_tracking_uri(self.uri)
-            mlflow.set_registry_uri(self.uri)
+            self.state.point_at(self.uri)
         return self
 
     def __exit__(self, *exc):
-        import mlflow
-        if self.uri:
-            mlflow.set_tracking_uri(self.old[0])
-            mlflow.set_registry_uri(self.old[1])
+        self.state.restore()
 
 
 class Tracker:
@@ -118,11 +149,8 @@ class Tracker:
         quiet_mlflow()
         register()
         self.store = store
-        self._saved_uris = (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
-        from mlflow.tracking import fluent
-        self._saved_experiment = (fluent._active_experiment_id, os.environ.get("MLFLOW_EXPERIMENT_ID"))
-        mlflow.set_tracking_uri(store.tracking_uri)
-        mlflow.set_registry_uri(store.tracking_uri)
+        self._saved = _MlflowState()
+        self._saved.point_at(store.tracking_uri)
         try:
             self.client = MlflowClient(tracking_uri=store.tracking_uri,
                                        registry_uri=store.tracking_uri)
@@ -171,15 +199,7 @@ class Tracker:
             self._restore()
 
     def _restore(self) -> None:
-        import mlflow
-        mlflow.set_tracking_uri(self._saved_uris[0])
-        mlflow.set_registry_uri(self._saved_uris[1])
-        from mlflow.tracking import fluent
-        fluent._active_experiment_id, env = self._saved_experiment
-        if env is None:
-            os.environ.pop("MLFLOW_EXPERIMENT_ID", None)
-        else:
-            os.environ["MLFLOW_EXPERIMENT_ID"] = env
+        self._saved.restore()
 
     # -- logging ----------------------------------------------------------------------
     def _active(self, rid: str) -> bool:

@@ -118,8 +118,7 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     assert not mv.source.startswith(("/", "file:"))          # no absolute local path
 
 
-def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spark, tmp_path,
-                                                                  monkeypatch):
+def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spark, tmp_path):
     """Register (done by the nightly job), promote, then load models:/...@production with
     MLflow itself and with the runtime — from a copy of the store in another directory."""
     import shutil
@@ -135,10 +134,8 @@ def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spar
     # moving the store must not break loading: artifact locations are store-relative
     moved = tmp_path / "moved"
     shutil.copytree(nightly.out_dir, moved)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{moved}/mlflow.db")
-    old_uri = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{moved}/mlflow.db")
-    mlflow.set_registry_uri(f"sqlite:///{moved}/mlflow.db")
+    from superop.tracking import tracking_uri
+    store = tracking_uri(f"sqlite:///{moved}/mlflow.db").__enter__()
     # ... and the original artifacts are out of reach while the copy is read
     orig, away = Path(nightly.out_dir) / "mlartifacts", Path(nightly.out_dir) / "mlartifacts.away"
     orig.rename(away)
@@ -167,8 +164,7 @@ def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spar
         assert so.catalog["checksum"] == cat["checksum"]
     finally:
         away.rename(orig)
-        mlflow.set_tracking_uri(old_uri)
-        mlflow.set_registry_uri(old_uri)
+        store.__exit__(None, None, None)
 
 
 def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, monkeypatch):
