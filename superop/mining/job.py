@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import sys
 import time
 from contextlib import contextmanager

@@ -214,6 +214,8 @@ def _records_mapper(cols: dict[str, str], post=None):
 # --------------------------------------------------------------------------------------------
 # Sources: files on any filesystem Spark reads, or a table
 # --------------------------------------------------------------------------------------------
+from ..storage import basename  # noqa: E402  (paths and URIs alike)
+
 TABLE_PREFIX = "table:"
 _EVENT_PREFIXES = ("events_", "app-", "local-", "application_", "eventlog_v2")
 _SPARK_CODECS = (".zstd", ".zst", ".lz4", ".snappy", ".lzf")
@@ -371,13 +373,9 @@ def open_log(spark, path: str, fmt: str = "auto", column_map: Optional[dict] = N
             parts.append(df)
             used[ff] = n
     if not parts:
-        detail = "; ".join(f"{basename_of(u.file)}: {u.detail or u.reason}" for u in bad[:3])
+        detail = "; ".join(f"{basename(u.file)}: {u.detail or u.reason}" for u in bad[:3])
         raise SuperopError(f"no readable log file in {path}: {detail}")
     return LogRead(_union(parts), used, bad)
-
-
-def basename_of(p: str) -> str:
-    return str(p).rstrip("/").rsplit("/", 1)[-1]
 
 
 # -- per-format readers: (spark, fs, files, column_map, post, ddl) -> (df|None, n, unreadable)
@@ -408,7 +406,7 @@ def _read_csv(spark, fs, files, column_map, post, ddl):
     for header, group in by_header.items():
         try:
             cols = resolve_columns(list(header), column_map)
-            _require_text(cols, header, basename_of(group[0]))
+            _require_text(cols, header, basename(group[0]))
         except SuperopError as e:
             bad.extend(Unreadable(p, "no_statement_text_column", str(e)) for p in group)
             continue
@@ -579,5 +577,5 @@ def _csv_header(fs, path: str) -> list[str]:
     text = head.decode("utf-8", errors="replace")
     row = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), None)
     if not row:
-        raise SuperopError(f"CSV log {basename_of(path)} has no header line")
+        raise SuperopError(f"CSV log {basename(path)} has no header line")
     return row
