@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 
-
 from superop.cli import build_parser, main
 from superop.sparkutil import DEFAULTS, LOG4J2_CONF, plan_conf
 
