@@ -8,6 +8,10 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 pip install -q --upgrade pip >/dev/null
 pip install -q -e ".[test]" -c constraints.txt
+# static checks first (configuration in pyproject.toml; versions pinned in constraints.txt):
+# ruff on the whole package, mypy (strict on the packages that opted in, e.g. superop.families)
+ruff check superop
+mypy
 set +e
 python -m pytest -q -ra "$@"
 rc=$?

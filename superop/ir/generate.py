@@ -27,7 +27,7 @@ _RESERVED = {"select", "from", "where", "group", "order", "by", "limit", "join",
              "current_date", "current_timestamp", "both", "leading", "trailing", "to", "of",
              "into", "array", "map", "struct", "exists", "between", "like", "rlike", "position",
              "cast", "primary", "foreign", "references", "check", "constraint", "unique",
-             "default", "create", "drop", "alter", "grant", "fetch", "offset", "order", "time"}
+             "default", "create", "drop", "alter", "grant", "fetch", "offset", "time"}
 
 
 def ident(name: str) -> exp.Identifier:
@@ -303,6 +303,13 @@ class _Gen:
                 j.set("kind", kind)
         cols = left.cols + ([] if n.kind in ("semi", "anti") else right.cols)
         return _Rel(left.source, left.joins + [j], where, cols, n.fields)
+
+
+def substitute_columns(e: exp.Expression, fields: Sequence[Field],
+                       cols: Sequence[exp.Expression]) -> exp.Expression:
+    """``e`` with every column (resolved against ``fields``) replaced by the expression at
+    the same position of ``cols`` (parenthesized when needed); nested queries untouched."""
+    return _Gen.tr(e, tuple(fields), list(cols))
 
 
 def _mergeable(e: exp.Expression) -> bool:

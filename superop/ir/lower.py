@@ -901,7 +901,7 @@ class _Lowerer:
                 post.append(("having", pred))
             ords = self._order_refs(order, agg_items, keys) if order is not None else None
             node = Aggregate(node, tuple(keys), tuple(agg_items))
-            for kind, pred in post:
+            for _kind, pred in post:
                 node = Select(node, pred)
             if s.args.get("distinct"):
                 if len(agg_items) != len(items):

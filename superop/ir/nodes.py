@@ -17,7 +17,7 @@ Conventions
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields as dc_fields
+from dataclasses import dataclass, fields as dc_fields
 from typing import Iterator, Optional
 
 from sqlglot import exp

@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pandas as pd
 
 from ..errors import SuperopError
+from ..families import names as family_names
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
 from .readers import SUCCESS, open_log
@@ -254,7 +254,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "templates_partly_opaque": partly_opaque,
         "recurring_subplans": int(len(recurring)),
         "candidates": int(len(cands)),
-        "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in ("DU", "DJ", "MJ")},
+        "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in family_names()},
         "near_misses": int(len(near)),
         "near_misses_by_reason": {str(r): int(n) for r, n in
                                   near.groupby("reason")["executions"].count().items()}

@@ -28,7 +28,7 @@ This module is pure data + printing; it imports neither Spark nor Z3.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import sqlglot
