@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from .errors import SuperopError
 
@@ -134,13 +136,22 @@ def atomic_write_json(path, obj) -> None:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Atomic like :func:`atomic_write_text`; the file gets the mode a plain ``open`` would
     give it under the umask (0644 under 022), not the temporary file's 0600."""
+    with atomic_writer(path) as f:
+        f.write(data)
+
+
+@contextmanager
+def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary file to stream into (e.g. a large generated log): written as a temp file in
+    the same directory, renamed to ``path`` only when the block ends without an error (a
+    failure leaves the old file in place), with the umask's mode (0644 under 022)."""
     from .storage import file_mode
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, file_mode())

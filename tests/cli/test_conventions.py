@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -126,3 +127,23 @@ def test_rewrite_prints_unchanged_sql_byte_for_byte(tmp_path, capsys):
     assert main(["rewrite", "--no-gate", "--catalog", str(tmp_path / "c.json"),
                  "--schema", str(tmp_path / "s.json"), "--sql", q]) == 0
     assert capsys.readouterr().out == q + "\n"
+
+
+def test_generated_log_is_group_readable_and_reproducible(tmp_path):
+    """The log generator streams through the atomic writer: the umask's mode (not a temp
+    file's 0600), no temp file left, the same seed gives the same bytes."""
+    import gzip
+    import stat
+
+    from superop.workloads.loggen import write_log
+    umask = os.umask(0o022)
+    os.umask(umask)
+    a, b = tmp_path / "a" / "log.jsonl.gz", tmp_path / "b" / "log.jsonl.gz"
+    write_log(a, 40, seed=3, truth_path=tmp_path / "a" / "truth.json")
+    write_log(b, 40, seed=3)
+    for f in (a, a.parent / "truth.json"):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o666 & ~umask, f
+    assert sorted(p.name for p in a.parent.iterdir()) == ["log.jsonl.gz", "truth.json"]
+    assert a.read_bytes() == b.read_bytes()
+    lines = gzip.decompress(a.read_bytes()).decode().splitlines()
+    assert len(lines) >= 40 and "statement_text" in json.loads(lines[0])
