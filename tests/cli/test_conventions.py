@@ -60,6 +60,31 @@ def test_deprecated_spellings_still_work_and_warn(capsys):
     assert (d.k, d.K, d.synth_timeout, d.verify_timeout) == (2, 4, 60.0, 20.0)
 
 
+def deprecated_flags() -> set[str]:
+    return {o for p in COMMANDS.values() for a in p._actions for o in a.option_strings
+            if a.help == argparse.SUPPRESS and o.startswith("-")}
+
+
+def test_no_caller_uses_a_deprecated_spelling():
+    """Tests, scripts, benchmarks and docs call the commands with the current flags only
+    (the aliases stay for users' own scripts; test_deprecated_spellings_... covers them)."""
+    import re
+    from pathlib import Path
+    old = deprecated_flags()
+    assert {"-K", "--K", "-k", "--timeout-ms"} <= old
+    root = Path(__file__).resolve().parents[2]
+    files = [f for d in ("tests", "scripts", "benchmarks", ".ci") for f in (root / d).rglob("*")
+             if f.suffix in (".py", ".sh", ".yml", ".yaml") and f.resolve() != Path(__file__).resolve()]
+    files += [root / "README.md", *(root / "docs").glob("*.md")]
+    # a flag as an argv element ("-K") or a shell word (superop mine ... -k 2)
+    pat = re.compile(r"""(?:["']|\bsuperop\b[^\n]*\s)(%s)(?:["']|[ =]\d)"""
+                     % "|".join(re.escape(f) for f in sorted(old, key=len, reverse=True)))
+    uses = [f"{f.relative_to(root)}: {line.strip()}" for f in files if f.is_file()
+            for line in f.read_text(errors="replace").splitlines()
+            if pat.search(line) and "deprecated(" not in line]   # not the alias declarations
+    assert not uses
+
+
 def test_help_is_plain_words(capsys):
     for c, p in COMMANDS.items():
         text = p.format_help()

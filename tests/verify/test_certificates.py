@@ -89,7 +89,7 @@ def test_cli_verify_one_program(tmp_path, capsys):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
     (tmp_path / "good.json").write_text(json.dumps(fig8_prog().to_json()))
     (tmp_path / "bad.json").write_text(json.dumps(fig8_prog(with_flag=False).to_json()))
-    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--K", "2"]
+    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--bound", "2"]
     assert main(base + ["--program", str(tmp_path / "good.json"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "verified" and recheck_certificate(out["certificate"])
