@@ -18,8 +18,8 @@ from superop.workloads.bench.rewriters import Rewrite, Rewriter, runtime_rewrite
 
 
 @pytest.fixture()
-def mlflow_tmp(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def mlflow_tmp(tmp_path, monkeypatch, seed_mlflow_db):
+    uri = seed_mlflow_db(tmp_path / "mlflow.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     import mlflow
     mlflow.set_tracking_uri(uri)

@@ -113,14 +113,14 @@ def test_log_table(spark, tmp_path, capsys):
     spark.createDataFrame(pdf).write.mode("overwrite").format("parquet").saveAsTable(
         "superop_test_query_history")
     try:
-        lr = open_log(spark, table_source("superop_test_query_history"))
-        assert sum(1 for r in lr.df.collect() if r["error"] is None) == 8
         out = tmp_path / "o"
         rc = main(["mine", "--mine-only", "--log-table", "superop_test_query_history",
                    "--out", str(out), "--min-templates", "1", "--no-mlflow", "--quiet", "--json"])
         assert rc == 0
         s = json.loads(capsys.readouterr().out)
-        assert s["queries_read"] == 8 and s["files"]["by_format"] == {"table": 1}
+        assert s["queries_read"] == 8 and s["malformed"] == 0
+        assert s["files"]["by_format"] == {"table": 1}
+        assert s["candidates_by_family"]["DU"] == 1 and s["candidates_by_family"]["DJ"] == 1
         with pytest.raises(SuperopError, match="log table not found"):
             open_log(spark, table_source("no_such_history_table"))
     finally:
@@ -128,15 +128,18 @@ def test_log_table(spark, tmp_path, capsys):
 
 
 def test_a_failed_run_on_a_hadoop_path_leaves_the_previous_outputs(spark, tmp_path, monkeypatch):
+    """`superop mine --mine-only` killed after mining wrote its outputs (into its staging
+    area) on a file: URI: the previous output set stays as it was, nothing new beside it.
+    (What a successful run writes there: test_mine_cli_on_file_uri_and_hadoop_dir.)"""
+    out = tmp_path / "out"
+    previous = OutputSet(out.as_uri(), spark=spark)
+    for name in ("summary.json", "candidates.parquet", "near_misses.parquet", "recurring.parquet"):
+        previous.write_bytes(name, f"previous {name}".encode())
+    previous.commit(last=["summary.json"])
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    assert len(before) == 4
     log = tmp_path / "log.jsonl"
     log.write_bytes(jsonl(rows(6) + rows(4, DJ, 100)))
-    out = tmp_path / "out"
-    run_mining(log, out.as_uri(), spark=spark, k=1, mlflow_run=False, progress=False)
-    before = {f.name: f.read_bytes() for f in out.iterdir()}
-    assert set(before) == {"summary.json", "candidates.parquet", "near_misses.parquet",
-                           "recurring.parquet"}
-    # a second run over another log dies after mining wrote its outputs (in its staging area)
-    log.write_bytes(jsonl(rows(9, DU, 300)))
     from superop.mining import job
 
     def killed(*a, **k):

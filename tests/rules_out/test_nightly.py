@@ -19,7 +19,7 @@ def small_log(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nightly(spark, small_log, tmp_path_factory):
+def nightly(spark, small_log, tmp_path_factory, seed_mlflow_db):
     """One run where candidate #2 crashes the synthesizer (injected) and the rest are real."""
     from superop.pipeline import nightly as N
     from superop.synth.synthesizer import synthesize
@@ -32,6 +32,7 @@ def nightly(spark, small_log, tmp_path_factory):
         return synthesize(plan, **kw)
 
     out = tmp_path_factory.mktemp("nightly")
+    seed_mlflow_db(out / "mlflow.db")     # the job's default store, already migrated
     res = N.run_nightly(small_log, out, spark=spark, max_candidates=4, synth_timeout_s=40,
                         verify_timeout_s=15, synth_fn=flaky, progress=False)
     return res
@@ -167,7 +168,8 @@ def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spar
         store.__exit__(None, None, None)
 
 
-def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, monkeypatch):
+def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, tmp_path,
+                                                            monkeypatch):
     """A run that dies after mining (here: in generalization), with its output directory given
     as a file: URI (written through Hadoop's FileSystem, like s3a:/hdfs:), leaves every
     previous output as it was: no new summary.json or parquet beside the previous catalog."""
@@ -177,12 +179,15 @@ def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, ni
     names = ("catalog.json", "report.md", "report.html", "summary.json", "synthesis.json",
              "candidates.parquet", "near_misses.parquet", "recurring.parquet")
     before = {n: (out / n).read_bytes() for n in names}
+    # another (small) log: mining writes outputs that differ from the previous ones
+    tiny = tmp_path / "tiny.jsonl"
+    tiny.write_text("".join(small_log.read_text().splitlines(keepends=True)[:12]))
 
     def boom(*a, **k):
         raise RuntimeError("generalization exploded")
     monkeypatch.setattr(G, "generalize", boom)
     with pytest.raises(RuntimeError, match="exploded"):
-        N.run_nightly(small_log, out.as_uri(), spark=spark, max_candidates=0, progress=False,
+        N.run_nightly(tiny, out.as_uri(), spark=spark, max_candidates=0, progress=False,
                       register=False)
     assert {n: (out / n).read_bytes() for n in names} == before
     assert not [p for p in out.iterdir() if p.name.startswith((".staging-", ".catalog.staged"))]
