@@ -36,7 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--min-cost-share", type=float, default=MIN_COST_SHARE,
                    help="cost selection (default): a sub-plan recurs when the queries containing "
                         "it cost at least this share of the log's summed duration "
-                        f"({MIN_COST_SHARE:g} = {MIN_COST_SHARE:.1%}) ...")
+                        f"({MIN_COST_SHARE:g} = {MIN_COST_SHARE * 100:g}%%) ...")
     p.add_argument("--min-executions", type=int, default=MIN_EXECUTIONS,
                    help="... and ran at least this many times, from one template (a dashboard "
                         f"re-run with new literals) or from many ({MIN_EXECUTIONS})")
