@@ -517,9 +517,9 @@ def _canonical(n: PNode) -> str:
     parts = []
 
     def go(x: PNode, d: int):
-        det = "; ".join(f"{k}: {v}" for k, v in sorted(x.details.items())
-                        if k not in ("_name", "Arguments") or x.op != "Exchange")
-        parts.append("  " * d + x.name + " {" + _ATTR.sub("", det) + "}")
+        det = "; ".join(f"{k}: {v}" for k, v in sorted(x.details.items()) if k != "_name")
+        det = re.sub(r"plan_id=\d+", "plan_id", _ATTR.sub("", det))
+        parts.append("  " * d + x.name + " {" + det + "}")
         for c in x.children:
             go(c, d + 1)
     go(n, 0)
