@@ -391,10 +391,12 @@ class _Lowerer:
         partial = None
         if below is not None and below.op in AGGREGATES:
             pf = _split_list(below.details.get("Functions", ""))
-            # a final over its partial, or a complete aggregate over another aggregate
-            partial = below if (not pf and below.details.get("Keys") == n.details.get("Keys")
-                                and "Exchange" in _ops_between(n, below)) \
-                or any(f.startswith(("partial_", "merge_")) for f in pf) else None
+            # its own partial stage: partial_* functions, or (a GROUP BY without functions,
+            # DISTINCT) the same keys below an exchange; else another aggregate's result
+            if any(f.startswith(("partial_", "merge_")) for f in pf) or (
+                    not pf and not funcs and "Exchange" in _ops_between(n, below)
+                    and below.details.get("Keys") == n.details.get("Keys")):
+                partial = below
         if partial is not None:
             pf = _split_list(partial.details.get("Functions", ""))
             if not all(f.startswith("partial_") for f in pf) or len(pf) != len(funcs):
