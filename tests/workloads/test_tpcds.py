@@ -124,3 +124,19 @@ def test_log_mix_and_format(tmp_path):
     q3 = {r["statement_text"] for r in rows if normalize(r["statement_text"]) ==
           normalize(queries()["q3"])}
     assert len(q3) > 10
+
+
+def test_workload_commands(tmp_path, capsys):
+    from superop.cli import main
+    out = tmp_path / "log.jsonl.gz"
+    assert main(["workload", "tpcds-log", "--out", str(out), "--days", "1", "--seed", "2"]) == 0
+    import gzip
+    rows = [json.loads(x) for x in gzip.open(out, "rt")]
+    assert len(rows) > 103 and all(r["statement_text"] for r in rows)
+    capsys.readouterr()
+    assert main(["workload", "tpcds-schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema == TPCDS_SCHEMA and len(schema) == 24
+    # below the smallest useful scale factor: a one-line error, exit 2
+    assert main(["workload", "tpcds-data", "--sf", "0.001", "--out", str(tmp_path / "d")]) == 2
+    assert "below 0.01" in capsys.readouterr().err
