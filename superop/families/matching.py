@@ -13,13 +13,15 @@ stage: what mining calls a candidate is what the runtime can match.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
-from typing import Iterable, Optional
+from enum import Enum
+from typing import Any, Iterable, Optional
 
 from ..ir.nodes import Node, is_nondeterministic, walk
 from ..synth.dsl import Program
 from .kit.diamond import PlanContext, keys_implied, shape_at
-from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
+from .kit.records import Finding, Match, NearMiss, Reason, TemplateError
 from . import registry
 
 
@@ -44,7 +46,7 @@ def match_at(node: Node, ctx: PlanContext) -> Optional[Finding]:
     return finish(r, ctx) if isinstance(r, Match) else r
 
 
-def _near(m: Match, reason: ReasonCode, detail: str = "") -> NearMiss:
+def _near(m: Match, reason: Enum, detail: str = "") -> NearMiss:
     return NearMiss(m.family, m.root, reason, detail, m.join_kind or "", len(m.branches), m.source)
 
 
@@ -67,9 +69,9 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     for n in m.interior_nodes():
         if n is not m.root and any(id(p) not in interior for p in ctx.parents.get(id(n), ())):
             return _near(m, Reason.NOT_SINGLE_OUTPUT)
-    why = unsafe_reason(m.interior_nodes(), m.source)
-    if why:
-        return _near(m, Reason.UNSAFE_CONSTRUCT, why)
+    blocked = unsafe_reason(m.interior_nodes(), m.source)
+    if blocked is not None:
+        return _near(m, *blocked)
     try:
         program = fam.build_program(m)
     except TemplateError as e:
@@ -77,21 +79,36 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     return replace(m, program=program)
 
 
-def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[str]:
-    """HOOK for ``superop.ir.safety`` (issue 11 item 5): why the nodes a super-operator
-    replaces, or its shared source, cannot be matched (nondeterministic expressions,
-    LIMIT/TABLESAMPLE in the source, constructs the proofs do not model). Until that
-    module exists, nondeterministic expressions inside the match are refused."""
+def _safety() -> Any:
+    """``superop.ir.safety`` (issue 11 item 5) when it is there, else None."""
     try:
-        from ..ir import safety  # type: ignore[attr-defined]
+        return importlib.import_module("superop.ir.safety")
     except ImportError:
-        safety = None
-    if safety is not None and hasattr(safety, "why_unmatchable"):
-        return safety.why_unmatchable(list(interior), source)  # type: ignore[no-any-return]
+        return None
+
+
+def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[tuple[Enum, str]]:
+    """THE safety hook: why the nodes a super-operator replaces, or its shared source,
+    cannot be matched — ``superop.ir.safety.blocking_reason`` (nondeterministic or
+    order-dependent expressions, LIMIT/TABLESAMPLE in the source, SQL superop cannot
+    inspect), as (typed reason, detail). Until that module exists, nondeterministic
+    expressions inside the match are refused here with the same reason code."""
+    safety = _safety()
+    if safety is not None and hasattr(safety, "blocking_reason"):
+        b = safety.blocking_reason(list(interior), source)
+        return None if b is None else (b.reason, str(b.detail))
     for n in interior:
         if is_nondeterministic(n):
-            return f"nondeterministic expression in {n.op}"
+            return Reason.NONDETERMINISTIC, f"in {n.op}"
     return None
+
+
+def safety_reasons() -> dict[str, str]:
+    """code -> description of every reason the safety hook can give."""
+    safety = _safety()
+    if safety is not None and hasattr(safety, "BlockReason"):
+        return {r.value: r.description for r in safety.BlockReason}
+    return {Reason.NONDETERMINISTIC.value: Reason.NONDETERMINISTIC.text}
 
 
 def scan(plan: Node) -> list[Finding]:

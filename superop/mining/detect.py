@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..families import REGISTRY, Match, NearMiss, get, scan
+from ..families.matching import safety_reasons
 from ..ir import Node, Scan, shape, walk
 
 
@@ -24,8 +25,9 @@ class Status(str, Enum):
         return str(self.value)
 
 
-# every near-miss reason of every registered family: code -> one-line description
+# every near-miss reason of every registered family and of the safety check: code -> one line
 REASONS: dict[str, str] = {r.value: r.text for fam in REGISTRY for enum in fam.reasons for r in enum}
+REASONS.update(safety_reasons())
 
 
 @dataclass
@@ -57,7 +59,7 @@ def finding(f: Match | NearMiss) -> Finding:
     if isinstance(f, Match):
         return Finding(Status.CANDIDATE, f.family, f.join_kind or "", f.root, len(f.branches),
                        agg=get(f.family).summary_agg(f), inputs=_tables(f.source))
-    return Finding(Status.NEAR_MISS, f.family, f.join_kind, f.root, f.n_inputs, reason=f.reason.value,
+    return Finding(Status.NEAR_MISS, f.family, f.join_kind, f.root, f.n_inputs, reason=f.code,
                    inputs=_tables(f.source))
 
 

@@ -77,8 +77,8 @@ class Reason(ReasonCode):
                                 "the shared input has duplicate column names")
     NOT_SINGLE_OUTPUT = ("not_single_output",
                          "a node inside the sub-plan is also read from outside it")
-    UNSAFE_CONSTRUCT = ("unsafe_construct",
-                        "the sub-plan holds a construct the proofs do not model")
+    NONDETERMINISTIC = ("nondeterministic",
+                        "a nondeterministic expression (rand(), uuid(), ...) in the sub-plan")
     TEMPLATE_REFUSED = ("template_refused", "the family's template cannot build this instance")
 
 
@@ -145,15 +145,21 @@ class NearMiss:
     """A sub-plan that looks like the family's abstract tree but is not an instance."""
     family: str
     root: Node
-    reason: ReasonCode
+    reason: Enum                         # a ReasonCode, or superop.ir.safety's BlockReason
     detail: str = ""
     join_kind: str = ""
     n_inputs: int = 0
     source: Optional[Node] = None        # what the first path reads (for input tables)
 
     @property
+    def code(self) -> str:
+        """The stable reason code (what mining writes)."""
+        return str(self.reason.value)
+
+    @property
     def why(self) -> str:
-        return self.reason.text + (f": {self.detail}" if self.detail else "")
+        text = getattr(self.reason, "text", None) or getattr(self.reason, "description", None) or self.code
+        return str(text) + (f": {self.detail}" if self.detail else "")
 
 
 Finding = Union[Match, NearMiss]
