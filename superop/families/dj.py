@@ -24,7 +24,7 @@ from .kit.diamond import Shape, agg_paths_check, positions_carrying
 from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
                           not_null_keys_prefilter, null, same_keys)
-from .kit.planting import ExampleKit, ExampleSpec, ExpectedFinding
+from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode)
 
@@ -163,9 +163,7 @@ class DiamondJoin(Family):
         rels = [kit.branch(base, b, a, aggs[i], ms[i], tag=str(i) if i else "")
                 for i, (b, a) in enumerate(spec.branches)]
         al = ["l", "r", "x3", "x4"] if rng.random() < 0.5 else ["p", "q", "u", "w"]
-        inner = rng.choice(["JOIN", "INNER JOIN"])
-        jk = {"inner": inner, "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
-              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}
+        jk = dict(JOIN_SQL, inner=rng.choice(["JOIN", "INNER JOIN"]))
         frm = f"({rels[0].sql}) {al[0]}"
         for i in range(1, n):
             on = " AND ".join(f"{al[0]}.{k0} = {al[i]}.{ki}" for k0, ki in zip(rels[0].keys, rels[i].keys))

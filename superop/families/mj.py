@@ -26,7 +26,7 @@ from .kit.diamond import (Shape, find_field, key_sources, positions_carrying, so
 from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, agg_calls, conj, is_true, join_split, keys_not_null,
                           negate, not_null_keys_prefilter, null, to_ns)
-from .kit.planting import ExampleKit, ExampleSpec
+from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, Side, TemplateError)
 
@@ -265,8 +265,7 @@ class MinJoin(Family):
         if spec.extra_eq:
             src_col = col if col in row.cols else kit.numeric_cols(row)[0]
             on.append(f"{ra}.{src_col} = {ga}.{mcol}")
-        jk = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
-              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}[spec.join_kind]
+        jk = JOIN_SQL[spec.join_kind]
         sel = [f"{ra}.{c}" for c in row.cols] + [f"{ga}.{mcol}"]
         if spec.agg_first:
             frm = f"{agg_item} {jk} {row_item} ON {' AND '.join(on)}"

@@ -53,6 +53,33 @@ def _sql(x: Optional[exp.Expression]) -> str:
     return "TRUE" if x is None else x.sql(dialect="spark")
 
 
+class NoAccumulator(ValueError):
+    """An SQL aggregate call the DSL has no accumulator for."""
+
+
+_FOLDS = ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg"))
+
+
+def accumulator_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
+    """An SQL aggregate call as (accumulator function of AGG_FUNCS, its argument); raises
+    :class:`NoAccumulator` when the DSL cannot fold it."""
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if arg is None or isinstance(arg, exp.Star):
+            return "count_star", None
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise NoAccumulator("COUNT(DISTINCT) over several columns")
+            return "count_distinct", arg.expressions[0]
+        return "count", arg
+    for cls, name in _FOLDS:
+        if type(node) is cls:
+            if isinstance(node.this, exp.Distinct):
+                raise NoAccumulator(f"{name.upper()}(DISTINCT)")
+            return name, node.this
+    raise NoAccumulator(f"aggregate {node.sql(dialect='spark')} has no accumulator")
+
+
 @dataclass(frozen=True)
 class Accumulator:
     name: str

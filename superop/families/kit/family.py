@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import Edge, capture_parameters
-from ...ir.nodes import Node, Rename
+from ...ir.nodes import Rename
 from ...ir.render import JOIN_SYMBOL
 from .covers import EDGE_OPS, Covers
 from .diamond import Shape
@@ -345,7 +345,3 @@ def parse_plain_shape(shape: str) -> Optional[list[tuple[bool, str, str]]]:
 def _ops_of_syms(syms: str) -> list[str]:
     seen = {_OP_OF_SYM[ch] for ch in syms}
     return [o for o in EDGE_OPS if o in seen]
-
-
-def first_path_stop(shape: Shape) -> Node:
-    return shape.paths[0].stop

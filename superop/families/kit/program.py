@@ -11,12 +11,9 @@ from sqlglot import exp
 from ...ir.analysis import EdgeParams, capture_parameters
 from ...ir.generate import substitute_columns
 from ...ir.nodes import Aggregate, Field, Join
-from ...synth.dsl import Accumulator, Flag, Program, ref
+from ...synth.dsl import Accumulator, Flag, NoAccumulator, Program, accumulator_call, ref
 from .diamond import equalities_imply
 from .records import Branch, TemplateError
-
-_AGG = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
-
 
 # ---------------------------------------------------------------------------
 # expression helpers
@@ -83,21 +80,10 @@ def unparen(e: exp.Expression) -> exp.Expression:
 def agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
     """An aggregate call as (DSL accumulator function, argument); TemplateError when the
     DSL has no accumulator for it."""
-    if isinstance(node, exp.Count):
-        arg = node.this
-        if arg is None or isinstance(arg, exp.Star):
-            return "count_star", None
-        if isinstance(arg, exp.Distinct):
-            if len(arg.expressions) != 1:
-                raise TemplateError("COUNT(DISTINCT) over several columns")
-            return "count_distinct", arg.expressions[0]
-        return "count", arg
-    for cls, name in _AGG.items():
-        if type(node) is cls:
-            if isinstance(node.this, exp.Distinct):
-                raise TemplateError(f"{name.upper()}(DISTINCT)")
-            return name, node.this
-    raise TemplateError(f"aggregate {node.sql(dialect='spark')} has no accumulator")
+    try:
+        return accumulator_call(node)
+    except NoAccumulator as e:
+        raise TemplateError(str(e)) from None
 
 
 def agg_calls(agg: Aggregate) -> list[exp.AggFunc]:
