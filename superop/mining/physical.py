@@ -286,7 +286,7 @@ class _Lowerer:
         names: list[str] = []
         if out:
             try:
-                for i, item in enumerate(_split_list(out)):
+                for item in _split_list(out):
                     name, eid = _attr(item.split(" AS ")[-1])
                     env[eid] = Field(None, name)
                     names.append(name)
