@@ -8,32 +8,17 @@ would change meaning if merged are closed into a derived table with a fresh alia
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import sqlglot
 from sqlglot import exp
 
+from .dialect import DIALECT
+from .functions import is_nondeterministic_expr
+from .names import ident, needs_quotes
 from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
                     Sort, UnionAll, Window, is_nondeterministic, parents, resolve_field, walk)
-
-_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED = {"select", "from", "where", "group", "order", "by", "limit", "join", "on", "as",
-             "and", "or", "not", "union", "all", "table", "case", "when", "then", "else", "end",
-             "null", "true", "false", "in", "is", "left", "right", "full", "inner", "outer",
-             "cross", "semi", "anti", "having", "distinct", "with", "date", "interval",
-             "timestamp", "values", "using", "natural", "over", "partition", "window", "user",
-             "current_date", "current_timestamp", "both", "leading", "trailing", "to", "of",
-             "into", "array", "map", "struct", "exists", "between", "like", "rlike", "position",
-             "cast", "primary", "foreign", "references", "check", "constraint", "unique",
-             "default", "create", "drop", "alter", "grant", "fetch", "offset", "order", "time"}
-
-
-def ident(name: str) -> exp.Identifier:
-    quoted = not _SAFE.match(name) or name.lower() in _RESERVED
-    return exp.to_identifier(name, quoted=quoted)
-
 
 def col(name: str, table: Optional[str] = None) -> exp.Column:
     return exp.Column(this=ident(name), table=ident(table) if table else None)
@@ -67,7 +52,7 @@ class _Gen:
 
     def alias(self, hint: Optional[str]) -> str:
         base = (hint or "").lower()
-        if base and _SAFE.match(base) and base not in self.used and base not in _RESERVED:
+        if base and not needs_quotes(base) and base not in self.used:
             self.used.add(base)
             return base
         while True:
@@ -173,12 +158,12 @@ class _Gen:
         return _Rel(src, cols=[col(n, a) for n in names], fields=node.fields)
 
     def g_Scan(self, n: Scan, hint):
-        a = self.alias(hint or n.table)
-        src = exp.Table(this=ident(n.table), alias=exp.TableAlias(this=ident(a)))
+        a = self.alias(hint or n.qualifier)
+        src = n.name.to_table(alias=a)
         return _Rel(src, cols=[col(c, a) for c, _ in n.columns], fields=n.fields)
 
     def g_Opaque(self, n: Opaque, hint):
-        q = sqlglot.parse_one(n.sql, dialect="spark")
+        q = sqlglot.parse_one(n.sql, dialect=DIALECT)
         names = list(n.output)
         return self.wrap(q, n.fields, names, hint) if len(set(names)) == len(names) else \
             self._wrap_positional(q, n)
@@ -308,13 +293,9 @@ class _Gen:
 def _mergeable(e: exp.Expression) -> bool:
     """Can a projection item be inlined into the enclosing SELECT? Not if it is
     nondeterministic, aggregates, is a window or holds a subquery."""
-    for n in e.walk():
-        if isinstance(n, (exp.AggFunc, exp.Window, exp.Query, exp.Rand)):
-            return False
-        if isinstance(n, exp.Anonymous) and n.name.lower() in ("uuid", "rand", "random", "shuffle",
-                                                               "monotonically_increasing_id"):
-            return False
-    return True
+    if is_nondeterministic_expr(e):
+        return False
+    return not any(isinstance(n, (exp.AggFunc, exp.Window, exp.Query)) for n in e.walk())
 
 
 def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
@@ -323,7 +304,7 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     if isinstance(plan, Opaque) and names is None:
         # A query that is opaque as a whole is emitted exactly as carried (its
         # output may even be unknown, e.g. SELECT * over a table function).
-        return sqlglot.parse_one(plan.sql, dialect="spark")
+        return sqlglot.parse_one(plan.sql, dialect=DIALECT)
     ps = parents(plan)
     once = frozenset(id(n) for n in walk(plan)
                      if len(ps.get(id(n), ())) >= 2 and _nondet_below(n))
@@ -343,4 +324,4 @@ def _nondet_below(node: Node) -> bool:
 
 
 def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
-    return to_ast(plan, names).sql(dialect="spark", pretty=pretty)
+    return to_ast(plan, names).sql(dialect=DIALECT, pretty=pretty)

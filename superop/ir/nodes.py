@@ -16,11 +16,13 @@ Conventions
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields as dc_fields
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from sqlglot import exp
+
+from .functions import is_nondeterministic_expr, nondeterministic_in_sql
+from .names import TableName
 
 JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
 
@@ -115,16 +117,39 @@ def resolve_field(fields: tuple[Field, ...], column: exp.Column) -> int:
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class Scan(Node):
-    """A base table. ``columns`` are (name, spark type string)."""
+    """A base table. ``table`` is its name as the user wrote it, as Spark SQL text
+    (``ops``, ``sales.ops``, ``cat.db.t``, back-quoted parts kept); ``columns`` are
+    (name, spark type). ``identity`` is what the name resolved to (see
+    :mod:`superop.ir.schema`): two scans are the same node iff they have the same identity
+    and columns, so ``sales.ops`` and ``default.ops`` never merge. ``qualifier`` is how the
+    fields are qualified (the table's own name, as the lowering normalized it).
+    ``identity`` and ``qualifier`` default to the lowercased parts / last part of ``table``."""
     table: str
     columns: tuple[tuple[str, str], ...]
-    children: tuple = ()
+    identity: tuple[str, ...] = ()
+    qualifier: str = ""
+    volatile: str = ""             # a view whose rows may differ per read: why
+    children: tuple["Node", ...] = ()
+
+    def __post_init__(self) -> None:
+        name = TableName.parse(self.table)
+        if not self.identity:
+            object.__setattr__(self, "identity", tuple(p.lower() for p in name.parts))
+        if not self.qualifier:
+            object.__setattr__(self, "qualifier", name.name)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.identity, self.columns)
 
     @property
-    def fields(self):
-        return tuple(Field(self.table, c) for c, _ in self.columns)
+    def name(self) -> TableName:
+        return TableName.parse(self.table)
 
-    def with_children(self, children):
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(Field(self.qualifier, c) for c, _ in self.columns)
+
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return self
 
 
@@ -391,27 +416,10 @@ def shared_nodes(root: Node) -> list[Node]:
     return [n for n in walk(root) if len(ps.get(id(n), ())) >= 2]
 
 
-_NONDET_FUNCS = ("rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
-                 "spark_partition_id", "input_file_name")
-_NONDET_RE = re.compile(r"\b(" + "|".join(_NONDET_FUNCS) + r")\s*\(", re.IGNORECASE)
-
-
-def is_nondeterministic_expr(e: exp.Expression) -> bool:
-    """Conservative: the expression calls a function whose value may differ per call."""
-    for n in e.walk():
-        if isinstance(n, (exp.Rand, exp.Randn)) or type(n).__name__ in ("Uuid", "Random"):
-            return True
-        if isinstance(n, exp.Func) and n.sql_name().lower() in _NONDET_FUNCS:
-            return True
-        if isinstance(n, exp.Anonymous) and str(n.this).lower() in _NONDET_FUNCS:
-            return True
-    return False
-
-
 def is_nondeterministic(node: Node) -> bool:
     """True if ``node`` itself (not its inputs) evaluates a nondeterministic expression."""
     if isinstance(node, Opaque):
-        return bool(_NONDET_RE.search(node.sql))
+        return nondeterministic_in_sql(node.sql)
     return any(is_nondeterministic_expr(e) for e in expressions_of(node))
 
 

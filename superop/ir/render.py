@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .dialect import DIALECT
 from .nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                     UnionAll, Window, parents)
 
@@ -11,7 +12,7 @@ JOIN_SYMBOL = {"inner": "⋈", "left": "⟕", "right": "⟖", "full": "⟗", "se
 
 
 def sql_of(e: exp.Expression) -> str:
-    return e.sql(dialect="spark")
+    return e.sql(dialect=DIALECT)
 
 
 def _items(items) -> str:

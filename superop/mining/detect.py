@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from ..ir import (Aggregate, Join, Node, Opaque, Project, Rename, Scan, Select, UnionAll,
                   parents, shape, walk)
+from ..ir.safety import BlockReason, blocking_reason
 from .fingerprint import column_side, strict_index
 
 PATH_OPS = (Select, Project, Rename, Aggregate)
@@ -45,6 +46,7 @@ REASONS = {
     "join_kind_unsupported": "the join kind has no streaming super-operator",
     "mixed_union_inputs": "some union inputs are not aggregate paths",
 }
+REASONS.update({r.value: r.description for r in BlockReason})   # superop.ir.safety
 
 
 @dataclass
@@ -251,6 +253,7 @@ class Detector:
             f.reason = "mixed_union_inputs"
             return f
         reason, _ = self._agg_paths_check(paths)
+        reason = reason or self._blocked([u], paths)
         if reason:
             f.reason = reason
             return f
@@ -275,18 +278,25 @@ class Detector:
                         reason = "join_on_subset_of_keys" if cov & keys else \
                             "join_not_on_grouping_keys"
                         break
-            f.reason = reason
-            f.status = "near_miss" if reason else "candidate"
+            f.reason = reason or self._blocked(list(joins), paths)
+            f.status = "near_miss" if f.reason else "candidate"
             return f
         if n_agg == 1 and len(paths) == 2:
             ap = next(p for p in paths if p.aggs)
             f = Finding("near_miss", "MJ", kind, j, 2, inputs=self._tables(ap.stop))
-            f.reason = self._mj_reason(j, paths, ap)
+            f.reason = self._mj_reason(j, paths, ap) or self._blocked([j], paths)
             if not f.reason:
                 f.status = "candidate"
                 f.agg = self._minmax(ap.aggs[0])[0]
             return f
         return None
+
+    @staticmethod
+    def _blocked(roots: list[Node], paths: list[_Path]) -> str:
+        """superop.ir.safety's reason code when the structure must not be rewritten."""
+        interior = list(roots) + [n for p in paths for n in p.nodes]
+        b = blocking_reason(interior, paths[0].stop)
+        return b.reason.value if b is not None else ""
 
     @staticmethod
     def _minmax(agg: Aggregate) -> tuple[str, Optional[exp.Expression]]:

@@ -30,8 +30,10 @@ from sqlglot import exp
 from ..ir import nodes as N
 from ..ir.analysis import (Decomposition, capture_parameters, decompose, interior_ids,
                             single_input_single_output)
+from ..ir.dialect import DIALECT
 from ..ir.generate import to_sql
 from ..ir.lower import lower
+from ..ir.safety import match_blocker
 from ..synth.dsl import Program, RowEmit
 from ..synth.templates import TemplateError, _and, _to_ns, _true, build_program
 from .compile import NoNativeForm, compile_program
@@ -371,6 +373,11 @@ class Rewriter:
         return out
 
     def _match_at(self, d: Decomposition, plan: N.Node, trace) -> Optional[Match]:
+        blocker = match_blocker(d)          # nondeterminism, LIMIT/TABLESAMPLE in the source
+        if blocker is not None:
+            if trace is not None:
+                trace.append(f"{d.family} at {d.root.op}({d.join_kind or len(d.branches)}): blocked — {blocker}")
+            return None
         why = []
         for rule in self.rules:
             reason = rule.admits(d)
@@ -380,7 +387,7 @@ class Rewriter:
             if not single_input_single_output(d, plan):
                 why.append(f"{rule.id}: not single-input single-output")
                 break
-            names = [n.lower() for n in d.source.names]
+            names = list(d.source.names)   # normalized by lowering (exact when case-sensitive)
             if len(set(names)) != len(names):
                 why.append(f"{rule.id}: the shared source has duplicate column names")
                 break
@@ -410,7 +417,7 @@ class Rewriter:
             src_names = list(m.source.names)
             src_sql = to_sql(src, names=src_names)
             if m.prefilter is not None:
-                src_sql = f"SELECT * FROM ({src_sql}) AS __so_pf WHERE {m.prefilter.sql(dialect='spark')}"
+                src_sql = f"SELECT * FROM ({src_sql}) AS __so_pf WHERE {m.prefilter.sql(dialect=DIALECT)}"
             types = types_of(m.root) if types_of is not None else None
             try:
                 sql = compile_program(m.program, src_sql, output_types=types)

@@ -34,6 +34,8 @@ from typing import Optional
 import sqlglot
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
+
 AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct")
 NAMESPACES = ("row", "key", "acc", "flag")
 STREAMING, BUFFERING = "streaming", "buffering"
@@ -41,7 +43,7 @@ STREAMING, BUFFERING = "streaming", "buffering"
 
 def e(sql: str) -> exp.Expression:
     """Parse a DSL expression written in Spark SQL, e.g. ``e("row.s < 100")``."""
-    return sqlglot.parse_one(sql, dialect="spark")
+    return sqlglot.parse_one(sql, dialect=DIALECT)
 
 
 def ref(ns: str, name: str) -> exp.Column:
@@ -50,7 +52,7 @@ def ref(ns: str, name: str) -> exp.Column:
 
 
 def _sql(x: Optional[exp.Expression]) -> str:
-    return "TRUE" if x is None else x.sql(dialect="spark")
+    return "TRUE" if x is None else x.sql(dialect=DIALECT)
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ class Program:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        s = lambda x: None if x is None else x.sql(dialect="spark")  # noqa: E731
+        s = lambda x: None if x is None else x.sql(dialect=DIALECT)  # noqa: E731
         return {
             "keys": list(self.keys), "output": list(self.output),
             "output_types": list(self.output_types), "memory": self.memory,

@@ -31,6 +31,7 @@ from typing import Iterator, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.analysis import Edge, capture_parameters, walk_edge
+from ..ir.dialect import DIALECT
 from ..ir.generate import _Gen
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
 from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit,
@@ -109,7 +110,7 @@ def agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
             if isinstance(node.this, exp.Distinct):
                 raise NotSupported(f"{name.upper()}(DISTINCT)")
             return name, node.this
-    raise NotSupported(f"aggregate {node.sql(dialect='spark')} has no accumulator in the DSL")
+    raise NotSupported(f"aggregate {node.sql(dialect=DIALECT)} has no accumulator in the DSL")
 
 
 # ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ..ir.analysis import Branch, Decomposition, capture_parameters, equalities_imply
+from ..ir.dialect import DIALECT
 from ..ir.generate import _Gen
 from ..ir.nodes import Aggregate, Field
 from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit,
@@ -125,7 +126,7 @@ def _agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
             if isinstance(node.this, exp.Distinct):
                 raise TemplateError(f"{name.upper()}(DISTINCT)")
             return name, node.this
-    raise TemplateError(f"aggregate {node.sql(dialect='spark')} has no accumulator")
+    raise TemplateError(f"aggregate {node.sql(dialect=DIALECT)} has no accumulator")
 
 
 # ---------------------------------------------------------------------------
@@ -144,7 +145,7 @@ class _AggBranch:
             src = low.substitute(k, in_fields)
             src = src.unnest() if isinstance(src, exp.Paren) else src
             if not isinstance(src, exp.Column):
-                raise TemplateError(f"grouping key {k.sql(dialect='spark')} is computed, not a source column")
+                raise TemplateError(f"grouping key {k.sql(dialect=DIALECT)} is computed, not a source column")
             self.keys.append(src.name)
         if not self.keys:
             raise TemplateError("a global aggregate (no GROUP BY) has no partition key")
@@ -179,7 +180,7 @@ class _AggBranch:
             src = src.unnest() if isinstance(src, exp.Paren) else src
             if isinstance(src, exp.Column) and src.name in keys:
                 return ref("key", src.name)
-            raise TemplateError(f"column {c.sql(dialect='spark')} is neither a grouping key nor aggregated")
+            raise TemplateError(f"column {c.sql(dialect=DIALECT)} is neither a grouping key nor aggregated")
         if isinstance(item, exp.Column) and item.table != "acc":
             return fix(item)
         for c in list(item.find_all(exp.Column)):

@@ -12,6 +12,7 @@ from collections import Counter
 
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from ..synth.dsl import Program
 from .result import Counterexample
 
@@ -26,7 +27,7 @@ def _retarget(sql: str, table: str, view: str) -> str:
             alias = t.alias or t.name
             t.set("this", exp.to_identifier(view))
             t.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-    return tree.sql(dialect="spark")
+    return tree.sql(dialect=DIALECT)
 
 
 def run_sql_on_rows(spark, sql: str, cex: Counterexample) -> list[tuple]:

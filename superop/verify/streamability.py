@@ -22,6 +22,7 @@ import z3
 from sqlglot import exp
 
 from ..ir.analysis import Decomposition, capture_parameters, decompose, traverse_up, walk_edge
+from ..ir.dialect import DIALECT
 from ..ir.nodes import Aggregate, Join, Node, Scan, walk
 from ..synth.dsl import STREAMING, Program
 from .encode import (FALSE, TRUE, PlanEncoder, Table, V, _bool3, _cmp, ev, fresh, is_true,
@@ -242,7 +243,7 @@ def _mj(d: Decomposition, timeout_ms: int) -> StreamCheck:
     calls = [c for x, _ in A.agg.items for c in x.find_all(exp.AggFunc)]
     if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
         return StreamCheck(False, "MJ", "needs exactly one aggregate, a MIN or a MAX "
-                                        f"(found {[c.sql(dialect='spark') for c in calls]})")
+                                        f"(found {[c.sql(dialect=DIALECT) for c in calls]})")
     params = capture_parameters(A.lower)
     col = _bare(params.substitute(calls[0].this, A.lower.top.fields))
     if col is None:
