@@ -24,7 +24,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.spark import Spark
-from sqlglot.tokens import TokenType
+from sqlglot.parsers.spark import SparkParser
+from sqlglot.tokenizer_core import TokenType
 
 from ..errors import SqlError
 
@@ -47,20 +48,20 @@ class SuperopSpark(Spark):
         # in sqlglot's Spark tokenizer already.
         STRING_ESCAPES = ["\\", "'", '"']
 
-    class Parser(Spark.Parser):
+    class Parser(SparkParser):
         def _adjacent_strings(self) -> bool:
             return (self._curr is not None and self._next is not None
                     and self._curr.token_type in _STRING_TOKENS
                     and self._next.token_type in _STRING_TOKENS)
 
-        def _parse_atom(self) -> Optional[exp.Expression]:
+        def _parse_atom(self) -> Optional[exp.Expr]:
             # sqlglot's fast path for one-token atoms; adjacent literals take the slow path
             if self._adjacent_strings():
                 return None
-            out: Optional[exp.Expression] = super()._parse_atom()
+            out: Optional[exp.Expr] = super()._parse_atom()
             return out
 
-        def _parse_primary(self) -> Optional[exp.Expression]:
+        def _parse_primary(self) -> Optional[exp.Expr]:
             # Adjacent string literals are ONE literal in Spark ('a' 'b' = 'ab'), raw or not.
             if self._adjacent_strings():
                 parts: list[str] = []
@@ -70,7 +71,7 @@ class SuperopSpark(Spark):
                     # a raw string's text is its value (no escapes were processed)
                     parts.append(tok.text)
                 return exp.Literal.string("".join(parts))
-            out: Optional[exp.Expression] = super()._parse_primary()
+            out: Optional[exp.Expr] = super()._parse_primary()
             return out
 
 
@@ -86,16 +87,16 @@ def dialect(case_sensitive: bool = False) -> Dialect:
     return Dialect.get_or_raise(f"{DIALECT}, normalization_strategy = {strategy}")
 
 
-def parse_one(sql: str) -> exp.Expression:
+def parse_one(sql: str) -> exp.Expr:
     """Parse one Spark SQL expression or statement (sqlglot errors propagate)."""
     return sqlglot.parse_one(sql, dialect=DIALECT)
 
 
-def parse(sql: str) -> list[Optional[exp.Expression]]:
+def parse(sql: str) -> list[Optional[exp.Expr]]:
     return sqlglot.parse(sql, dialect=DIALECT)
 
 
-def to_sql_text(e: exp.Expression, pretty: bool = False) -> str:
+def to_sql_text(e: exp.Expr, pretty: bool = False) -> str:
     """Spark SQL text of a sqlglot expression."""
     text: str = e.sql(dialect=DIALECT, pretty=pretty)
     return text

@@ -46,7 +46,7 @@ ORDER_DEPENDENT: frozenset[str] = frozenset({
 })
 
 # sqlglot parses some Spark names into typed nodes; their Spark names:
-_CLASS_NAMES: dict[type[exp.Expression], str] = {
+_CLASS_NAMES: dict[type[exp.Expr], str] = {
     exp.Rand: "rand", exp.Randn: "randn", exp.Uuid: "uuid", exp.Shuffle: "shuffle",
     exp.Uniform: "uniform", exp.Randstr: "randstr", exp.First: "first", exp.Last: "last",
     exp.FirstValue: "first_value", exp.LastValue: "last_value", exp.AnyValue: "any_value",
@@ -58,7 +58,7 @@ _CLASS_NAMES: dict[type[exp.Expression], str] = {
 _NAME_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
-def call_name(f: exp.Expression) -> Optional[str]:
+def call_name(f: exp.Expr) -> Optional[str]:
     """The Spark name of a function call node (lowercase), None for non-calls. Typed
     sqlglot nodes without a special meaning here return their sqlglot name."""
     if isinstance(f, (exp.Anonymous, exp.AnonymousAggFunc)):
@@ -82,7 +82,7 @@ def classify_name(name: str) -> Determinism:
     return Determinism.DETERMINISTIC
 
 
-def classify_call(f: exp.Expression) -> Determinism:
+def classify_call(f: exp.Expr) -> Determinism:
     """Determinism of one call node (its arguments not included)."""
     name = call_name(f)
     if name is None:
@@ -95,7 +95,7 @@ def classify_call(f: exp.Expression) -> Determinism:
     return d
 
 
-def risky_calls(e: exp.Expression) -> Iterator[tuple[Determinism, str]]:
+def risky_calls(e: exp.Expr) -> Iterator[tuple[Determinism, str]]:
     """(determinism, name) of every call in ``e`` that is not DETERMINISTIC."""
     for n in e.walk():
         d = classify_call(n)
@@ -103,7 +103,7 @@ def risky_calls(e: exp.Expression) -> Iterator[tuple[Determinism, str]]:
             yield d, call_name(n) or n.key
 
 
-def is_nondeterministic_expr(e: exp.Expression) -> bool:
+def is_nondeterministic_expr(e: exp.Expr) -> bool:
     """The expression calls a function whose value may differ per call (rand(), uuid(),
     a UDF of unknown determinism counts too)."""
     return any(d in (Determinism.NONDETERMINISTIC, Determinism.UNKNOWN) for d, _ in risky_calls(e))

@@ -26,7 +26,7 @@ from .nodes import (Limit, Node, Opaque, Rename, Scan, UnionAll, expressions_of,
 from .schema import TableInfo, schema_source
 
 
-def parse(sql: str) -> exp.Expression:
+def parse(sql: str) -> exp.Expr:
     try:
         stmts = [s for s in sqlglot.parse(sql, dialect=DIALECT) if s is not None]
     except ParseError as e:
@@ -88,7 +88,7 @@ def qualify_query(sql: str, schema: object) -> Qualified:
         for k in ("catalog", "db"):
             t.set(k, None)
         t.set("this", exp.to_identifier(key))
-    mapping = {k: dict(info.columns) for k, (_, info) in written.items()}
+    mapping: dict[str, object] = {k: dict(info.columns) for k, (_, info) in written.items()}
     try:
         ast = qualify(tree, schema=mapping, dialect=dialect(cs), identify=False,
                       quote_identifiers=False)
@@ -115,11 +115,11 @@ def _unkey(msg: str, written: dict[str, tuple[TableName, TableInfo]]) -> str:
     return msg
 
 
-def _visible_ctes(node: exp.Expression, norm: Callable[[str], str]) -> set[str]:
+def _visible_ctes(node: exp.Expr, norm: Callable[[str], str]) -> set[str]:
     """Names of the CTEs in scope at ``node``: those of every enclosing WITH, where a
     CTE body sees only the CTEs defined before it (and itself when recursive)."""
     out: set[str] = set()
-    prev: exp.Expression = node
+    prev: exp.Expr = node
     p = node.parent
     while p is not None:
         if isinstance(p, exp.Query):

@@ -16,8 +16,8 @@ Conventions
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields as dc_fields
-from typing import Any, Iterator, Optional, Sequence
+from dataclasses import dataclass, fields as dc_fields
+from typing import Any, Iterator, Optional, Sequence, cast
 
 from sqlglot import exp
 
@@ -44,15 +44,17 @@ class Node:
     structural equality and a cached structural hash live here so that DAGs with
     sharing hash in linear time."""
 
-    children: tuple  # set by subclasses
+    @property
+    def children(self) -> tuple["Node", ...]:
+        raise NotImplementedError
 
     # -- structure -------------------------------------------------------
     @property
     def op(self) -> str:
         return type(self).__name__
 
-    def _key(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in dc_fields(self) if f.name != "_hash")
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in dc_fields(cast(Any, self)) if f.name != "_hash")
 
     def __hash__(self) -> int:
         h = self.__dict__.get("_hash_cache")
@@ -61,14 +63,14 @@ class Node:
             object.__setattr__(self, "_hash_cache", h)
         return h
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        if type(self) is not type(other) or hash(self) != hash(other):
+        if not isinstance(other, Node) or type(self) is not type(other) or hash(self) != hash(other):
             return False
         return self._key() == other._key()
 
-    def __ne__(self, other) -> bool:
+    def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     @property
@@ -79,7 +81,7 @@ class Node:
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
-    def with_children(self, children) -> "Node":
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         raise NotImplementedError
 
     def resolve(self, column: exp.Column) -> int:
@@ -94,7 +96,7 @@ class Node:
         return out
 
 
-def resolve_field(fields: tuple[Field, ...], column: exp.Column) -> int:
+def resolve_field(fields: Sequence[Field], column: exp.Column) -> int:
     """Index of the field ``column`` refers to: by (qualifier, name); an unqualified
     column by a unique name. A qualifier that no field carries any more (a name
     referenced above a Project) falls back to the unique name."""
@@ -129,7 +131,6 @@ class Scan(Node):
     identity: tuple[str, ...] = ()
     qualifier: str = ""
     volatile: str = ""             # a view whose rows may differ per read: why
-    children: tuple["Node", ...] = ()
 
     def __post_init__(self) -> None:
         name = TableName.parse(self.table)
@@ -146,6 +147,10 @@ class Scan(Node):
         return TableName.parse(self.table)
 
     @property
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    @property
     def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, c) for c, _ in self.columns)
 
@@ -160,13 +165,16 @@ class Opaque(Node):
     sql: str
     output: tuple[str, ...]
     reason: str = ""
-    children: tuple = ()
 
     @property
-    def fields(self):
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(None, n) for n in self.output)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return self
 
 
@@ -177,17 +185,17 @@ class Opaque(Node):
 class Select(Node):
     """σ: keep rows where ``predicate`` is TRUE (three-valued logic)."""
     child: Node
-    predicate: exp.Expression
+    predicate: exp.Expr
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Select(children[0], self.predicate)
 
 
@@ -195,18 +203,18 @@ class Select(Node):
 class Project(Node):
     """π: computes ``items`` = ((expression, output name), ...) per row."""
     child: Node
-    items: tuple[tuple[exp.Expression, str], ...]
+    items: tuple[tuple[exp.Expr, str], ...]
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Project(children[0], self.items, self.qualifier)
 
 
@@ -219,11 +227,11 @@ class Rename(Node):
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, new) for _, new in self.mapping)
 
     @property
@@ -235,7 +243,7 @@ class Rename(Node):
         """A pure re-qualification (FROM alias) that keeps every column and name."""
         return (not self.renames) and tuple(f for f, _ in self.mapping) == self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Rename(children[0], self.mapping, self.qualifier)
 
 
@@ -245,19 +253,19 @@ class Aggregate(Node):
     functions, name), ...). No keys and no aggregate functions never occurs;
     no keys means a global aggregate (exactly one output row)."""
     child: Node
-    keys: tuple[exp.Expression, ...]
-    items: tuple[tuple[exp.Expression, str], ...]
+    keys: tuple[exp.Expr, ...]
+    items: tuple[tuple[exp.Expr, str], ...]
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Aggregate(children[0], self.keys, self.items, self.qualifier)
 
 
@@ -268,14 +276,14 @@ class Sort(Node):
     order: tuple[exp.Ordered, ...]
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Sort(children[0], self.order)
 
 
@@ -287,14 +295,14 @@ class Limit(Node):
     offset: int = 0
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Limit(children[0], self.limit, self.offset)
 
 
@@ -302,18 +310,18 @@ class Limit(Node):
 class Window(Node):
     """Appends window-function columns: ``items`` = ((exp.Window, name), ...)."""
     child: Node
-    items: tuple[tuple[exp.Expression, str], ...]
+    items: tuple[tuple[exp.Expr, str], ...]
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields + tuple(Field(self.qualifier, n) for _, n in self.items)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Window(children[0], self.items, self.qualifier)
 
 
@@ -328,24 +336,24 @@ class Join(Node):
     left: Node
     right: Node
     kind: str
-    equi: tuple[tuple[exp.Expression, exp.Expression], ...] = ()
-    residual: Optional[exp.Expression] = None
+    equi: tuple[tuple[exp.Expr, exp.Expr], ...] = ()
+    residual: Optional[exp.Expr] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in JOIN_KINDS:
             raise ValueError(f"unknown join kind {self.kind!r}")
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.left, self.right)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         if self.kind in ("semi", "anti"):
             return self.left.fields
         return self.left.fields + self.right.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Join(children[0], children[1], self.kind, self.equi, self.residual)
 
 
@@ -357,14 +365,14 @@ class UnionAll(Node):
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return self.inputs
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, f.name) for f in self.inputs[0].fields)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return UnionAll(tuple(children), self.qualifier)
 
 
@@ -458,7 +466,7 @@ def is_fully_modeled(root: Node) -> bool:
     return not any(isinstance(n, Opaque) for n in walk(root))
 
 
-def expressions_of(node: Node) -> list[exp.Expression]:
+def expressions_of(node: Node) -> list[exp.Expr]:
     """Every sqlglot expression a node holds (for column-usage analysis)."""
     if isinstance(node, Select):
         return [node.predicate]

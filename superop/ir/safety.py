@@ -77,7 +77,7 @@ class Blocker:
         return f"{self.reason.value}: {self.detail}"
 
 
-def _expression_blocker(e: exp.Expression, where: str) -> Optional[Blocker]:
+def _expression_blocker(e: exp.Expr, where: str) -> Optional[Blocker]:
     for d, name in risky_calls(e):
         return Blocker(_FROM_DETERMINISM[d], f"{name}() in {where}")
     for spec in e.find_all(exp.WindowSpec):

@@ -24,6 +24,22 @@ is therefore a semantic question that the verifier decides (e.g. a running min o
 partition sorted on that column equals the final min; a running min under a guard does not
 — the paper's Fig. 13).
 
+Errors (ANSI mode: division by zero, overflow, invalid casts). An expression is
+evaluated only where the program says so, and an error aborts the whole run:
+
+* an accumulator's ``arg`` only on rows where its ``guard`` is TRUE (a flag's and an
+  accumulator's guard on every row of the partition);
+* an emit's ``outputs`` only when its ``guard`` is TRUE (a partition emit once per
+  partition, a row emit once per row);
+* a guard is evaluated left to right: in ``a AND b``, ``b`` only where ``a`` is not
+  FALSE (``COALESCE(x, FALSE)`` evaluates ``x``).
+
+The templates (``superop.synth.templates``) put the conditions under which the original
+query evaluates an expression first (the path's emptiness flag, then its upper filter),
+so a program evaluates a partial expression only where the original does; the native
+compiler (``superop.runtime.compile``) keeps that order in Spark (outputs as ``CASE WHEN
+guard THEN output END``). The verifier models errors as outcomes with these rules.
+
 This module is pure data + printing; it imports neither Spark nor Z3.
 """
 from __future__ import annotations

@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.dialect import DIALECT
-from ..ir.generate import _Gen
+from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
 from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit,
                   SortKey, ref)
@@ -52,7 +52,7 @@ class NotExpressible(Exception):
 # ---------------------------------------------------------------------------
 def tr(e: exp.Expression, fields: Sequence[Field], repl: Sequence[exp.Expression]) -> exp.Expression:
     """Columns of ``e`` (resolved against ``fields``) -> ``repl`` (parenthesized)."""
-    x = _Gen.tr(e, tuple(fields), list(repl))
+    x = translate_columns(e, tuple(fields), list(repl))
     return x
 
 

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from ..ir.analysis import Branch, Decomposition, capture_parameters, equalities_imply
 from ..ir.dialect import DIALECT
-from ..ir.generate import _Gen
+from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field
 from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit,
                   SortKey, ref)
@@ -157,8 +157,8 @@ class _AggBranch:
             agg_out.append(self._item(item, low, in_fields, guard, accs, key_set))
         self.agg_out = agg_out
         up = capture_parameters(b.upper)
-        self.phi_up = None if up.predicate is None else _Gen.tr(up.predicate, agg.fields, agg_out)
-        self.outputs = [_Gen.tr(e, agg.fields, agg_out) for _, e in up.projection]
+        self.phi_up = None if up.predicate is None else translate_columns(up.predicate, agg.fields, agg_out)
+        self.outputs = [translate_columns(e, agg.fields, agg_out) for _, e in up.projection]
         self.top_fields = b.upper.top.fields
         self.present = _and(self.flag, self.phi_up)
 
@@ -190,7 +190,7 @@ class _AggBranch:
 
 
 def _dsl_side(e: exp.Expression, fields: Sequence[Field], exprs: Sequence[exp.Expression]) -> exp.Expression:
-    x = _Gen.tr(e, tuple(fields), list(exprs))
+    x = translate_columns(e, tuple(fields), list(exprs))
     return x.unnest() if isinstance(x, exp.Paren) else x
 
 

@@ -140,7 +140,7 @@ def union_find_agrees(join: Join, pairs: list[tuple[int, int]]) -> Optional[bool
     implication, when the ON clause is a conjunction of bare column equalities (else None).
     Used as a cross-check: where it applies it must agree with Z3."""
     from ..ir.analysis import equalities_imply
-    from ..ir.lower import _conjuncts
+    from ..ir.lowering.exprs import conjuncts as _conjuncts
     from ..ir.nodes import resolve_field
     fields = join.left.fields + join.right.fields
     conj = [exp.EQ(this=a, expression=b) for a, b in join.equi] + _conjuncts(join.residual)

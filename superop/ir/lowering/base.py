@@ -24,7 +24,7 @@ ALLOWED_ARGS = {
 }
 
 
-def check_args(node: exp.Expression) -> None:
+def check_args(node: exp.Expr) -> None:
     """Refuse (-> Opaque) clauses the lowering would otherwise silently drop, e.g.
     TABLESAMPLE, UNION ... BY NAME, time travel, sqlglot extensions."""
     allowed = ALLOWED_ARGS.get(type(node))
@@ -36,24 +36,25 @@ def check_args(node: exp.Expression) -> None:
 
 
 class LowererBase:
-    """State and dispatch shared by the lowering mixins (:mod:`.lowerer` assembles them)."""
+    """State and dispatch; each seam is a layer on top (setops < from_items < subqueries <
+    select = :class:`~superop.ir.lowering.lowerer.Lowerer`)."""
 
-    def __init__(self, tables: dict[tuple[str, ...], TableInfo], case_sensitive: bool = False):
+    def __init__(self, tables: dict[tuple[str, ...], TableInfo], case_sensitive: bool = False) -> None:
         self.tables = tables            # normalized table name parts -> resolved table
         self.case_sensitive = case_sensitive
         self.reasons: list[str] = []
-        self.cte_sql: dict[str, exp.Expression] = {}  # name -> CTE body AST
+        self.cte_sql: dict[str, exp.Expr] = {}  # name -> CTE body AST
 
     def norm(self, name: str) -> str:
         """An identifier as Spark compares it (the qualified AST is normalized already)."""
         return name if self.case_sensitive else name.lower()
 
-    def query(self, q: exp.Expression, ctes: dict[str, Node]) -> Node:
+    def query(self, q: exp.Expr, ctes: dict[str, Node]) -> Node:
         try:
             return self._query(q, ctes)
-        except Unsupported as why:
-            self.reasons.append(str(why))
-            return self._opaque(q, str(why))
+        except Unsupported as unsupported:
+            self.reasons.append(str(unsupported))
+            return self._opaque(q, str(unsupported))
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             # A construct the lowering mishandles must not stop the query: carry it
             # through untouched and say so (tests look for this prefix).
@@ -61,20 +62,20 @@ class LowererBase:
             self.reasons.append(why)
             return self._opaque(q, why)
 
-    def _opaque(self, q: exp.Expression, why: str) -> Opaque:
+    def _opaque(self, q: exp.Expr, why: str) -> Opaque:
         body = q.copy()
         self._attach_ctes(body)
         names = tuple(q.named_selects) if isinstance(q, exp.Query) else ()
         return Opaque(body.sql(dialect=DIALECT), names, why)
 
-    def _attach_ctes(self, query: exp.Expression) -> None:
+    def _attach_ctes(self, query: exp.Expr) -> None:
         """Make a query self-contained: prepend the definitions of CTEs it uses
         (transitively), so it can be emitted anywhere."""
         if not isinstance(query, exp.Query):
             return
         needed: list[str] = []
 
-        def visit(node: exp.Expression, local: set[str]):
+        def visit(node: exp.Expr, local: set[str]) -> None:
             local = local | {self.norm(c.alias_or_name) for c in node.find_all(exp.CTE)}
             for t in node.find_all(exp.Table):
                 n = self.norm(t.name)
@@ -94,7 +95,7 @@ class LowererBase:
         else:
             query.set("with_" if "with_" in type(query).arg_types else "with", exp.With(expressions=ctes))
 
-    def _query(self, q: exp.Expression, ctes: dict[str, Node]) -> Node:
+    def _query(self, q: exp.Expr, ctes: dict[str, Node]) -> Node:
         ctes = dict(ctes)
         w = q.args.get("with_") or q.args.get("with")
         if w is not None:
@@ -125,3 +126,18 @@ class LowererBase:
         if isinstance(q, exp.Select):
             return self._select(q, ctes)
         raise Unsupported(f"query kind {q.key}")
+
+    # -- implemented by the layers above (setops, from_items, subqueries, select) -----
+    def _select(self, s: exp.Select, ctes: dict[str, Node]) -> Node:
+        raise NotImplementedError
+
+    def _order_limit(self, q: exp.Expr, node: Node, _items: None) -> Node:
+        raise NotImplementedError
+
+    def _flatten_union(self, q: exp.Expr, ctes: dict[str, Node], out: list[Node],
+                       distinct: bool = False) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _distinct(node: Node) -> Node:
+        raise NotImplementedError

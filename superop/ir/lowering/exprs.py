@@ -1,12 +1,14 @@
 """Expression helpers of the lowering: conjuncts, nested queries, aggregates, windows."""
 from __future__ import annotations
 
+from typing import Callable, Iterator, Optional
+
 from sqlglot import exp
 
 from ..functions import is_nondeterministic_expr
 
 
-def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+def conjuncts(e: exp.Expr | None) -> list[exp.Expr]:
     if e is None:
         return []
     if isinstance(e, exp.Paren):
@@ -16,7 +18,7 @@ def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
     return [e]
 
 
-def and_all(preds: list[exp.Expression]) -> exp.Expression | None:
+def and_all(preds: list[exp.Expr]) -> exp.Expr | None:
     """Flat ``p1 AND p2 AND ...`` (sqlglot's and_ would add nested parentheses)."""
     out = None
     for p in preds:
@@ -26,9 +28,17 @@ def and_all(preds: list[exp.Expression]) -> exp.Expression | None:
     return out
 
 
-def columns_outside_queries(e: exp.Expression):
+def conjoin(preds: list[exp.Expr]) -> exp.Expr:
+    """:func:`and_all` of a non-empty list."""
+    out = and_all(preds)
+    if out is None:
+        raise ValueError("no predicate to conjoin")
+    return out
+
+
+def columns_outside_queries(e: exp.Expr) -> Iterator[exp.Column]:
     """Column references of ``e`` that are not inside a nested query."""
-    stack = [e]
+    stack: list[exp.Expr] = [e]
     while stack:
         n = stack.pop()
         if isinstance(n, exp.Column):
@@ -39,7 +49,7 @@ def columns_outside_queries(e: exp.Expression):
         stack.extend(n.iter_expressions())
 
 
-def has_agg(e: exp.Expression) -> bool:
+def has_agg(e: exp.Expr) -> bool:
     """True if ``e`` calls an aggregate function outside window specs and nested queries."""
     for n in e.find_all(exp.AggFunc):
         w = n.find_ancestor(exp.Window)
@@ -52,8 +62,8 @@ def has_agg(e: exp.Expression) -> bool:
     return False
 
 
-def is_within(node: exp.Expression, root: exp.Expression) -> bool:
-    p = node
+def is_within(node: exp.Expr, root: exp.Expr) -> bool:
+    p: Optional[exp.Expr] = node
     while p is not None:
         if p is root:
             return True
@@ -61,9 +71,10 @@ def is_within(node: exp.Expression, root: exp.Expression) -> bool:
     return False
 
 
-def outermost_queries(e: exp.Expression) -> list[exp.Query]:
+def outermost_queries(e: exp.Expr) -> list[exp.Query]:
     """Query expressions nested in ``e`` that are not inside another nested query."""
-    out, stack = [], list(e.iter_expressions())
+    out: list[exp.Query] = []
+    stack = list(e.iter_expressions())
     while stack:
         n = stack.pop()
         if isinstance(n, exp.Query):
@@ -73,8 +84,9 @@ def outermost_queries(e: exp.Expression) -> list[exp.Query]:
     return out
 
 
-def windows_outside_queries(e: exp.Expression) -> list[exp.Window]:
-    out, stack = [], [e]
+def windows_outside_queries(e: exp.Expr) -> list[exp.Window]:
+    out: list[exp.Window] = []
+    stack: list[exp.Expr] = [e]
     while stack:
         n = stack.pop()
         if isinstance(n, exp.Window):
@@ -86,15 +98,15 @@ def windows_outside_queries(e: exp.Expression) -> list[exp.Window]:
     return out[::-1]
 
 
-def has_query(e: exp.Expression) -> bool:
+def has_query(e: exp.Expr) -> bool:
     return any(True for _ in outermost_queries(e)) or isinstance(e, exp.Query)
 
 
-def nondeterministic(e: exp.Expression) -> bool:
+def nondeterministic(e: exp.Expr) -> bool:
     return is_nondeterministic_expr(e)
 
 
-def replace_outside_queries(e: exp.Expression, fn) -> exp.Expression:
+def replace_outside_queries(e: exp.Expr, fn: Callable[[exp.Expr], Optional[exp.Expr]]) -> exp.Expr:
     """Copy of ``e`` with sub-expressions replaced by ``fn(node)`` (None = keep and
     recurse); nested queries are never entered."""
     e = e.copy()
@@ -116,7 +128,7 @@ def replace_outside_queries(e: exp.Expression, fn) -> exp.Expression:
 CMP = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
-def null_on_empty(e: exp.Expression) -> bool:
+def null_on_empty(e: exp.Expr) -> bool:
     """True if ``e`` (an aggregate expression) is NULL over an empty input: SUM/AVG/
     MIN/MAX, or arithmetic with such an operand. COUNT and COALESCE are not."""
     if isinstance(e, (exp.Sum, exp.Avg, exp.Min, exp.Max)):
@@ -128,7 +140,7 @@ def null_on_empty(e: exp.Expression) -> bool:
     return False
 
 
-def strip_alias(e: exp.Expression) -> tuple[exp.Expression, str]:
+def strip_alias(e: exp.Expr) -> tuple[exp.Expr, str]:
     if isinstance(e, exp.Alias):
-        return e.this.copy(), e.alias
-    return e.copy(), e.alias_or_name
+        return e.this.copy(), str(e.alias)
+    return e.copy(), str(e.alias_or_name)

@@ -2,18 +2,21 @@
 join predicates that a comma join states in WHERE."""
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 from sqlglot import exp
 
 from ..dialect import DIALECT
 from ..names import TableName
-from ..nodes import Join, Node, Rename, Scan
-from .base import LowererBase, Unsupported, check_args
+from ..nodes import Field, Join, Node, Rename, Scan
+from .base import Unsupported, check_args
 from .exprs import and_all, columns_outside_queries, conjuncts, has_query, nondeterministic
 from .scope import all_resolve, resolves
+from .setops import SetOpLowering
 
 
-class FromLowering(LowererBase):
-    def _source(self, src: exp.Expression, ctes: dict[str, Node]) -> Node:
+class FromLowering(SetOpLowering):
+    def _source(self, src: exp.Expr, ctes: dict[str, Node]) -> Node:
         check_args(src)
         if isinstance(src, exp.Table):
             if src.args.get("joins") or src.args.get("laterals") or src.args.get("pivots"):
@@ -44,15 +47,16 @@ class FromLowering(LowererBase):
             if any(src.args.get(k) for k in ("order", "limit", "offset", "with_", "with")):
                 raise Unsupported("ORDER BY/LIMIT/WITH on a derived table's parentheses")
             base = self.query(src.this, ctes)
-            alias = src.alias or None
-            col_aliases = [c.name for c in (src.args.get("alias").columns if src.args.get("alias") else [])]
+            sub_alias: Optional[str] = src.alias or None
+            ta = src.args.get("alias")
+            col_aliases = [c.name for c in (ta.columns if ta is not None else [])]
             new_names = col_aliases or [f.name for f in base.fields]
             if len(new_names) != len(base.fields):
                 raise Unsupported("derived table column alias count mismatch")
-            return Rename(base, tuple(zip(base.fields, new_names)), alias)
+            return Rename(base, tuple(zip(base.fields, new_names)), sub_alias)
         raise Unsupported(f"FROM item {src.key}")
 
-    def _from(self, s: exp.Select, ctes) -> Node:
+    def _from(self, s: exp.Select, ctes: dict[str, Node]) -> Node:
         frm = s.args.get("from_") or s.args.get("from")
         if frm is None:
             raise Unsupported("SELECT without FROM")
@@ -63,7 +67,7 @@ class FromLowering(LowererBase):
             raise Unsupported("LATERAL VIEW")
         return node
 
-    def _join(self, left: Node, j: exp.Join, ctes) -> Node:
+    def _join(self, left: Node, j: exp.Join, ctes: dict[str, Node]) -> Node:
         check_args(j)
         if j.args.get("using"):
             raise Unsupported("JOIN ... USING")
@@ -92,10 +96,12 @@ class FromLowering(LowererBase):
             jk = "inner"
         return Join(left, right, jk, tuple(equi), and_all(residual))
 
-    def _split_on(self, conjs, lf, rf):
+    def _split_on(self, conjs: list[exp.Expr], lf: Sequence[Field], rf: Sequence[Field]
+                  ) -> tuple[list[tuple[exp.Expr, exp.Expr]], list[exp.Expr]]:
         """ON conjuncts -> (equi pairs (left expr, right expr), residual conjuncts).
         An equality is an equi key only if each side reads exactly one input."""
-        equi, residual = [], []
+        equi: list[tuple[exp.Expr, exp.Expr]] = []
+        residual: list[exp.Expr] = []
         for c in conjs:
             if isinstance(c, exp.EQ) and not nondeterministic(c):
                 a, b = c.this, c.expression
@@ -110,11 +116,11 @@ class FromLowering(LowererBase):
         return equi, residual
 
     @staticmethod
-    def _side(e: exp.Expression, lf, rf) -> str | None:
+    def _side(e: exp.Expr, lf: Sequence[Field], rf: Sequence[Field]) -> Optional[str]:
         cols = list(columns_outside_queries(e))
         if not cols or any(isinstance(n, exp.Query) for n in e.find_all(exp.Query)):
             return None
-        sides = set()
+        sides: set[str] = set()
         for c in cols:
             in_l = resolves(lf, c)
             in_r = resolves(rf, c)
@@ -123,19 +129,19 @@ class FromLowering(LowererBase):
             sides.add("L" if in_l else "R")
         return sides.pop() if len(sides) == 1 else None
 
-    def _push_join_preds(self, node: Node, conjs: list) -> tuple[Node, list]:
-        spine = []
+    def _push_join_preds(self, node: Node, conjs: list[exp.Expr]) -> tuple[Node, list[exp.Expr]]:
+        spine: list[Join] = []
         n = node
         while isinstance(n, Join) and n.kind in ("inner", "cross"):
             spine.append(n)
             n = n.left
         if not spine or not conjs:
             return node, list(conjs)
-        extra: dict[int, list] = {i: [] for i in range(len(spine))}
-        rest = []
+        extra: dict[int, list[exp.Expr]] = {i: [] for i in range(len(spine))}
+        rest: list[exp.Expr] = []
         for c in conjs:
             cols = list(columns_outside_queries(c))
-            target = None
+            target: Optional[int] = None
             if cols and not has_query(c) and not nondeterministic(c):
                 for i in range(len(spine) - 1, -1, -1):       # lowest join first
                     j = spine[i]
@@ -149,7 +155,7 @@ class FromLowering(LowererBase):
                 extra[target].append(c)
         if not any(extra.values()):
             return node, rest
-        cur = spine[-1].left
+        cur: Node = spine[-1].left
         for i in range(len(spine) - 1, -1, -1):
             j = spine[i]
             equi, residual = self._split_on(extra[i], cur.fields, j.right.fields)

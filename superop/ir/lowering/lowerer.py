@@ -1,11 +1,9 @@
-"""The lowerer: every seam's mixin over the shared state."""
+"""The lowerer: the layers of the lowering, one module per seam, stacked
+(base < setops < from_items < subqueries < select)."""
 from __future__ import annotations
 
-from .from_items import FromLowering
 from .select import SelectLowering
-from .setops import SetOpLowering
-from .subqueries import SubqueryLowering
 
 
-class Lowerer(SelectLowering, SubqueryLowering, FromLowering, SetOpLowering):
+class Lowerer(SelectLowering):
     """Lowers one qualified query AST; ``reasons`` collects why parts became Opaque."""

@@ -2,13 +2,15 @@
 (outer references of a sub-query), the Spark type of a passed-through column."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from sqlglot import exp
 
-from ..nodes import Join, Limit, Node, Rename, Scan, Select, Sort, Window, resolve_field
+from ..nodes import Field, Join, Limit, Node, Rename, Scan, Select, Sort, Window, resolve_field
 from .exprs import columns_outside_queries
 
 
-def resolves(fields, c: exp.Column) -> bool:
+def resolves(fields: Sequence[Field], c: exp.Column) -> bool:
     """Strict: a qualified column belongs to a side only if that side has its qualifier."""
     if c.table and not any(f.qualifier == c.table for f in fields):
         return False
@@ -19,18 +21,18 @@ def resolves(fields, c: exp.Column) -> bool:
         return False
 
 
-def resolves_strict(fields, c: exp.Column) -> bool:
+def resolves_strict(fields: Sequence[Field], c: exp.Column) -> bool:
     """Like resolve_field, but a qualified column needs a field with its qualifier."""
     name, q = c.name, (c.table or None)
     hits = [f for f in fields if f.name == name and (q is None or f.qualifier == q)]
     return len(hits) == 1
 
 
-def all_resolve(fields, e: exp.Expression) -> bool:
+def all_resolve(fields: Sequence[Field], e: exp.Expr) -> bool:
     return all(resolves_strict(fields, c) for c in columns_outside_queries(e))
 
 
-def defined_aliases(q: exp.Expression) -> set[str]:
+def defined_aliases(q: exp.Expr) -> set[str]:
     """Relation names/aliases introduced anywhere inside ``q`` (after qualify every
     FROM item carries an alias)."""
     out = set()
@@ -44,7 +46,7 @@ def defined_aliases(q: exp.Expression) -> set[str]:
     return out
 
 
-def outer_columns(q: exp.Expression) -> list[exp.Column]:
+def outer_columns(q: exp.Expr) -> list[exp.Column]:
     """Columns inside ``q`` that refer to a relation defined outside it (correlation).
     SQL resolves a qualifier to the innermost relation with that name, so a qualifier
     defined inside ``q`` is never an outer reference."""
@@ -73,7 +75,7 @@ def type_at(node: Node, i: int) -> str | None:
     return None
 
 
-def column_type(node: Node, c: exp.Expression) -> str | None:
+def column_type(node: Node, c: exp.Expr) -> str | None:
     if not isinstance(c, exp.Column) or not resolves_strict(node.fields, c):
         return None
     return type_at(node, resolve_field(node.fields, c))

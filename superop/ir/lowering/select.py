@@ -2,17 +2,20 @@
 window functions (also over a GROUP BY), DISTINCT, ORDER BY (hidden items) and LIMIT."""
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 from sqlglot import exp
 
-from ..nodes import Aggregate, Node, Project, Rename, Select, Sort, Window, resolve_field
-from .base import LowererBase, Unsupported
+from ..nodes import Aggregate, Field, Node, Project, Rename, Select, Sort, Window, resolve_field
+from .base import Unsupported
 from .exprs import (columns_outside_queries, has_agg, has_query, nondeterministic,
                     replace_outside_queries, strip_alias, windows_outside_queries)
 from .scope import resolves_strict
+from .subqueries import Items, SubqueryLowering
 
 
-class SelectLowering(LowererBase):
-    def _select(self, s: exp.Select, ctes) -> Node:
+class SelectLowering(SubqueryLowering):
+    def _select(self, s: exp.Select, ctes: dict[str, Node]) -> Node:
         if s.args.get("distinct") and s.args["distinct"].args.get("on"):
             raise Unsupported("DISTINCT ON")
         for key in ("qualify", "windows", "cluster", "distribute", "sort", "prewhere", "connect"):
@@ -22,7 +25,7 @@ class SelectLowering(LowererBase):
         where = s.args.get("where")
         if where is not None:
             node = self._where(node, where.this, ctes)
-        items = [strip_alias(e) for e in s.expressions]
+        items: Items = [strip_alias(e) for e in s.expressions]
         group = s.args.get("group")
         having = s.args.get("having")
         if group is None and having is None and not any(has_agg(e) for e, _ in items):
@@ -42,27 +45,23 @@ class SelectLowering(LowererBase):
                     or any(isinstance(k, (exp.GroupingSets, exp.Cube, exp.Rollup))
                            for k in group.expressions)):
                 raise Unsupported("GROUPING SETS/CUBE/ROLLUP")
-            keys = []
+            keys: list[exp.Expr] = []
             if group is not None and group.args.get("all"):
                 # GROUP BY ALL: every select item without an aggregate is a key.
                 keys = [e.copy() for e, _ in items if not has_agg(e)]
                 if any(not list(columns_outside_queries(k)) for k in keys):
                     raise Unsupported("GROUP BY ALL with a constant item")
             for k in (group.expressions if group is not None else []):
-                if isinstance(k, exp.Literal) and not k.is_string:
-                    k = items[int(k.this) - 1][0]
-                keys.append(k.copy())
+                by: exp.Expr = items[int(k.this) - 1][0] if isinstance(k, exp.Literal) and not k.is_string else k
+                keys.append(by.copy())
             if windows:
                 return self._aggregate_window(s, node, items, keys, having, order)
             agg_items = list(items)
-            post: list[tuple[str, object]] = []
-            if having is not None:
-                pred = self._hidden_refs(having.this, agg_items, keys)
-                post.append(("having", pred))
+            having_pred = self._hidden_refs(having.this, agg_items, keys) if having is not None else None
             ords = self._order_refs(order, agg_items, keys) if order is not None else None
             node = Aggregate(node, tuple(keys), tuple(agg_items))
-            for kind, pred in post:
-                node = Select(node, pred)
+            if having_pred is not None:
+                node = Select(node, having_pred)
             if s.args.get("distinct"):
                 if len(agg_items) != len(items):
                     raise Unsupported("DISTINCT with hidden ORDER BY columns")
@@ -76,8 +75,8 @@ class SelectLowering(LowererBase):
             node, items = self._windows(node, items)
         proj_items = list(items)
         ords = self._order_refs(order, proj_items, None) if order is not None else None
-        if (len(proj_items) > len(items) and not windows and not s.args.get("distinct")
-                and self._order_on_input(order, node)):
+        if (order is not None and len(proj_items) > len(items) and not windows
+                and not s.args.get("distinct") and self._order_on_input(order, node)):
             # ORDER BY input columns the select list drops: sort below the projection
             # (a projection keeps the order) instead of carrying hidden columns.
             node = Sort(node, tuple(o.copy() for o in order.expressions))
@@ -94,7 +93,7 @@ class SelectLowering(LowererBase):
         return self._drop_hidden(node, len(items), out_names)
 
     @staticmethod
-    def _order_on_input(order, node: Node) -> bool:
+    def _order_on_input(order: exp.Order, node: Node) -> bool:
         """Every ORDER BY item is a deterministic expression over qualified input
         columns (no ordinal, no output alias, no sub-query or aggregate)."""
         for o in order.expressions:
@@ -108,10 +107,11 @@ class SelectLowering(LowererBase):
         return True
 
     @staticmethod
-    def _windows(node: Node, items):
+    def _windows(node: Node, items: Items) -> tuple[Node, Items]:
         """Window node computing every window call of ``items``; returns it and the
         items with the calls replaced by references to its columns."""
-        win_items, new_items = [], []
+        win_items: Items = []
+        new_items: Items = []
         for e, n in items:
             e2 = e.copy()
             for w in list(windows_outside_queries(e2)):
@@ -124,13 +124,14 @@ class SelectLowering(LowererBase):
             new_items.append((e2, n))
         return Window(node, tuple(win_items)), new_items
 
-    def _aggregate_window(self, s, node, items, keys, having, order) -> Node:
+    def _aggregate_window(self, s: exp.Select, node: Node, items: Items, keys: list[exp.Expr],
+                          having: Optional[exp.Having], order: Optional[exp.Order]) -> Node:
         """Window functions over a GROUP BY (SQL order: γ, HAVING, windows, SELECT,
         DISTINCT, ORDER BY, LIMIT): the aggregate computes the keys and aggregate
         calls the select list uses, the windows run over its output."""
-        agg_items: list = []
+        agg_items: Items = []
 
-        def ref(sub):
+        def ref(sub: exp.Expr) -> exp.Expr:
             for e, n in agg_items:
                 if e == sub:
                     return exp.column(n)
@@ -138,7 +139,7 @@ class SelectLowering(LowererBase):
             agg_items.append((sub.copy(), name))
             return exp.column(name)
 
-        def fix(n):
+        def fix(n: exp.Expr) -> Optional[exp.Expr]:
             if isinstance(n, exp.Query):
                 return n.copy()
             if isinstance(n, exp.AggFunc) and not (isinstance(n.parent, exp.Window)
@@ -162,9 +163,10 @@ class SelectLowering(LowererBase):
         if s.args.get("distinct"):
             node = self._distinct(node)
         if order is not None:
-            ords = []
+            ords: list[exp.Ordered] = []
             for o in order.expressions:
                 o, e = o.copy(), o.this
+                name: Optional[str]
                 if isinstance(e, exp.Literal) and not e.is_string:
                     name = items[int(e.this) - 1][1]
                 elif isinstance(e, exp.Column) and not e.table and any(n == e.name for _, n in items):
@@ -184,11 +186,13 @@ class SelectLowering(LowererBase):
         return Aggregate(node, keys, tuple((f.column(), f.name) for f in node.fields))
 
     @staticmethod
-    def _projection(node: Node, items) -> Node:
+    def _projection(node: Node, items: Items) -> Node:
         fields = node.fields
-        if all(isinstance(e, exp.Column) for e, _ in items):
+        cols = [e for e, _ in items if isinstance(e, exp.Column)]
+        if len(cols) == len(items):
+            src: Optional[list[Field]]
             try:
-                src = [fields[resolve_field(fields, e)] for e, _ in items]
+                src = [fields[resolve_field(fields, c)] for c in cols]
             except KeyError:
                 src = None
             if src is not None:
@@ -199,18 +203,18 @@ class SelectLowering(LowererBase):
         return Project(node, tuple(items))
 
     @staticmethod
-    def _drop_hidden(node: Node, n_visible: int, names) -> Node:
+    def _drop_hidden(node: Node, n_visible: int, names: Sequence[str]) -> Node:
         if len(node.fields) == n_visible:
             return node
         visible = node.fields[:n_visible]
         return Project(node, tuple((f.column(), f.name) for f in visible))
 
-    def _hidden_refs(self, pred: exp.Expression, items: list, keys) -> exp.Expression:
+    def _hidden_refs(self, pred: exp.Expr, items: Items, keys: Sequence[exp.Expr]) -> exp.Expr:
         """Rewrite a HAVING predicate over the aggregate's output: aggregate calls
         and grouping expressions become references to (possibly hidden) items.
         Nested (uncorrelated) sub-queries are left alone."""
 
-        def ref(sub: exp.Expression) -> exp.Expression:
+        def ref(sub: exp.Expr) -> exp.Expr:
             for e, n in items:
                 if e == sub:
                     return exp.column(n)
@@ -218,7 +222,7 @@ class SelectLowering(LowererBase):
             items.append((sub.copy(), name))
             return exp.column(name)
 
-        def fix(node):
+        def fix(node: exp.Expr) -> Optional[exp.Expr]:
             if isinstance(node, exp.Query):
                 return node.copy()          # keep as is, do not enter
             if isinstance(node, exp.AggFunc) and node.find_ancestor(exp.Window) is None:
@@ -238,8 +242,9 @@ class SelectLowering(LowererBase):
 
         return replace_outside_queries(pred, fix)
 
-    def _order_refs(self, order, items: list, keys) -> tuple[exp.Ordered, ...]:
-        out = []
+    def _order_refs(self, order: exp.Order, items: Items, keys: Optional[Sequence[exp.Expr]]
+                    ) -> tuple[exp.Ordered, ...]:
+        out: list[exp.Ordered] = []
         for o in order.expressions:
             o = o.copy()
             e = o.this
@@ -251,7 +256,7 @@ class SelectLowering(LowererBase):
             out.append(o)
         return tuple(out)
 
-    def _order_expr(self, e: exp.Expression, items: list, keys) -> exp.Expression:
+    def _order_expr(self, e: exp.Expr, items: Items, keys: Optional[Sequence[exp.Expr]]) -> exp.Expr:
         if isinstance(e, exp.Column) and not e.table and any(n == e.name for _, n in items):
             return exp.column(e.name)
         for ie, n in items:

@@ -9,7 +9,8 @@ from .exprs import columns_outside_queries
 
 
 class SetOpLowering(LowererBase):
-    def _flatten_union(self, q, ctes, out, distinct: bool = False):
+    def _flatten_union(self, q: exp.Expr, ctes: dict[str, Node], out: list[Node],
+                       distinct: bool = False) -> None:
         """Inputs of nested unions. Under UNION ALL only UNION ALL children flatten;
         under a distinct UNION any union child does (DISTINCT absorbs inner ones)."""
         for side in (q.this, q.expression):
@@ -20,10 +21,10 @@ class SetOpLowering(LowererBase):
             else:
                 out.append(self.query(side, ctes))
 
-    def _order_limit(self, q, node: Node, _items) -> Node:
+    def _order_limit(self, q: exp.Expr, node: Node, _items: None) -> Node:
         order = q.args.get("order")
         if order is not None:
-            ords = []
+            ords: list[exp.Ordered] = []
             for o in order.expressions:
                 o = o.copy()
                 for c in list(columns_outside_queries(o)):
@@ -35,19 +36,19 @@ class SetOpLowering(LowererBase):
             node = Sort(node, tuple(ords))
         return self._limit(q, node)
 
-    def _limit(self, q, node: Node) -> Node:
+    def _limit(self, q: exp.Expr, node: Node) -> Node:
         lim = q.args.get("limit")
         off = q.args.get("offset")
         if lim is None and off is None:
             return node
-        n = self._int(lim.expression if lim is not None else None)
-        o = self._int(off.expression if off is not None else None) if off is not None else 0
         if lim is None:
             raise Unsupported("OFFSET without LIMIT")
+        n = self._int(lim.expression)
+        o = self._int(off.expression) if off is not None else 0
         return Limit(node, n, o)
 
     @staticmethod
-    def _int(e) -> int:
+    def _int(e: object) -> int:
         if isinstance(e, exp.Literal) and not e.is_string:
             try:
                 return int(e.this)

@@ -3,17 +3,41 @@ where the rewrite is exact ([NOT] EXISTS / IN -> semi/anti join, a scalar aggreg
 that is NULL over an empty group -> LEFT join on the correlation keys)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 from sqlglot import exp
 
 from ..nodes import Aggregate, Join, Node, Rename, Select
-from .base import LowererBase, Unsupported
-from .exprs import (CMP, and_all, conjuncts, has_agg, has_query, is_within, null_on_empty,
-                    outermost_queries, replace_outside_queries)
+from .base import Unsupported
+from .from_items import FromLowering
+from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_within,
+                    null_on_empty, outermost_queries, replace_outside_queries)
 from .scope import all_resolve, column_type, defined_aliases, outer_columns
 
+Items = list[tuple[exp.Expr, str]]
 
-class SubqueryLowering(LowererBase):
-    def _check_subqueries(self, e: exp.Expression | None, what: str) -> None:
+
+@dataclass(frozen=True)
+class SemiForm:
+    """A decorrelatable ``[NOT] EXISTS (SELECT ... WHERE ...)`` / ``x IN (SELECT y ...)``."""
+    kind: str                      # "semi" | "anti"
+    select: exp.Select
+    lhs: Optional[exp.Expr]        # the IN operand, None for EXISTS
+
+
+@dataclass(frozen=True)
+class ScalarForm:
+    """A correlated scalar aggregate sub-query: ``pairs`` = (outer, inner) correlation
+    columns, ``local`` the conjuncts of its WHERE over the inner side only."""
+    sub: exp.Subquery
+    select: exp.Select
+    pairs: list[tuple[exp.Column, exp.Column]]
+    local: list[exp.Expr]
+
+
+class SubqueryLowering(FromLowering):
+    def _check_subqueries(self, e: exp.Expr | None, what: str) -> None:
         """Uncorrelated subquery expressions are kept (made self-contained);
         correlated ones cannot be modeled here (see :meth:`_where` for the
         decorrelated forms)."""
@@ -25,10 +49,10 @@ class SubqueryLowering(LowererBase):
             self._attach_ctes(sub)
 
     def _fresh(self) -> str:
-        self._n_fresh = getattr(self, "_n_fresh", 0) + 1
+        self._n_fresh: int = getattr(self, "_n_fresh", 0) + 1
         return f"_sq{self._n_fresh}"
 
-    def _where(self, node: Node, pred: exp.Expression, ctes) -> Node:
+    def _where(self, node: Node, pred: exp.Expr, ctes: dict[str, Node]) -> Node:
         """Lower a WHERE clause over ``node``.
 
         * conjuncts relating both inputs of an inner/cross join of the FROM clause
@@ -40,7 +64,9 @@ class SubqueryLowering(LowererBase):
           over an empty group, so an unmatched row sees NULL either way);
         * uncorrelated sub-queries stay expressions; other correlated ones -> Opaque.
         """
-        plain, semis, scalars = [], [], []
+        plain: list[exp.Expr] = []
+        semis: list[exp.Expr] = []
+        scalars: list[exp.Expr] = []
         for c in conjuncts(pred):
             subs = outermost_queries(c) if not isinstance(c, exp.Query) else [c]
             if not any(outer_columns(q) for q in subs):
@@ -54,7 +80,7 @@ class SubqueryLowering(LowererBase):
                 raise Unsupported("correlated subquery in WHERE")
         node, rest = self._push_join_preds(node, plain)
         if rest:
-            node = Select(node, and_all([r.copy() for r in rest]))
+            node = Select(node, conjoin([r.copy() for r in rest]))
         for c in semis:
             node = self._semi_join(node, c, ctes)
         if scalars:
@@ -62,20 +88,19 @@ class SubqueryLowering(LowererBase):
             for c in scalars:
                 node, p = self._scalar_join(node, c, ctes)
                 preds.append(p)
-            node = Select(node, and_all(preds))
+            node = Select(node, conjoin(preds))
         return node
 
     @staticmethod
-    def _semi_form(c: exp.Expression):
-        """(kind, subquery select, IN left operand or None) for a decorrelatable
-        [NOT] EXISTS / IN conjunct, else None."""
+    def _semi_form(c: exp.Expr) -> Optional[SemiForm]:
+        """The parts of a decorrelatable [NOT] EXISTS / IN conjunct, else None."""
         neg = False
         e = c
         if isinstance(e, exp.Not):
             neg, e = True, e.this
             while isinstance(e, exp.Paren):
                 e = e.this
-        lhs = None
+        lhs: Optional[exp.Expr] = None
         if isinstance(e, exp.Exists):
             sub = e.this
         elif isinstance(e, exp.In) and e.args.get("query") is not None and not neg:
@@ -104,10 +129,13 @@ class SubqueryLowering(LowererBase):
         if lhs is not None:
             if len(sub.expressions) != 1 or any(is_within(o, sub.expressions[0]) for o in outer):
                 return None
-        return ("anti" if neg else "semi", sub, lhs)
+        return SemiForm("anti" if neg else "semi", sub, lhs)
 
-    def _semi_join(self, node: Node, c: exp.Expression, ctes) -> Node:
-        kind, sub, lhs = self._semi_form(c)
+    def _semi_join(self, node: Node, c: exp.Expr, ctes: dict[str, Node]) -> Node:
+        form = self._semi_form(c)
+        if form is None:  # pragma: no cover - _where only passes recognized forms
+            raise Unsupported("correlated subquery in WHERE")
+        kind, sub, lhs = form.kind, form.select, form.lhs
         right = self._from(sub, ctes)
         conjs = [x.copy() for x in conjuncts(sub.args["where"].this)]
         if lhs is not None:
@@ -127,7 +155,7 @@ class SubqueryLowering(LowererBase):
             right = Rename(right, tuple((f, f.name) for f in right.fields), fresh)
             inner_q = defined_aliases(sub)
 
-            def requal(n):
+            def requal(n: exp.Expr) -> Optional[exp.Expr]:
                 if isinstance(n, exp.Column) and n.table and n.table == old_q \
                         and old_q in inner_q:
                     return exp.column(n.name, fresh)
@@ -139,9 +167,8 @@ class SubqueryLowering(LowererBase):
         equi, residual = self._split_on(conjs, node.fields, right.fields)
         return Join(node, right, kind, tuple(equi), and_all(residual))
 
-    def _scalar_form(self, c: exp.Expression):
-        """(subquery expression, select, correlated (outer, inner) column pairs,
-        inner-only conjuncts) for ``x <op> (SELECT agg ... WHERE inner = outer ...)``."""
+    def _scalar_form(self, c: exp.Expr) -> Optional[ScalarForm]:
+        """The parts of ``x <op> (SELECT agg ... WHERE inner = outer ...)``, else None."""
         if not isinstance(c, CMP):
             return None
         sides = [c.this, c.expression]
@@ -153,7 +180,7 @@ class SubqueryLowering(LowererBase):
             return None
         return self._scalar_sub_form(subs[0])
 
-    def _scalar_sub_form(self, sub: exp.Subquery):
+    def _scalar_sub_form(self, sub: exp.Expr) -> Optional[ScalarForm]:
         """The parts of a correlated scalar aggregate sub-query that can become a
         LEFT join (see :meth:`_where`), or None."""
         if not isinstance(sub, exp.Subquery):
@@ -169,14 +196,15 @@ class SubqueryLowering(LowererBase):
         item = item.this if isinstance(item, exp.Alias) else item
         inner_q = defined_aliases(sel)
 
-        def outer_refs(e):
+        def outer_refs(e: exp.Expr) -> list[exp.Column]:
             return [x for x in e.find_all(exp.Column) if x.table and x.table not in inner_q]
         if not null_on_empty(item) or outer_refs(item) or item.find(exp.Window):
             return None
         where = sel.args.get("where")
         if where is None or outermost_queries(where.this):
             return None
-        pairs, local = [], []
+        pairs: list[tuple[exp.Column, exp.Column]] = []
+        local: list[exp.Expr] = []
         for w in conjuncts(where.this):
             if not outer_refs(w):
                 local.append(w)
@@ -194,25 +222,29 @@ class SubqueryLowering(LowererBase):
         frm = sel.args.get("from_") or sel.args.get("from")
         if not pairs or frm is None:
             return None
-        return sub, sel, pairs, local
+        return ScalarForm(sub, sel, pairs, local)
 
-    def _scalar_join(self, node: Node, c: exp.Expression, ctes):
-        node, val = self._scalar_join_sub(node, self._scalar_form(c), ctes)
+    def _scalar_join(self, node: Node, c: exp.Expr, ctes: dict[str, Node]) -> tuple[Node, exp.Expr]:
+        form = self._scalar_form(c)
+        if form is None:  # pragma: no cover - _where only passes recognized forms
+            raise Unsupported("correlated subquery in WHERE")
+        node, val = self._scalar_join_sub(node, form, ctes)
         pred = c.copy()
         for side in ("this", "expression"):
             if isinstance(pred.args.get(side), exp.Subquery):
                 pred.set(side, val)
         return node, pred
 
-    def _scalar_join_sub(self, node: Node, form, ctes):
+    def _scalar_join_sub(self, node: Node, form: ScalarForm, ctes: dict[str, Node]
+                         ) -> tuple[Node, exp.Column]:
         """LEFT join ``node`` with the sub-query's aggregate grouped by its correlation
         keys; returns the join and the column holding the sub-query's value."""
-        subq, sel, pairs, local = form
+        sel, pairs = form.select, form.pairs
         inner = self._from(sel, ctes)
-        inner, rest = self._push_join_preds(inner, [x.copy() for x in local])
+        inner, rest = self._push_join_preds(inner, [x.copy() for x in form.local])
         if rest:
-            inner = Select(inner, and_all(rest))
-        keys = []
+            inner = Select(inner, conjoin(rest))
+        keys: list[exp.Expr] = []
         for outer_c, inner_c in pairs:
             # Grouping equality must coincide with `=`: same types on both sides.
             t_out, t_in = column_type(node, outer_c), column_type(inner, inner_c)
@@ -233,12 +265,13 @@ class SubqueryLowering(LowererBase):
         val = exp.column("_v", fresh)
         return Join(node, right, "left", equi, None), val
 
-    def _select_list_scalars(self, node: Node, items, ctes):
+    def _select_list_scalars(self, node: Node, items: Items, ctes: dict[str, Node]
+                             ) -> tuple[Node, Items]:
         """Correlated scalar aggregate sub-queries in a (non-aggregating) select list
         become LEFT joins, as in WHERE; anything else is left for _check_subqueries."""
-        out = []
+        out: Items = []
         for e, name in items:
-            subs = [q for q in outermost_queries(e) if outer_columns(q)]
+            subs: list[exp.Expr] = [q for q in outermost_queries(e) if outer_columns(q)]
             if isinstance(e, exp.Subquery) and outer_columns(e):
                 subs = [e]
             forms = [self._scalar_sub_form(q) for q in subs]
@@ -247,6 +280,7 @@ class SubqueryLowering(LowererBase):
                 continue
             # ``e`` is already a private copy (strip_alias): replace in place.
             for q, f in zip(subs, forms):
+                assert f is not None
                 node, val = self._scalar_join_sub(node, f, ctes)
                 if q is e:
                     e = val
