@@ -22,8 +22,7 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from .generate import translate_columns
-from .nodes import (Aggregate, Field, Join, Node, Opaque, Project, Rename, Scan, Select, UnionAll,
-                    parents, resolve_field)
+from .nodes import Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll, parents, resolve_field
 
 OPTIONAL_OPS = (Select, Project, Rename)
 

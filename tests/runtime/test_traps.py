@@ -163,8 +163,10 @@ ANSI = {
                "HAVING max(d) < 'a') q UNION ALL SELECT k, sum(v) FROM trap_ansi GROUP BY k",
     "du-overflow": "SELECT k, 2147483647 + m AS r FROM (SELECT k, max(v) AS m FROM trap_ansi GROUP BY k "
                    "HAVING max(v) < 1) q UNION ALL SELECT k, count(*) FROM trap_ansi GROUP BY k",
-    "du-filter-below": "SELECT k, 100 / m AS r FROM (SELECT k, min(v) AS m FROM trap_ansi WHERE v > 1 "
-                       "GROUP BY k) q UNION ALL SELECT k, count(*) FROM trap_ansi GROUP BY k",
+    # the program groups every row: k=1 and k=4 have no row with v > 1, c = 0 there
+    "du-filter-below": "SELECT k, 100 / c AS r FROM (SELECT k, count(*) AS c FROM trap_ansi WHERE v > 1 "
+                       "GROUP BY k) q UNION ALL SELECT k, sum(v) FROM trap_ansi GROUP BY k",
+    # a single emit is a WHERE (a projection over a filter): guards for that form
     "dj-inner": "SELECT * FROM (SELECT k, 10 / (c - 1) AS r FROM (SELECT k, count(*) AS c FROM trap_ansi "
                 "GROUP BY k HAVING count(*) > 1) q) x JOIN (SELECT k AS k2, sum(v) AS sv FROM trap_ansi "
                 "GROUP BY k) y ON x.k = y.k2",
