@@ -7,6 +7,10 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 pip install -q --upgrade pip >/dev/null
 pip install -q -e ".[test]"
+# static checks first (configuration in pyproject.toml): ruff on the whole package, mypy
+# (strict on the packages that opted in, e.g. superop.families)
+ruff check superop
+mypy
 set +e
 python -m pytest -q -ra "$@"
 rc=$?

@@ -10,7 +10,8 @@ from .nodes import (JOIN_KINDS, Aggregate, Field, Join, Limit, Node, Opaque, Pro
                     Select, Sort, UnionAll, Window, binary_unions, expressions_of, intern,
                     is_fully_modeled, parents, replace, resolve_field, shared_nodes, walk)
 from .render import describe, render, shape
-from .safety import BlockReason, Blocker, blocking_reason, match_blocker
+from .reasons import ReasonCode
+from .safety import BlockReason, Blocker, blocking_reason
 from .schema import (DictSchema, SchemaSource, SparkCatalogSchema, TableInfo, load_schema,
                      normalize_schema, schema_from_spark, schema_source)
 
@@ -20,7 +21,7 @@ __all__ = [
     "Field", "Join", "Limit", "Node", "Opaque", "Project", "Rename", "Scan", "Select", "Sort",
     "UnionAll", "Window", "binary_unions", "expressions_of", "intern", "is_fully_modeled",
     "parents", "replace", "resolve_field", "shared_nodes", "walk", "describe", "render", "shape",
-    "BlockReason", "Blocker", "blocking_reason", "match_blocker", "DictSchema", "SchemaSource",
+    "ReasonCode", "BlockReason", "Blocker", "blocking_reason", "DictSchema", "SchemaSource",
     "SparkCatalogSchema", "TableInfo", "load_schema", "normalize_schema", "schema_from_spark",
     "schema_source",
 ]

@@ -8,21 +8,19 @@ verification and the runtime.
 * :func:`capture_parameters` — Algorithm 5: an edge's summary predicate and projection
   map, every rename and projected column substituted away, expressed over the columns of
   the edge's bottom node.
-* :func:`decompose` — recognizes the three abstract trees of Fig. 6 at a root
-  (Diamond UnionAll, Diamond Join, Min & Join) and returns their parts.
-* :func:`equalities_imply` — decides ``AND(l_i = r_i) ⇒ AND(a_j = b_j)`` for conjunctions
-  of column equalities by union-find (what Algorithms 2-3 ask; ``superop.verify`` decides
-  the same implication with Z3 and cross-checks this).
+
+The abstract trees of Fig. 6 (what used to be ``decompose`` here) are declared by the
+super-operator families (``superop.families``), on top of these analyses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from sqlglot import exp
 
 from .generate import translate_columns
-from .nodes import Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll, parents, resolve_field
+from .nodes import Field, Node, Project, Rename, Select, resolve_field
 
 OPTIONAL_OPS = (Select, Project, Rename)
 
@@ -145,139 +143,3 @@ def _bottom_col(f: Field, fields: Sequence[Field]) -> exp.Column:
     if sum(1 for g in fields if g.name == f.name) == 1:
         return exp.column(f.name)
     return f.column()
-
-
-# ---------------------------------------------------------------------------
-# The abstract trees of Fig. 6
-# ---------------------------------------------------------------------------
-@dataclass
-class Branch:
-    """One input path of a diamond, from the root down to the shared source:
-    ``upper`` edge (root input → aggregate), the aggregate, ``lower`` edge (aggregate
-    input → source). For the row side of Min & Join ``agg`` is None and ``upper`` goes
-    straight to the source."""
-    upper: Edge
-    agg: Optional[Aggregate] = None
-    lower: Optional[Edge] = None
-
-    @property
-    def source(self) -> Node:
-        """Where the branch ends: below its aggregate's lower edge, else below ``upper``."""
-        return self.lower.bottom if self.lower is not None else self.upper.bottom
-
-
-@dataclass
-class Decomposition:
-    family: str                     # "DU" | "DJ" | "MJ"
-    root: Node                      # UnionAll or Join
-    source: Node                    # the shared input (Spool)
-    branches: list[Branch] = field(default_factory=list)
-    join_kind: Optional[str] = None
-    agg_side: Optional[int] = None  # MJ: index of the aggregate branch (0 = left)
-
-    @property
-    def join(self) -> Optional[Join]:
-        return self.root if isinstance(self.root, Join) else None
-
-
-def _branch(start: Node, stop: frozenset[int]) -> Branch:
-    up = walk_edge(start, stop)
-    if isinstance(up.bottom, Aggregate) and id(up.bottom) not in stop:
-        low = walk_edge(up.bottom.child, stop)
-        return Branch(up, up.bottom, low)
-    return Branch(up)
-
-
-def decompose(root: Node, plan_root: Optional[Node] = None) -> Optional[Decomposition]:
-    """AdvanceNext for the three abstract trees: the core operators in the right order
-    through σ/π/ρ edges, all paths ending at ONE shared node. Attribute checks
-    (single-input single-output, streamability) are separate."""
-    ps = parents(plan_root if plan_root is not None else root)
-    shared = frozenset(i for i, p in ps.items() if len(p) >= 2)
-    if isinstance(root, UnionAll) and len(root.inputs) >= 2:
-        brs = [_branch(c, shared) for c in root.inputs]
-        if all(b.agg is not None for b in brs):
-            srcs = {id(b.source) for b in brs}
-            if len(srcs) == 1:
-                return Decomposition("DU", root, brs[0].source, brs)
-        return None
-    if isinstance(root, Join) and root.kind != "cross":
-        brs = [_branch(root.left, shared), _branch(root.right, shared)]
-        bottoms = [b.source for b in brs]
-        if bottoms[0] is not bottoms[1]:
-            return None
-        n_agg = sum(b.agg is not None for b in brs)
-        if n_agg == 2:
-            return Decomposition("DJ", root, bottoms[0], brs, root.kind)
-        if n_agg == 1:
-            side = 0 if brs[0].agg is not None else 1
-            return Decomposition("MJ", root, bottoms[0], brs, root.kind, side)
-    return None
-
-
-def interior_ids(d: Decomposition) -> frozenset[int]:
-    """ids of the nodes a super-operator replaces: the root, the aggregates and every
-    operator on the abstract edges (not the shared source)."""
-    inside: set[int] = {id(d.root)}
-    for b in d.branches:
-        for e in (b.upper, b.lower):
-            if e is not None:
-                inside.update(id(o) for o in e.ops)
-        if b.agg is not None:
-            inside.add(id(b.agg))
-    return frozenset(inside)
-
-
-def single_input_single_output(d: Decomposition, plan_root: Node) -> bool:
-    """CheckAttributes part 1: every consumer of every node strictly inside the match
-    is inside the match (the source may have outside consumers; it is the one leaf)."""
-    inside = interior_ids(d)
-    ps = parents(plan_root)
-    for nid in inside - {id(d.root)}:
-        if any(id(p) not in inside for p in ps.get(nid, ())):
-            return False
-    return True
-
-
-# ---------------------------------------------------------------------------
-# Equality implication without a solver (union-find)
-# ---------------------------------------------------------------------------
-def equalities_imply(premises: Sequence[tuple[str, str]], goals: Sequence[tuple[str, str]]) -> bool:
-    """Does the conjunction of column equalities ``premises`` imply every equality in
-    ``goals``? Equality is an equivalence, so this is exactly connectivity."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in premises:
-        parent[find(a)] = find(b)
-    return all(a == b or find(a) == find(b) for a, b in goals)
-
-
-def source_key_columns(agg: Aggregate, lower: Edge) -> Optional[list[str]]:
-    """The aggregate's grouping keys traced down to bare source columns
-    (TraverseDown of the keys); None when a key is computed."""
-    params = capture_parameters(lower)
-    out = []
-    for k in agg.keys:
-        e = params.substitute(k, lower.top.fields)
-        src = _bare_source(e)
-        if src is None:
-            return None
-        out.append(src)
-    return out
-
-
-def key_output_columns(agg: Aggregate) -> dict[str, str]:
-    """Output item name -> grouping key source name, for items that are bare keys."""
-    out = {}
-    for e, n in agg.items:
-        for k in agg.keys:
-            if e == k:
-                out[n] = k.name if isinstance(k, exp.Column) else k.sql()
-    return out

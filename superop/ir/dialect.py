@@ -2,8 +2,9 @@
 
 sqlglot's ``spark`` dialect differs from Spark 4's own parser on string literals:
 
-* a doubled quote inside a literal (``'it''s'``; the same for ``"`` in a double-quoted literal) is one quote character in
-  Spark 4; sqlglot reads two adjacent literals and writes ``CONCAT('it', 's')`` = ``its``;
+* a doubled quote inside a literal (``'it''s'``; the same for ``"`` in a double-quoted
+  literal) is one quote character in Spark 4; sqlglot reads two adjacent literals and
+  writes ``CONCAT('it', 's')`` = ``its``;
 * adjacent literals (``'a' 'b'``) are ONE literal in Spark (``'ab'``); sqlglot builds a
   ``CONCAT`` call (same value, but not the same expression: it is no longer a literal).
 

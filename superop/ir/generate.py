@@ -65,9 +65,6 @@ class _Rel:
 
 
 class _Gen:
-    # transition alias: other packages called the private _Gen.tr (use translate_columns)
-    tr = staticmethod(translate_columns)
-
     def __init__(self, cte_nodes: frozenset[int] = frozenset()) -> None:
         self.counter = itertools.count(1)
         self.used: set[str] = set()

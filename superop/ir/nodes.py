@@ -22,7 +22,8 @@ from typing import Any, Iterator, Optional, Sequence, cast
 from sqlglot import exp
 
 from .functions import is_nondeterministic_expr, nondeterministic_in_sql
-from .names import TableName
+from .dialect import DIALECT
+from .names import TableName, ident
 
 JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
 
@@ -145,6 +146,14 @@ class Scan(Node):
     @property
     def name(self) -> TableName:
         return TableName.parse(self.table)
+
+    @property
+    def identity_sql(self) -> str:
+        """The resolved identity as one dotted name, parts back-quoted where Spark needs it
+        (the temp-view marker ``""`` dropped): how outputs name the table that was read,
+        the same for every spelling of it (``SALES.OPS`` and ``sales.ops`` when
+        case-insensitive)."""
+        return ".".join(ident(p).sql(dialect=DIALECT) for p in self.identity if p)
 
     @property
     def children(self) -> tuple["Node", ...]:

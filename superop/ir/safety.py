@@ -14,14 +14,14 @@ order. That is only the same query when
   ``TABLESAMPLE``, no view hiding one of those, and no SQL superop cannot inspect.
 
 ``current_timestamp()``/``current_date()`` are fixed per query and do not block.
-:func:`blocking_reason` decides; mining reports the reason as a near-miss and the runtime
-skips the match. Pure IR: no Spark, no Z3.
+:func:`blocking_reason` decides; the ONE matching path (``superop.families.matching``)
+turns a blocker into a near-miss with the :class:`BlockReason` as its reason, so mining
+reports the reason the runtime refuses with. Pure IR: no Spark, no Z3.
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import Iterable, Optional
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -29,36 +29,24 @@ from sqlglot.errors import SqlglotError
 from .dialect import parse_one
 from .functions import Determinism, risky_calls
 from .nodes import Limit, Node, Opaque, Scan, expressions_of, walk
-
-if TYPE_CHECKING:
-    from .analysis import Decomposition
+from .reasons import ReasonCode
 
 
-class BlockReason(enum.Enum):
-    """Why a match is refused (``value`` is the near-miss reason code)."""
-    NONDETERMINISTIC = "nondeterministic"
-    ORDER_DEPENDENT = "order_dependent"
-    UNKNOWN_FUNCTION = "unknown_function"
-    LIMIT_IN_SOURCE = "limit_in_source"
-    SAMPLE_IN_SOURCE = "sample_in_source"
-    VOLATILE_VIEW = "volatile_view"
-    UNMODELED_IN_SOURCE = "unmodeled_in_source"
+class BlockReason(ReasonCode):
+    """Why a match is refused: a near-miss reason of the matching path
+    (``superop.families.matching``), the same code in mining outputs and runtime traces."""
+    NONDETERMINISTIC = ("nondeterministic",
+                        "a nondeterministic expression (rand(), uuid(), ...) in the sub-plan")
+    ORDER_DEPENDENT = ("order_dependent", "an order-dependent function (first(), collect_list(), "
+                                          "row_number(), a ROWS window frame, ...) in the sub-plan")
+    UNKNOWN_FUNCTION = ("unknown_function",
+                        "a function that is not a Spark built-in (a UDF of unknown determinism)")
+    LIMIT_IN_SOURCE = ("limit_in_source",
+                       "a LIMIT inside the shared input (which rows survive is not fixed)")
+    SAMPLE_IN_SOURCE = ("sample_in_source", "a TABLESAMPLE inside the shared input")
+    VOLATILE_VIEW = ("volatile_view", "the shared input reads a view whose rows may differ per read")
+    UNMODELED_IN_SOURCE = ("unmodeled_in_source", "SQL inside the shared input that superop cannot inspect")
 
-    @property
-    def description(self) -> str:
-        return _DESCRIPTIONS[self]
-
-
-_DESCRIPTIONS = {
-    BlockReason.NONDETERMINISTIC: "a nondeterministic expression (rand(), uuid(), ...) in the sub-plan",
-    BlockReason.ORDER_DEPENDENT: "an order-dependent function (first(), collect_list(), row_number(), "
-                                 "a ROWS window frame, ...) in the sub-plan",
-    BlockReason.UNKNOWN_FUNCTION: "a function that is not a Spark built-in (a UDF of unknown determinism)",
-    BlockReason.LIMIT_IN_SOURCE: "a LIMIT inside the shared input (which rows survive is not fixed)",
-    BlockReason.SAMPLE_IN_SOURCE: "a TABLESAMPLE inside the shared input",
-    BlockReason.VOLATILE_VIEW: "the shared input reads a view whose rows may differ per read",
-    BlockReason.UNMODELED_IN_SOURCE: "SQL inside the shared input that superop cannot inspect",
-}
 
 _FROM_DETERMINISM = {
     Determinism.NONDETERMINISTIC: BlockReason.NONDETERMINISTIC,
@@ -134,15 +122,3 @@ def blocking_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]
         if b is not None:
             return b
     return source_blocker(source)
-
-
-def match_blocker(d: "Decomposition") -> Optional[Blocker]:
-    """:func:`blocking_reason` for a decomposition (:mod:`superop.ir.analysis`)."""
-    nodes: list[Node] = [d.root]
-    for br in d.branches:
-        for edge in (br.upper, br.lower):
-            if edge is not None:
-                nodes.extend(edge.ops)
-        if br.agg is not None:
-            nodes.append(br.agg)
-    return blocking_reason(nodes, d.source)

@@ -92,7 +92,7 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
             example_shape = again[0].shape if again else ""
         except Exception:  # keep the finding; the next stage cannot re-lower it
             example, example_shape = "", ""
-        out.append(dict(base, row_kind="finding", status=f.status, reason=f.reason,
+        out.append(dict(base, row_kind="finding", status=f.status.value, reason=f.reason,
                         fingerprint=fp(f.root), op=f.root.op, shape=f.shape,
                         shape_counts=f.shape_counts, family=f.family, join_kind=f.join_kind,
                         n_inputs=f.n_inputs, agg=f.agg, inputs=",".join(f.inputs),

@@ -20,12 +20,11 @@ import json
 import re
 import struct
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 
 from ..errors import SuperopError
-from .normalize import normalize, statement_kind
+from .normalize import normalize
 from .readers import LOG_COLUMNS, typed_frame
 
 EVENT_COLUMNS = LOG_COLUMNS + [("app_id", "string"), ("executor_run_ms", "double"),

@@ -107,7 +107,9 @@ class Fingerprinter:
     def _fp(self, n: Node) -> str:
         kid = [self.memo[id(c)] for c in n.children]
         if isinstance(n, Scan):
-            return _h(f"scan|{n.table}")
+            # the resolved identity, not the name as written: SALES.OPS and sales.ops are one
+            # table in a case-insensitive session, sales.ops and default.ops never are
+            return _h("scan|" + "\x1f".join(n.identity))
         if isinstance(n, Opaque):
             return _h(f"opaque|{n.sql}")
         if isinstance(n, Rename) and n.is_identity():

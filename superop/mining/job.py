@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pandas as pd
 
 from ..errors import SuperopError
+from ..families import names as family_names
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
 from .readers import SUCCESS, read_log
@@ -247,7 +247,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "templates_partly_opaque": partly_opaque,
         "recurring_subplans": int(len(recurring)),
         "candidates": int(len(cands)),
-        "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in ("DU", "DJ", "MJ")},
+        "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in family_names()},
         "near_misses": int(len(near)),
         "near_misses_by_reason": {str(r): int(n) for r, n in
                                   near.groupby("reason")["executions"].count().items()}
@@ -328,7 +328,6 @@ def tracking_uri_for(out: Path) -> str:
 def _log_mlflow(out: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
                 experiment: str) -> str:
     import logging
-    import mlflow
     from mlflow.tracking import MlflowClient
     for name in ("mlflow", "alembic", "sqlalchemy"):
         logging.getLogger(name).setLevel(logging.ERROR)

@@ -6,11 +6,8 @@ Parsing runs inside Spark (mapInPandas / applyInPandas), never as a driver loop 
 """
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
-import struct
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -266,7 +263,7 @@ def read_log(spark, path: str, fmt: str = "auto", column_map: Optional[dict] = N
         try:
             df = spark.read.parquet(path)
         except Exception as e:
-            raise SuperopError(f"cannot read parquet log {path}: {str(e).splitlines()[0][:200]}")
+            raise SuperopError(f"cannot read parquet log {path}: {str(e).splitlines()[0][:200]}") from None
         cols = resolve_columns(df.columns, column_map)
         _require_text(cols, df.columns, path)
         keep = sorted(set(cols.values()))

@@ -10,7 +10,6 @@ The new catalog is registered in the MLflow Model Registry with the alias ``cand
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import sys
@@ -20,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..errors import SuperopError
+from .. import families
+from ..families import Side, first_match
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +106,14 @@ def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float
         if not low.fully_lowered:
             out.update(status="unsupported", reason="; ".join(low.opaque_reasons))
             return out
-        d = _find_diamond(low.plan)
+        m = first_match(low.plan, finished=True)
         # Synthesize for the diamond itself (the part a rule replaces), not the whole
         # example query around it; its SQL is what the certificate re-checks.
         target = low.plan
-        if d is not None:
+        if m is not None:
             from ..ir import to_sql
-            target = d.root
-            out["sql"] = to_sql(d.root)
+            target = m.root
+            out["sql"] = to_sql(m.root)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
         res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
@@ -125,31 +125,22 @@ def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float
             out["program"] = res.program.to_json()
             out["pseudo_code"] = res.program.pretty()
             out["memory"] = res.program.memory
-            out["aggregates"] = sorted({a.func for a in res.program.accumulators})
-        if d is not None:
-            from ..rules_out.generalize import edges_from_shape, edges_of, merge_edges
-            # the mined shape keeps the σ/π/ρ of the query as written; SQL generation may
-            # have folded some of them into one SELECT before we re-lowered it
-            out["edges"] = merge_edges(edges_of(d), edges_from_shape(row["shape"], row["family"]))
-            out["branches"] = len(d.branches)
-            out["agg_side"] = d.agg_side
-            out["join_kind"] = d.join_kind
+        if m is not None:
+            from ..rules_out.generalize import edges_from_shape, merge_edges
+            point = families.get(m.family).point(m)
+            # what the certificate covers is read off the certified SQL (superop verify
+            # re-derives it); the σ/π/ρ as written in the log are kept for the report
+            out["edges"] = [list(e) for e in point.edges]
+            out["edges_written"] = merge_edges(out["edges"], edges_from_shape(row["shape"], m.family))
+            out["aggregates"] = list(point.aggregates)
+            out["branches"] = point.branches
+            out["agg_side"] = point.agg_side
+            out["join_kind"] = m.join_kind
     except Exception as e:  # one candidate never kills the run
         out.update(status="crashed", reason=f"{type(e).__name__}: {e}",
                    traceback=traceback.format_exc(limit=5))
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
-
-
-def _find_diamond(plan):
-    """The top-most node where one of the three abstract trees matches."""
-    from ..ir.analysis import decompose
-    from ..ir.nodes import walk
-    for n in reversed(list(walk(plan))):
-        d = decompose(n, plan)
-        if d is not None:
-            return d
-    return None
 
 
 def _certificate(o: dict, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
@@ -169,25 +160,22 @@ def _certificate(o: dict, schema: dict, K: int, verify_timeout_s: float) -> Opti
 
 
 def _template_proofs(timeout_ms: int = 20000):
-    """Unbounded (inductive) proofs of the template instances a rule's members need."""
+    """Unbounded (inductive) proofs of the template instances a rule's members need (the
+    family says which: ``Family.proof_params``), each certificate with what it covers."""
     from ..verify.certificate import prove_and_certify
 
     def proofs(skeleton: tuple, members: list) -> list[dict]:
-        fam = skeleton[0]
-        if fam == "DU":
-            params = [dict(branches=skeleton[1])]
-        elif fam == "DJ":
-            params = [dict(join_kind=skeleton[1])]
-        else:
-            funcs = sorted({a for m in members for a in m.aggregates if a in ("min", "max")})
-            params = [dict(join_kind=skeleton[1], agg_left=skeleton[2] == 0, func=f) for f in funcs]
+        fam = families.get(skeleton[0])
+        aggs = sorted({a for m in members for a in m.aggregates})
         out = []
-        for p in params:
+        for p in fam.proof_params(skeleton, aggs):
             try:
-                out.append(prove_and_certify(fam, timeout_ms=timeout_ms, **p))
+                cert = prove_and_certify(fam.name, timeout_ms=timeout_ms, **p)
             except Exception as e:  # a failing proof means "bounded only", never "verified"
-                log.warning("template proof %s %s failed: %s", fam, p, e)
+                log.warning("template proof %s %s failed: %s", fam.name, p, e)
                 return []
+            cert["covers"] = fam.proof_covers(p).to_json()
+            out.append(cert)
         return out
     return proofs
 
@@ -290,8 +278,10 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 continue
             patterns.append(Pattern(
                 candidate_id=o["candidate"], family=o["family"], shape=o["shape"], sql=o["sql"],
-                edges=o["edges"], join_kind=o.get("join_kind"), branches=o.get("branches", 2),
-                agg_side=o.get("agg_side"), aggregates=o.get("aggregates", []),
+                edges=o["edges"], edges_written=o.get("edges_written"), join_kind=o.get("join_kind"),
+                branches=o.get("branches", 2),
+                agg_side=Side(o["agg_side"]) if o.get("agg_side") else None,
+                aggregates=o.get("aggregates", []),
                 memory=o.get("memory", "streaming"), program=o.get("program"),
                 pseudo_code=o.get("pseudo_code", ""),
                 certificate=_certificate(o, schema, K, verify_timeout_s),

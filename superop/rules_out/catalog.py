@@ -10,10 +10,12 @@ Document::
      "checksum": "sha256:<hex>",            # over canonical_json(rules)
      "rules": [rule, ...]}
 
-A rule (see ``$defs/rule`` in the schema) names its family (DU / DJ / MJ), its core
-operators and abstract edges (each edge lists the optional operators σ/π/ρ it admits as
-``Select``/``Project``/``Rename``), for joins the admitted join kinds, the streamability
-check, the Fig. 10 template, its certificates and its support.
+A rule (see ``$defs/rule`` in the schema) names its family (one of
+``superop.families.REGISTRY``), its core operators and abstract edges (each edge lists the
+optional operators σ/π/ρ it admits as ``Select``/``Project``/``Rename``), for joins the
+admitted join kinds and aggregate sides, the streamability check, the Fig. 10 template,
+its certificates and its support. The schema's enums (families, join kinds, aggregates,
+template and check names) are generated from the family registry (:func:`schema`).
 
 The runtime refuses a catalog unless the schema holds, the checksum matches and every rule
 carries certificates that are all ``verified`` (:func:`load_catalog`). This module imports
@@ -28,16 +30,18 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from .. import families
 from ..errors import SuperopError
+from ..families import EDGE_OPS, Covers, Side
+from ..ir.nodes import JOIN_KINDS
 
 FORMAT = "superop-rule-catalog"
 FORMAT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("catalog.schema.json")
-OPTIONAL_OPS = ("Select", "Project", "Rename")
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
-FAMILIES = ("DU", "DJ", "MJ")
+OPTIONAL_OPS = EDGE_OPS
+JOIN_KINDS_ORDER = tuple(k for k in JOIN_KINDS if k != "cross")   # the IR's order
 _MLFLOW_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/", "mlflow-artifacts:")
 
 
@@ -62,9 +66,31 @@ def checksum(rules: Sequence[dict]) -> str:
 # ---------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------
+def generated_schema() -> dict:
+    """The catalog JSON Schema: the structure of ``catalog.schema.json`` with every enum
+    taken from the family registry (``python -m superop.rules_out.catalog`` rewrites the
+    file; a test keeps it equal to this)."""
+    sch = json.loads(SCHEMA_PATH.read_text())
+    fams = families.REGISTRY
+    defs = sch["$defs"]
+    defs["optional_op"] = {"enum": list(EDGE_OPS)}
+    kinds = [k for k in JOIN_KINDS_ORDER if any(k in f.join_kinds for f in fams)]
+    defs["join_kind"] = {"enum": kinds}
+    rule = defs["rule"]["properties"]
+    rule["family"] = {"enum": [f.name for f in fams]}
+    rule["streamability"] = {"enum": [f.catalog.long_name for f in fams]}
+    rule["template"]["properties"]["name"] = {"enum": [f.catalog.template for f in fams]}
+    aggs: list[str] = []
+    for f in fams:
+        aggs += [a for a in f.aggregates if a not in aggs]
+    rule["aggregates"]["items"] = {"enum": aggs}
+    rule["agg_sides"]["items"] = {"enum": [s.value for s in Side]}
+    return sch
+
+
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    return generated_schema()
 
 
 def problems(catalog: Any, require_verified: bool = True) -> list[str]:
@@ -100,24 +126,55 @@ def problems(catalog: Any, require_verified: bool = True) -> list[str]:
 
 
 def _rule_semantics(r: dict) -> list[str]:
-    """Checks JSON Schema cannot express compactly."""
+    """Checks JSON Schema cannot express compactly (against the family's declaration)."""
     out = []
-    fam = r["family"]
-    expected = {"DU": ("SuperOp_DU", "diamond-union-all"), "DJ": ("SuperOp_DJ", "diamond-join"),
-                "MJ": ("SuperOp_MJ", "min-join")}[fam]
-    if r["template"]["name"] != expected[0]:
-        out.append(f"family {fam} needs template {expected[0]}, not {r['template']['name']}")
-    if r["streamability"] != expected[1]:
-        out.append(f"family {fam} needs streamability check {expected[1]}, not {r['streamability']}")
-    if fam in ("DJ", "MJ") and not r.get("join_kinds"):
-        out.append(f"family {fam} needs join_kinds")
-    n_edges = {"DU": 2 * r.get("branches", 2), "DJ": 4, "MJ": 3}[fam]
+    fam = families.get(r["family"])
+    names = fam.catalog
+    if r["template"]["name"] != names.template:
+        out.append(f"family {fam.name} needs template {names.template}, not {r['template']['name']}")
+    if r["streamability"] != names.long_name:
+        out.append(f"family {fam.name} needs streamability check {names.long_name}, not {r['streamability']}")
+    if fam.join_kinds and not r.get("join_kinds"):
+        out.append(f"family {fam.name} needs join_kinds")
+    bad = [k for k in r.get("join_kinds") or () if k not in fam.join_kinds]
+    if bad:
+        out.append(f"family {fam.name} has no template for join kinds {bad}")
+    branches = r.get("branches", 2)
+    if not fam.supports(branches):
+        out.append(f"family {fam.name} does not take {branches} branches")
+        return out
+    n_edges = fam.n_edges(branches)
     if len(r["abstract_edges"]) != n_edges:
-        out.append(f"family {fam} has {n_edges} abstract edges, not {len(r['abstract_edges'])}")
-    names = [e["name"] for e in r["abstract_edges"]]
-    if len(set(names)) != len(names):
+        out.append(f"family {fam.name} has {n_edges} abstract edges, not {len(r['abstract_edges'])}")
+    names_ = [e["name"] for e in r["abstract_edges"]]
+    if len(set(names_)) != len(names_):
         out.append("abstract edge names must be unique")
+    sides = {s.value for s in fam.sides if s is not None}
+    bad_sides = [s for s in r.get("agg_sides") or () if s not in sides]
+    if bad_sides:
+        out.append(f"family {fam.name} has no aggregate side {bad_sides}")
+    for a in r.get("admits") or ():
+        try:
+            c = Covers.from_json(a)
+        except ValueError as e:
+            out.append(str(e))
+            continue
+        if c.family != fam.name or len(c.edges) != n_edges:
+            out.append(f"admits entry {c.describe()} is not a {fam.name} record with {n_edges} edges")
     return out
+
+
+def admitted(rule: dict) -> list[Covers]:
+    """What a rule admits, as covers records: its ``admits`` list, or (a rule without one)
+    the product of its join kinds, aggregate sides, aggregates and edges."""
+    if rule.get("admits"):
+        return [Covers.from_json(a) for a in rule["admits"]]
+    fam = families.get(rule["family"])
+    sides = rule.get("agg_sides") or [s.value if s is not None else None for s in fam.sides]
+    aggs = rule["aggregates"] if rule.get("aggregates") is not None else fam.aggregates
+    edges = [e["optional"] for e in rule["abstract_edges"]]
+    return [Covers.make(fam.name, join_kinds=rule.get("join_kinds") or (), branches=rule.get("branches", 2),
+                        agg_side=s, aggregates=aggs, edges=edges) for s in sides]
 
 
 def validate(catalog: Any, require_verified: bool = True, where: str = "catalog") -> dict:
@@ -183,78 +240,63 @@ def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool
 # ---------------------------------------------------------------------------
 # builders
 # ---------------------------------------------------------------------------
-_SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
-_JOIN_SYM = {"inner": "⋈", "left": "⟕", "right": "⟖", "full": "⟗", "semi": "⋉", "anti": "▷"}
-
-
-def _edge(name: str, frm: str, to: str, optional: Iterable[str]) -> dict:
-    opt = [o for o in OPTIONAL_OPS if o in set(optional)]
-    return {"name": name, "from": frm, "to": to, "optional": opt}
-
-
-def _sym(ops: Sequence[str]) -> str:
-    return "".join(_SYM[o] for o in ops) or "∅"
-
-
 def make_rule(family: str, *, rule_id: Optional[str] = None, join_kinds: Sequence[str] = ("inner",),
               edges: Optional[Sequence[Sequence[str]]] = None,
               optional: Sequence[str] = OPTIONAL_OPS, branches: int = 2,
+              agg_sides: Optional[Sequence[str]] = None,
               aggregates: Optional[Sequence[str]] = None, certificates: Sequence[dict] = (),
+              admits: Optional[Sequence[Covers]] = None,
               proof: str = "unbounded", support: Optional[dict] = None,
               first_seen: Optional[str] = None, last_seen: Optional[str] = None,
               description: Optional[str] = None, parameters: Optional[dict] = None) -> dict:
-    """A rule dict for one abstract tree of Fig. 6. ``edges`` gives the optional operators
-    per abstract edge in the paper's order (DU: e1..e_n spool→γ_i, then e_{n+1}..e_{2n}
-    γ_i→∪; DJ: e1 spool→γ1, e2 spool→γ2, e3 γ1→⋈, e4 γ2→⋈; MJ: e1 spool→γ, e2 γ→⋈,
-    e3 spool→⋈); default: ``optional`` on every edge."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}")
-    if family == "DU":
-        core = ["Spool"] + ["GroupBy"] * branches + ["UnionAll"]
-        ends = [("Spool", f"GroupBy#{i + 1}") for i in range(branches)] + \
-               [(f"GroupBy#{i + 1}", "UnionAll") for i in range(branches)]
-        template, stream = "SuperOp_DU", "diamond-union-all"
-    elif family == "DJ":
-        core = ["Spool", "GroupBy", "GroupBy", "Join"]
-        ends = [("Spool", "GroupBy#1"), ("Spool", "GroupBy#2"), ("GroupBy#1", "Join"), ("GroupBy#2", "Join")]
-        template, stream = "SuperOp_DJ", "diamond-join"
-    else:
-        core = ["Spool", "GroupBy", "Join"]
-        ends = [("Spool", "GroupBy"), ("GroupBy", "Join"), ("Spool", "Join")]
-        template, stream = "SuperOp_MJ", "min-join"
+    """A rule dict for one family's abstract tree. ``edges`` gives the optional operators
+    per abstract edge in the family's edge order (``families.get(family).edge_decls``);
+    default: ``optional`` on every edge. ``agg_sides`` (families with an aggregate side):
+    the sides admitted, default all. ``admits``: the covers records the rule admits
+    (default: the product of its kinds, sides, aggregates and edges)."""
+    try:
+        fam = families.get(family)
+    except KeyError as e:
+        raise ValueError(str(e)) from None
+    if not fam.supports(branches):
+        raise ValueError(f"{family} does not take {branches} branches")
+    decls = fam.edge_decls(branches)
     if edges is None:
-        edges = [tuple(optional)] * len(ends)
-    if len(edges) != len(ends):
-        raise ValueError(f"{family} needs {len(ends)} edges")
-    abstract_edges = [_edge(f"e{i + 1}", f, t, ops) for i, ((f, t), ops) in enumerate(zip(ends, edges))]
-    kinds = [k for k in JOIN_KINDS if k in set(join_kinds)] if family != "DU" else []
+        edges = [tuple(optional)] * len(decls)
+    if len(edges) != len(decls):
+        raise ValueError(f"{family} needs {len(decls)} edges")
+    abstract_edges = [{"name": d.name, "from": d.frm, "to": d.to,
+                       "optional": [o for o in OPTIONAL_OPS if o in set(ops)]} for d, ops in zip(decls, edges)]
+    kinds = [k for k in JOIN_KINDS_ORDER if k in set(join_kinds)] if fam.join_kinds else []
+    sides = [s.value for s in fam.sides if s is not None]
+    if agg_sides is not None:
+        sides = [s for s in sides if s in set(agg_sides)]
     if rule_id is None:
         tag = "-".join(kinds) if kinds else f"{branches}way"
         rule_id = f"{family.lower()}-{tag}"
-    es = [_sym(e["optional"]) for e in abstract_edges]
-    if family == "DU":
-        n = branches
-        shape = "(" + ", ".join(f"[{es[i]}]*|γ|[{es[n + i]}]*" for i in range(n)) + ")∪"
-    elif family == "DJ":
-        shape = f"([{es[0]}]*|γ|[{es[2]}]*, [{es[1]}]*|γ|[{es[3]}]*)" + "/".join(_JOIN_SYM[k] for k in kinds)
-    else:
-        shape = f"([{es[0]}]*|γ|[{es[1]}]*, [{es[2]}]*)" + "/".join(_JOIN_SYM[k] for k in kinds)
+    shape_sides = [Side(x) for x in sides] or [None]
+    shape = " | ".join(dict.fromkeys(fam.shape_pattern([e["optional"] for e in abstract_edges], kinds, branches, sd)
+                                     for sd in shape_sides))
     rule = {
         "id": rule_id, "family": family, "shape": shape,
-        "core_operators": core, "abstract_edges": abstract_edges,
-        "streamability": stream,
-        "template": {"name": template, "parameters": dict(parameters or {})},
+        "core_operators": fam.core_operators(branches), "abstract_edges": abstract_edges,
+        "streamability": fam.catalog.long_name,
+        "template": {"name": fam.catalog.template, "parameters": dict(parameters or {})},
         "proof": proof,
         "certificates": [dict(c) for c in certificates],
         "support": dict(support or {"patterns": 0, "distinct_queries": 0, "executions": 0, "cost_share": 0.0}),
         "first_seen": first_seen, "last_seen": last_seen,
     }
-    if family != "DU":
+    if fam.join_kinds:
         rule["join_kinds"] = kinds
     else:
         rule["branches"] = branches
+    if sides:
+        rule["agg_sides"] = sides
     if aggregates is not None:
         rule["aggregates"] = list(aggregates)
+    if admits is not None:
+        rule["admits"] = [c.to_json() for c in admits]
     if description:
         rule["description"] = description
     return rule
@@ -287,3 +329,16 @@ def make_catalog(rules: Sequence[dict], *, version: Optional[str] = None,
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m superop.rules_out.catalog``: rewrite catalog.schema.json with the enums
+    of the family registry."""
+    from ..cliutil import atomic_write_text
+    atomic_write_text(SCHEMA_PATH, json.dumps(generated_schema(), indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {SCHEMA_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,15 +1,17 @@
 """Generalization: verified concrete patterns -> a few abstract rules (paper §3.1, §4.2).
 
 A pattern is one candidate sub-query that was synthesized and verified. Patterns are
-grouped by their *core skeleton* — family, the join kind (DJ/MJ) or number of UNION ALL
-inputs (DU), and for MJ the side the aggregate is on. Each group becomes one abstract rule
-whose abstract edges carry the optional operators (σ π ρ) that may occur on that edge in
-any number and order. A rule carries the unbounded proof of its parametric template when
-one exists (``proof = "unbounded"``): that proof holds for every σ/π/ρ instantiation, so its
-edges admit all three (but no σ into a Min & Join's aggregate, Fig. 13). Otherwise it carries
-the bounded certificates of its members (``proof = "bounded"``) and its edges admit only
-the operators seen on that edge in some member. What was seen is kept in the template
-parameters (``edges_seen``, ``aggregates_seen``).
+grouped by their family's *core skeleton* (``Family.skeleton``: the family, its branch
+count, join kind and aggregate side). Each group becomes one abstract rule.
+
+**A rule admits exactly what its certificates cover.** Every certificate carries a
+``covers`` record (:class:`superop.families.Covers`): a member's bounded certificate covers
+its pattern (join kind, side, branch count, folds, the σ/π/ρ seen on each edge); a template
+proof covers what its family says it proves (``Family.proof_covers``). The rule's
+``admits`` is the union of its certificates' covers (the records no other record
+contains); its ``abstract_edges``, ``join_kinds``, ``agg_sides`` and ``aggregates`` are the
+hull of ``admits``, for reading. The runtime admits an instance only inside some ``admits``
+record; ``superop verify`` checks ``admits`` ⊆ the certificates' covers.
 
 Only streaming programs become rules: a Min & Join whose verified program buffers the
 partition (a filter below the min, count/sum joined back) is reported, not admitted.
@@ -17,15 +19,14 @@ partition (a filter below the min, count/sum joined back) is reported, not admit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from ..ir.analysis import Decomposition, Edge
-from ..ir.nodes import Rename
+from .. import families
+from ..families import Covers, Match, Side
 from .catalog import OPTIONAL_OPS, make_rule
 
-STREAMING_AGGS = ("count_star", "count", "sum", "min", "max", "avg")
-MJ_AGGS = ("min", "max")
-FAMILY_NAMES = {"DU": "diamond-union-all", "DJ": "diamond-join", "MJ": "min-join"}
+Skeleton = tuple[Any, ...]
+TemplateProof = Callable[[Skeleton, list["Pattern"]], list[dict]]
 
 
 @dataclass
@@ -35,10 +36,11 @@ class Pattern:
     family: str
     shape: str
     sql: str
-    edges: list[list[str]]                 # optional ops per abstract edge, make_rule order
+    edges: list[list[str]]                 # optional ops per abstract edge, family edge order
+    edges_written: Optional[list[list[str]]] = None   # as written in the log (report only)
     join_kind: Optional[str] = None
     branches: int = 2
-    agg_side: Optional[int] = None         # MJ: 0 = aggregate on the left
+    agg_side: Optional[Side] = None        # families with an aggregate side
     aggregates: list[str] = field(default_factory=list)
     memory: str = "streaming"
     program: Optional[dict] = None         # DSL program JSON
@@ -52,80 +54,27 @@ class Pattern:
     template_ids: list[str] = field(default_factory=list)
 
     @property
-    def skeleton(self) -> tuple:
-        if self.family == "DU":
-            return ("DU", self.branches)
-        if self.family == "DJ":
-            return ("DJ", self.join_kind)
-        return ("MJ", self.join_kind, self.agg_side)
+    def point(self) -> Covers:
+        """The pattern as a covers record (what its bounded certificate covers)."""
+        return Covers.make(self.family, join_kinds=[self.join_kind] if self.join_kind else [],
+                           branches=self.branches, agg_side=self.agg_side.value if self.agg_side else None,
+                           aggregates=self.aggregates, edges=self.edges)
+
+    @property
+    def skeleton(self) -> Skeleton:
+        return families.get(self.family).skeleton(self.point)
 
 
-def _ops(edge: Optional[Edge]) -> list[str]:
-    if edge is None:
-        return []
-    out = []
-    for o in edge.ops:
-        if isinstance(o, Rename) and o.is_identity():
-            continue  # a FROM alias is not an operator
-        n = type(o).__name__
-        if n not in out:
-            out.append(n)
-    return [o for o in OPTIONAL_OPS if o in out]
-
-
-def edges_of(d: Decomposition) -> list[list[str]]:
-    """Optional operators per abstract edge in the catalog's edge order
-    (DU: spool→γ_i then γ_i→∪; DJ: e1 spool→γ1, e2 spool→γ2, e3 γ1→⋈, e4 γ2→⋈;
-    MJ: e1 spool→γ, e2 γ→⋈, e3 spool→⋈)."""
-    if d.family == "DU":
-        return [_ops(b.lower) for b in d.branches] + [_ops(b.upper) for b in d.branches]
-    if d.family == "DJ":
-        l, r = d.branches
-        return [_ops(l.lower), _ops(r.lower), _ops(l.upper), _ops(r.upper)]
-    a = d.branches[d.agg_side]
-    row = d.branches[1 - d.agg_side]
-    return [_ops(a.lower), _ops(a.upper), _ops(row.upper)]
-
-
-_SYM2OP = {"σ": "Select", "π": "Project", "ρ": "Rename"}
+def edges_of(m: Match) -> list[list[str]]:
+    """Optional operators per abstract edge of a match, in its family's edge order."""
+    return families.get(m.family).edge_ops(m)
 
 
 def edges_from_shape(shape: str, family: str) -> Optional[list[list[str]]]:
     """Optional operators per abstract edge read off a mined shape string (the query as
-    written, before SQL generation folded any σ/π/ρ), in the catalog's edge order; None
-    if the string is not a plain diamond shape."""
-    if not shape.startswith("(") or ")" not in shape:
-        return None
-    inner = shape[1:shape.rindex(")")]
-    if "(" in inner:
-        return None
-    branches = []
-    for b in inner.split(", "):
-        segs = b.split("|") if b else []
-        if "γ" in segs:
-            i = segs.index("γ")
-            if segs.count("γ") != 1 or i > 1 or len(segs) - i > 2:
-                return None
-            lower = segs[0] if i == 1 else ""
-            upper = segs[i + 1] if i + 1 < len(segs) else ""
-            branches.append((True, lower, upper))
-        elif len(segs) <= 1:
-            branches.append((False, "", segs[0] if segs else ""))
-        else:
-            return None
-    ops = lambda t: [o for o in OPTIONAL_OPS if o in {_SYM2OP.get(ch) for ch in t}]  # noqa: E731
-    if any(any(ch not in _SYM2OP for ch in lo + up) for _, lo, up in branches):
-        return None
-    if family == "DU" and all(g for g, _, _ in branches):
-        return [ops(lo) for _, lo, _ in branches] + [ops(up) for _, _, up in branches]
-    if family == "DJ" and len(branches) == 2 and all(g for g, _, _ in branches):
-        (_, l1, u1), (_, l2, u2) = branches
-        return [ops(l1), ops(l2), ops(u1), ops(u2)]
-    if family == "MJ" and len(branches) == 2 and sum(g for g, _, _ in branches) == 1:
-        agg = next(b for b in branches if b[0])
-        row = next(b for b in branches if not b[0])
-        return [ops(agg[1]), ops(agg[2]), ops(row[2])]
-    return None
+    written, before SQL generation folded any σ/π/ρ), in the family's edge order; None
+    if the string is not a plain instance shape."""
+    return families.get(family).edges_from_shape(shape)
 
 
 def merge_edges(a: list[list[str]], b: Optional[list[list[str]]]) -> list[list[str]]:
@@ -134,14 +83,18 @@ def merge_edges(a: list[list[str]], b: Optional[list[list[str]]]) -> list[list[s
     return [[o for o in OPTIONAL_OPS if o in set(x) | set(y)] for x, y in zip(a, b)]
 
 
-def rule_id(skeleton: tuple) -> str:
-    fam = skeleton[0]
-    if fam == "DU":
-        return f"{FAMILY_NAMES['DU']}-{skeleton[1]}way"
-    if fam == "DJ":
-        return f"{FAMILY_NAMES['DJ']}-{skeleton[1]}"
-    side = "" if skeleton[2] in (1, None) else "-aggregate-first"
-    return f"{FAMILY_NAMES['MJ']}-{skeleton[1]}{side}"
+def rule_id(skeleton: Skeleton) -> str:
+    return families.get(skeleton[0]).rule_id(skeleton)
+
+
+def maximal(records: Sequence[Covers]) -> list[Covers]:
+    """The records no other record contains (first of equal ones kept), in order."""
+    out: list[Covers] = []
+    for i, c in enumerate(records):
+        if any(o.contains(c) and (not c.contains(o) or j < i) for j, o in enumerate(records) if j != i):
+            continue
+        out.append(c)
+    return out
 
 
 @dataclass
@@ -150,13 +103,12 @@ class Rejected:
     reason: str
 
 
-def generalize(patterns: Sequence[Pattern],
-               template_proof: Optional[Callable[[tuple, list], list]] = None,
+def generalize(patterns: Sequence[Pattern], template_proof: Optional[TemplateProof] = None,
                ) -> tuple[list[dict], list[Rejected]]:
     """Group patterns into abstract rules. ``template_proof(skeleton, members)`` returns
-    the certificates of the unbounded proofs of the parametric template instances the
-    members need (empty if there are none). Returns (rules sorted by id, rejected)."""
-    groups: dict[tuple, list[Pattern]] = {}
+    the certificates (each with its ``covers``) of the template proofs the members need
+    (empty if there are none). Returns (rules sorted by id, rejected)."""
+    groups: dict[Skeleton, list[Pattern]] = {}
     rejected: list[Rejected] = []
     for p in patterns:
         cert_ok = p.certificate is not None and p.certificate.get("status") == "verified"
@@ -169,27 +121,21 @@ def generalize(patterns: Sequence[Pattern],
         groups.setdefault(p.skeleton, []).append(p)
     rules = []
     for sk, members in groups.items():
+        fam = families.get(sk[0])
         members = sorted(members, key=lambda m: m.candidate_id)
-        n_edges = len(members[0].edges)
-        edges = [sorted({op for m in members for op in m.edges[i]}, key=OPTIONAL_OPS.index)
-                 for i in range(n_edges)]
         proofs = list(template_proof(sk, members) or []) if template_proof else []
-        if any(c.get("status") != "verified" for c in proofs):
+        if any(c.get("status") != "verified" or not c.get("covers") for c in proofs):
             proofs = []  # an unproven template falls back to the members' bounded certificates
-        member_certs = [dict(m.certificate, candidate=m.candidate_id) for m in members]
+        member_certs = [dict(m.certificate or {}, candidate=m.candidate_id, covers=m.point.to_json())
+                        for m in members]
         certs = proofs + member_certs
-        seen_edges, seen_aggs = edges, sorted({a for m in members for a in m.aggregates})
-        if proofs:
-            # The inductive proof holds for every σ/π/ρ instantiation of the edges and every
-            # fold, so the rule admits all of them, not just those seen in the log — except
-            # a σ into a Min & Join's aggregate (Fig. 13: not streaming) and folds that
-            # need more than constant state (COUNT(DISTINCT)).
-            edges = [list(OPTIONAL_OPS) for _ in edges]
-            if sk[0] == "MJ":
-                edges[0] = ["Project", "Rename"]
-            aggs = list(MJ_AGGS if sk[0] == "MJ" else STREAMING_AGGS)
-        else:
-            aggs = seen_aggs
+        admits = maximal([Covers.from_json(c["covers"]) for c in certs])
+        n_edges = len(admits[0].edges)
+        hull_edges = [[o for o in OPTIONAL_OPS if any(o in a.edges[i] for a in admits)] for i in range(n_edges)]
+        hull_aggs = sorted({x for a in admits for x in a.aggregates})
+        seen_edges = [sorted({op for m in members for op in (m.edges_written or m.edges)[i]},
+                             key=OPTIONAL_OPS.index) for i in range(n_edges)]
+        seen_aggs = sorted({a for m in members for a in m.aggregates})
         tids = {t for m in members for t in m.template_ids}
         support = {
             "patterns": len(members),
@@ -199,33 +145,20 @@ def generalize(patterns: Sequence[Pattern],
         }
         firsts = [m.first_seen for m in members if m.first_seen]
         lasts = [m.last_seen for m in members if m.last_seen]
-        params = {"edges_seen": seen_edges, "aggregates_seen": seen_aggs,
-                  "examples": [{"candidate": m.candidate_id, "shape": m.shape, "sql": m.sql,
-                                "program": m.program, "pseudo_code": m.pseudo_code}
-                               for m in members[:3]],
-                  "shapes": sorted({m.shape for m in members})}
-        if sk[0] == "MJ":
-            params["agg_side"] = "left" if sk[2] == 0 else "right"
-        kwargs = dict(rule_id=rule_id(sk), edges=edges, aggregates=aggs or None,
-                      certificates=certs,
-                      proof="unbounded" if proofs else "bounded", support=support,
-                      first_seen=min(firsts) if firsts else None,
-                      last_seen=max(lasts) if lasts else None, parameters=params,
-                      description=_describe(sk, len(members)))
-        if sk[0] == "DU":
-            rule = make_rule("DU", branches=sk[1], **kwargs)
-        else:
-            rule = make_rule(sk[0], join_kinds=(sk[1],), **kwargs)
-        rules.append(rule)
+        params: dict[str, Any] = {
+            "edges_seen": seen_edges, "aggregates_seen": seen_aggs,
+            "examples": [{"candidate": m.candidate_id, "shape": m.shape, "sql": m.sql,
+                          "program": m.program, "pseudo_code": m.pseudo_code} for m in members[:3]],
+            "shapes": sorted({m.shape for m in members})}
+        point = members[0].point
+        if point.agg_side:
+            params["agg_side"] = point.agg_side
+        rules.append(make_rule(
+            fam.name, rule_id=fam.rule_id(sk), join_kinds=point.join_kinds, branches=point.branches,
+            agg_sides=[point.agg_side] if point.agg_side else None, edges=hull_edges,
+            aggregates=hull_aggs or None, admits=admits, certificates=certs,
+            proof="unbounded" if proofs else "bounded", support=support,
+            first_seen=min(firsts) if firsts else None, last_seen=max(lasts) if lasts else None,
+            parameters=params, description=fam.describe(sk, len(members))))
     rules.sort(key=lambda r: r["id"])
     return rules, rejected
-
-
-def _describe(sk: tuple, n: int) -> str:
-    if sk[0] == "DU":
-        what = f"{sk[1]} aggregates of one input on the same key glued by UNION ALL"
-    elif sk[0] == "DJ":
-        what = f"two aggregates of one input on the same key joined ({sk[1]}) on that key"
-    else:
-        what = f"a min/max aggregate joined back ({sk[1]}) to its own input on the grouping key"
-    return f"{what}; generalizes {n} verified pattern{'s' if n != 1 else ''}"

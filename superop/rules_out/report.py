@@ -6,58 +6,20 @@ import html
 import json
 from typing import Callable, Optional
 
-_SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
-_JOIN = {"inner": "⋈", "left": "⟕", "right": "⟖", "full": "⟗", "semi": "⋉", "anti": "▷"}
-
-
-def _edge_label(e: dict) -> str:
-    ops = " ".join(_SYM[o] for o in e["optional"])
-    return f"{e['name']} [{ops}]*" if ops else f"{e['name']} (empty)"
+from .. import families
+from ..families import Side
 
 
 def draw_tree(rule: dict) -> str:
-    """A text drawing of the abstract operator tree, root on top; the Spool is the one
-    shared leaf every path reaches."""
-    edges = {e["name"]: e for e in rule["abstract_edges"]}
-    fam = rule["family"]
-    lines: list[str] = []
-
-    def path(prefix: str, last: bool, upper: Optional[str], agg: Optional[str], lower: Optional[str]):
-        branch = "└── " if last else "├── "
-        pad = "    " if last else "│   "
-        chain = []
-        if upper:
-            chain.append(_edge_label(edges[upper]))
-        if agg:
-            chain.append(agg)
-        if lower:
-            chain.append(_edge_label(edges[lower]))
-        chain.append("Spool (shared input)")
-        for i, item in enumerate(chain):
-            lead = prefix + (branch if i == 0 else pad + "    " * (i - 1) + "└── ")
-            lines.append(lead + item)
-
-    if fam == "DU":
-        n = rule.get("branches", 2)
-        lines.append("∪ UnionAll")
-        for i in range(n):
-            path("", i == n - 1, f"e{n + i + 1}", f"γ GroupBy#{i + 1}", f"e{i + 1}")
-    elif fam == "DJ":
-        kinds = rule.get("join_kinds", ["inner"])
-        lines.append(" / ".join(_JOIN[k] for k in kinds) + " Join (" + ", ".join(kinds) + ")")
-        path("", False, "e3", "γ GroupBy#1", "e1")
-        path("", True, "e4", "γ GroupBy#2", "e2")
-    else:
-        kinds = rule.get("join_kinds", ["inner"])
-        side = rule.get("template", {}).get("parameters", {}).get("agg_side", "right")
-        lines.append(" / ".join(_JOIN[k] for k in kinds) + " Join (" + ", ".join(kinds) + ")")
-        if side == "left":
-            path("", False, "e2", "γ GroupBy (min|max)", "e1")
-            path("", True, "e3", None, None)
-        else:
-            path("", False, "e3", None, None)
-            path("", True, "e2", "γ GroupBy (min|max)", "e1")
-    return "\n".join(lines)
+    """A text drawing of the rule's abstract operator tree (the family draws it), root on
+    top; the Spool is the one shared leaf every path reaches."""
+    fam = families.get(rule["family"])
+    sides = rule.get("agg_sides") or []
+    side = Side(sides[0]) if len(sides) == 1 else None
+    if side is None and (rule.get("template", {}).get("parameters") or {}).get("agg_side"):
+        side = Side(rule["template"]["parameters"]["agg_side"])
+    return "\n".join(fam.draw_tree(rule["abstract_edges"], rule.get("join_kinds") or [],
+                                    rule.get("branches", 2), side))
 
 
 def _cert_summary(rule: dict) -> str:

@@ -1,17 +1,13 @@
 """Rule matching on the plan IR and SQL generation (no Spark here; see session.py for the
 benefit gate).
 
-Matching (§4.2-4.4), bottom-up over the plan:
-* ADVANCENEXT — :func:`superop.ir.analysis.decompose` finds the core operators of Fig. 6
-  (∪ / ⋈ over γ's over ONE shared source) through σ/π/ρ chains; a rule then admits the
-  match only if every operator on each abstract edge is one the rule's edge allows (a pure
-  FROM alias is not an operator) and the join kind / branch count fits.
-* CHECKATTRIBUTES — single input single output (every consumer of a node strictly inside
-  the match is inside it; the source is the one leaf) and the rule's streamability check
-  (Algorithms 1-3: same source keys on every path; join equalities imply pairwise key
-  equality — union-find, no Z3; Min & Join: exactly one min/max over one source column).
-* CAPTUREPARAMETERS — Algorithm 5 per edge, inside the Fig. 10 template builder
-  (:func:`superop.synth.templates.build_program`).
+Matching is the family registry's ONE matching code path (:func:`superop.families.scan`,
+the same mining reports from): each family's pattern on the IR (AdvanceNext, §4.2), the
+join premise of Algorithms 2-3 (union-find), single input / single output, the IR's
+safety check, and the family's Fig. 10 template (CaptureParameters, Algorithm 5). A rule
+then admits a match only if the instance (its family, join kind, aggregate side, branch
+count, folds and the operators on each abstract edge — :meth:`Family.point`) lies inside
+what the rule admits (:func:`superop.rules_out.catalog.admitted`).
 
 The matched sub-plan is replaced by an :class:`Opaque` node carrying the compiled
 super-operator SQL (compile.py) and the query is regenerated with ``superop.ir.to_sql``.
@@ -23,19 +19,18 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field as dc_field
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from sqlglot import exp
 
+from .. import families
+from ..families import Covers, NearMiss
 from ..ir import nodes as N
-from ..ir.analysis import (Decomposition, capture_parameters, decompose, interior_ids,
-                            single_input_single_output)
 from ..ir.dialect import DIALECT
 from ..ir.generate import to_sql
 from ..ir.lower import lower
-from ..ir.safety import match_blocker
-from ..synth.dsl import Program, RowEmit
-from ..synth.templates import TemplateError, _and, _to_ns, _true, build_program
+from ..rules_out.catalog import admitted
+from ..synth.dsl import Program
 from .compile import NoNativeForm, compile_program
 
 log = logging.getLogger("superop.runtime")
@@ -55,286 +50,66 @@ class Opaque(N.Opaque):
 
 @dataclass
 class Match:
+    """A family instance (:class:`superop.families.Match`) admitted by a catalog rule."""
     rule_id: str
-    family: str
-    d: Decomposition
-    interior: frozenset          # ids of the nodes the super-operator replaces (not the source)
-    program: Optional[Program] = None            # set by prepare() (CaptureParameters + template)
+    instance: families.Match
     prefilter: Optional[exp.Expression] = None
 
     def prepare(self) -> "Match":
-        """CaptureParameters (Algorithm 5) and the Fig. 10 template; raises TemplateError."""
-        if self.program is None:
-            prog = build_program(self.d)
-            if self.family == "MJ":
-                prog = _fix_mj_row_emits(self.d, prog)
-            self.prefilter = _prefilter(self.d, prog)
-            self.program = prog
+        """The Spark-native specifics of the family (the source prefilter)."""
+        if self.prefilter is None:
+            self.prefilter = families.get(self.family).prefilter(self.instance, self.program)
         return self
 
     @property
+    def family(self) -> str:
+        return self.instance.family
+
+    @property
+    def program(self) -> Program:
+        assert self.instance.program is not None  # matching built it
+        return self.instance.program
+
+    @property
+    def interior(self) -> frozenset[int]:
+        return self.instance.interior
+
+    @property
     def root(self) -> N.Node:
-        return self.d.root
+        return self.instance.root
 
     @property
     def source(self) -> N.Node:
-        return self.d.source
+        return self.instance.source
 
     def describe(self) -> str:
-        return f"{self.rule_id} at {self.family} {self.d.join_kind or 'union all'} over {self.source.op}"
+        return f"{self.rule_id} at {self.family} {self.instance.join_kind or 'union all'} over {self.source.op}"
 
 
 class _Rule:
-    """A catalog rule, pre-digested for fast matching."""
+    """A catalog rule, pre-digested for fast matching: what it admits as covers records."""
 
-    def __init__(self, r: dict):
+    def __init__(self, r: dict[str, Any]):
         self.raw = r
         self.id = r["id"]
         self.family = r["family"]
-        self.kinds = frozenset(r.get("join_kinds") or ())
-        self.branches = int(r.get("branches", 2))
-        self.edges = [frozenset(e["optional"]) for e in r["abstract_edges"]]
-        self.aggs = frozenset(r["aggregates"]) if r.get("aggregates") is not None else None
+        self.admits: list[Covers] = admitted(r)
+        self.edge_names = [e["name"] for e in r["abstract_edges"]]
         sup = r.get("support") or {}
         self.rank = (-float(sup.get("cost_share", 0) or 0), -int(sup.get("executions", 0) or 0), self.id)
 
-    def edges_of(self, d: Decomposition):
-        """The decomposition's edges in the rule's edge order (see catalog.make_rule)."""
-        b = d.branches
-        if d.family == "DU":
-            return [x.lower for x in b] + [x.upper for x in b]
-        if d.family == "DJ":
-            return [b[0].lower, b[1].lower, b[0].upper, b[1].upper]
-        a, r = b[d.agg_side], b[1 - d.agg_side]
-        return [a.lower, a.upper, r.upper]
-
-    def admits(self, d: Decomposition) -> Optional[str]:
-        """None if the rule's abstract tree admits ``d``, else why not."""
-        if d.family != self.family:
+    def why_not(self, point: Covers) -> Optional[str]:
+        """None if the rule admits the instance ``point``, else why not."""
+        if point.family != self.family:
             return "family"
-        if d.family == "DU" and len(d.branches) != self.branches:
-            return f"{len(d.branches)} branches"
-        if d.family != "DU" and d.join_kind not in self.kinds:
-            return f"join kind {d.join_kind}"
-        for allowed, e in zip(self.edges, self.edges_of(d)):
-            for op in e.ops:
-                if isinstance(op, N.Rename) and op.is_identity():
-                    continue  # a FROM alias is not an operator
-                if op.op not in allowed:
-                    return f"{op.op} on an edge that admits only {sorted(allowed)}"
-        return None
-
-
-def _agg_calls(agg: N.Aggregate) -> list[exp.AggFunc]:
-    return [c for e, _ in agg.items for c in e.find_all(exp.AggFunc)]
-
-
-def _min_join_check(d: Decomposition) -> Optional[str]:
-    """Algorithm 3, lines 12-17: exactly one aggregation, min or max, whose argument
-    depends on exactly one source column once the edge's mappings are undone (``b`` or
-    ``b + 0`` but not ``b + c``)."""
-    b = d.branches[d.agg_side]
-    calls = _agg_calls(b.agg)
-    if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
-        return "Min & Join needs exactly one min/max aggregation"
-    try:
-        idx = {N.resolve_field(b.agg.child.fields, c) for c in calls[0].this.find_all(exp.Column)}
-        deps = _deps_down(idx, b.lower)
-    except KeyError:
-        deps = set()
-    if len(deps) != 1:
-        return "the min/max argument does not depend on exactly one source column"
-    return None
-
-
-def _deps_down(idx: set, edge) -> set:
-    """The bottom's field indices the edge top's fields ``idx`` are computed from."""
-    for op in edge.ops:
-        child = op.children[0].fields
-        if isinstance(op, N.Rename):
-            idx = {N.resolve_field(child, op.mapping[i][0].column()) for i in idx}
-        elif isinstance(op, N.Project):
-            idx = {N.resolve_field(child, c) for i in idx for c in op.items[i][0].find_all(exp.Column)}
-    return idx
-
-
-# ---------------------------------------------------------------------------
-# CheckAttributes without expression rewriting: Algorithms 1-4 on column positions
-# ---------------------------------------------------------------------------
-def _bare(e: exp.Expression) -> Optional[exp.Column]:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    return e if isinstance(e, exp.Column) else None
-
-
-def _trace_down(i: int, edge) -> Optional[int]:
-    """TraverseDown (Alg. 4) of the edge top's field ``i`` to the bottom's field index;
-    None if a projection computes it."""
-    for op in edge.ops:
-        child = op.children[0].fields
-        if isinstance(op, N.Rename):
-            i = N.resolve_field(child, op.mapping[i][0].column())
-        elif isinstance(op, N.Project):
-            c = _bare(op.items[i][0])
-            if c is None:
-                return None
-            i = N.resolve_field(child, c)
-    return i
-
-
-def _trace_up(idx: set, edge) -> set:
-    """TraverseUp: the edge top's field indices that carry the bottom's fields ``idx``."""
-    for op in reversed(edge.ops):
-        child = op.children[0].fields
-        if isinstance(op, N.Rename):
-            idx = {j for j, (f, _) in enumerate(op.mapping) if N.resolve_field(child, f.column()) in idx}
-        elif isinstance(op, N.Project):
-            idx = {j for j, (x, _) in enumerate(op.items)
-                   if (c := _bare(x)) is not None and N.resolve_field(child, c) in idx}
-    return idx
-
-
-def _agg_keys(b) -> Optional[dict[int, set]]:
-    """{source field index: positions of the aggregate's output that carry that key}, or
-    None if a key is computed / the aggregate is global."""
-    agg, low = b.agg, b.lower
-    inp = agg.child.fields
-    if not agg.keys:
-        return None
-    out: dict[int, set] = {}
-    for k in agg.keys:
-        c = _bare(k)
-        if c is None:
+        whys = [a.why_not(point, self.edge_names) for a in self.admits]
+        if any(w is None for w in whys):
             return None
-        ki = N.resolve_field(inp, c)
-        src = _trace_down(ki, low)
-        if src is None:
-            return None
-        pos = {j for j, (x, _) in enumerate(agg.items)
-               if (xc := _bare(x)) is not None and N.resolve_field(inp, xc) == ki}
-        out.setdefault(src, set()).update(pos)
-    return out
-
-
-def _implies_key_equality(j: N.Join, left_tops: dict[int, set], right_tops: dict[int, set]) -> bool:
-    """Algorithm 2 line 13 / Algorithm 3 line 10 by union-find: do the join's column
-    equalities connect, for every source key, a left column and a right column carrying it?"""
-    parent: dict = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    lf, rf = j.left.fields, j.right.fields
-    for l, r in j.equi:
-        cl, cr = _bare(l), _bare(r)
-        if cl is None or cr is None:
-            continue
-        try:
-            a, b = ("L", N.resolve_field(lf, cl)), ("R", N.resolve_field(rf, cr))
-        except KeyError:
-            continue
-        parent[find(a)] = find(b)
-    for src, ls in left_tops.items():
-        rs = right_tops.get(src, set())
-        if not any(find(("L", x)) == find(("R", y)) for x in ls for y in rs):
-            return False
-    return True
-
-
-_AGG_NAME = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
-
-
-def _agg_names(agg: N.Aggregate) -> Optional[set]:
-    out = set()
-    for c in _agg_calls(agg):
-        if isinstance(c, exp.Count):
-            a = c.this
-            out.add("count_star" if a is None or isinstance(a, exp.Star) else
-                    "count_distinct" if isinstance(a, exp.Distinct) else "count")
-        elif type(c) in _AGG_NAME and not isinstance(c.this, exp.Distinct):
-            out.add(_AGG_NAME[type(c)])
-        else:
-            return None  # no accumulator for it
-    return out
-
-
-def _agg_names_all(d: Decomposition) -> Optional[set]:
-    out = set()
-    for b in d.branches:
-        if b.agg is not None:
-            n = _agg_names(b.agg)
-            if n is None:
-                return None
-            out |= n
-    return out
-
-
-def streamable(d: Decomposition) -> Optional[str]:
-    """The rule's streamability check (Algorithms 1-3) on column positions; None = ok."""
-    aggs = [b for b in d.branches if b.agg is not None]
-    keys = []
-    for b in aggs:
-        k = _agg_keys(b)
-        if k is None:
-            return "a grouping key is computed or the aggregate is global"
-        keys.append(k)
-    if len({frozenset(k) for k in keys}) != 1:
-        return "paths are grouped on different source columns (Algorithm 1)"
-    if d.family == "DU":
-        return None
-    j = d.join
-    if d.family == "DJ":
-        lt = {s: _trace_up(p, d.branches[0].upper) for s, p in keys[0].items()}
-        rt = {s: _trace_up(p, d.branches[1].upper) for s, p in keys[1].items()}
-    else:
-        a, r = d.branches[d.agg_side], d.branches[1 - d.agg_side]
-        at = {s: _trace_up(p, a.upper) for s, p in keys[0].items()}
-        rtops = {s: _trace_up({s}, r.upper) for s in keys[0]}
-        lt, rt = (at, rtops) if d.agg_side == 0 else (rtops, at)
-        m = _min_join_check(d)
-        if m is not None:
-            return m
-    if not _implies_key_equality(j, lt, rt):
-        return "the join's equalities do not imply equality of every grouping key (Algorithm 2/3)"
-    return None
-
-
-def _fix_mj_row_emits(d: Decomposition, program: Program) -> Program:
-    """Every row emit of Min & Join may only fire for rows that pass the row side's edge
-    predicate. superop.synth.templates guards the null-extended (outer) and anti row emits
-    with NOT(matched) only, which also emits rows the row-side σ removed; conjoin the
-    row predicate here (idempotent for the other emits)."""
-    rb = d.branches[1 - d.agg_side]
-    phi = _to_ns(capture_parameters(rb.upper).predicate, "row")
-    if phi is None or not program.row_emits:
-        return program
-    emits = tuple(RowEmit(_and(_true(phi), r.guard) if r.guard is not None else _true(phi), r.outputs)
-                  for r in program.row_emits)
-    from dataclasses import replace as dc_replace
-    return dc_replace(program, row_emits=emits)
-
-
-def _prefilter(d: Decomposition, program: Program) -> Optional[exp.Expression]:
-    """A filter on the shared source that keeps every row the program can use, so the
-    branch filters still reach the scan (PushedFilters): OR of the bottom edges' predicates
-    when every path filters, AND keys NOT NULL when NULL keys can never produce output
-    (inner/semi joins)."""
-    if d.family == "MJ":
-        a, r = d.branches[d.agg_side], d.branches[1 - d.agg_side]
-        preds = [capture_parameters(a.lower).predicate, capture_parameters(r.upper).predicate]
-    else:
-        preds = [capture_parameters(b.lower).predicate for b in d.branches]
-    out = None
-    if all(p is not None for p in preds):
-        out = exp.Paren(this=exp.or_(*[p.copy() for p in preds], copy=False)) if len(preds) > 1 else preds[0].copy()
-    if d.family in ("DJ", "MJ") and d.join_kind in ("inner", "semi"):
-        nn = [exp.Not(this=exp.Is(this=exp.column(k), expression=exp.Null())) for k in program.keys]
-        out = exp.and_(*([out] if out is not None else []) + nn, copy=False) if nn else out
-    return out
+        # report the record the instance gets furthest into (family, branches, kind, side,
+        # folds, edges — the order Covers.why_not checks them in)
+        depth = ("family", "branches", "join kind", "aggregate on", "aggregates", "on an edge")
+        return max((w for w in whys if w), default="the rule admits nothing",
+                   key=lambda w: max((i for i, d in enumerate(depth) if d in w), default=-1))
 
 
 @dataclass
@@ -350,59 +125,41 @@ class Rewriter:
     """Pure rewriting (IR + templates + SQL generation); thread-safe (no mutable state
     after construction)."""
 
-    def __init__(self, catalog: dict):
+    def __init__(self, catalog: dict[str, Any]):
         self.catalog = catalog
         self.rules = sorted((_Rule(r) for r in catalog["rules"]), key=lambda r: r.rank)
         self.families = frozenset(r.family for r in self.rules)
 
     # -- matching ------------------------------------------------------------
-    def match(self, plan: N.Node, trace: Optional[list] = None) -> list[Match]:
+    def match(self, plan: N.Node, trace: Optional[list[str]] = None) -> list[Match]:
         """Every admissible match in the plan, bottom-up (children before parents)."""
         out: list[Match] = []
         if not self.rules:
             return out
-        for node in N.walk(plan):
-            if not isinstance(node, (N.UnionAll, N.Join)):
+        for f in reversed(families.scan(plan)):
+            if f.family not in self.families:
                 continue
-            d = decompose(node, plan)
-            if d is None or d.family not in self.families:
+            if isinstance(f, NearMiss):
+                if trace is not None:
+                    trace.append(f"{f.family} at {f.root.op}({f.join_kind or f.n_inputs}): not an instance — {f.why}")
                 continue
-            m = self._match_at(d, plan, trace)
+            m = self._admit(f, trace)
             if m is not None:
                 out.append(m)
         return out
 
-    def _match_at(self, d: Decomposition, plan: N.Node, trace) -> Optional[Match]:
-        blocker = match_blocker(d)          # nondeterminism, LIMIT/TABLESAMPLE in the source
-        if blocker is not None:
-            if trace is not None:
-                trace.append(f"{d.family} at {d.root.op}({d.join_kind or len(d.branches)}): blocked — {blocker}")
-            return None
+    def _admit(self, inst: families.Match, trace: Optional[list[str]]) -> Optional[Match]:
+        point = families.get(inst.family).point(inst)
         why = []
         for rule in self.rules:
-            reason = rule.admits(d)
-            if reason is not None:
+            reason = rule.why_not(point)
+            if reason is None:
+                return Match(rule.id, inst)
+            if reason != "family":
                 why.append(f"{rule.id}: {reason}")
-                continue
-            if not single_input_single_output(d, plan):
-                why.append(f"{rule.id}: not single-input single-output")
-                break
-            names = list(d.source.names)   # normalized by lowering (exact when case-sensitive)
-            if len(set(names)) != len(names):
-                why.append(f"{rule.id}: the shared source has duplicate column names")
-                break
-            if rule.aggs is not None:
-                names = _agg_names_all(d)
-                if names is None or not names <= rule.aggs:
-                    why.append(f"{rule.id}: aggregates outside {sorted(rule.aggs)}")
-                    continue
-            r = streamable(d)                     # Algorithms 1-3 (the same for every rule of a family)
-            if r is not None:
-                why.append(f"{rule.id}: {r}")
-                break
-            return Match(rule.id, d.family, d, interior_ids(d))
         if trace is not None and why:
-            trace.append(f"{d.family} at {d.root.op}({d.join_kind or len(d.branches)}): no rule — " + "; ".join(why))
+            trace.append(f"{inst.family} at {inst.root.op}({inst.join_kind or len(inst.branches)}): no rule — "
+                         + "; ".join(why))
         return None
 
     # -- generation ------------------------------------------------------------
@@ -431,16 +188,10 @@ class Rewriter:
         return to_sql(new_plan, names=names)
 
 
-def prepare(matches: Sequence[Match], trace: Optional[list] = None) -> list[Match]:
-    """Instantiate every match's template; a match the template refuses is dropped."""
-    out = []
-    for m in matches:
-        try:
-            out.append(m.prepare())
-        except TemplateError as e:
-            if trace is not None:
-                trace.append(f"{m.rule_id}: template refused: {e}")
-    return out
+def prepare(matches: Sequence[Match], trace: Optional[list[str]] = None) -> list[Match]:
+    """The family-specific code-generation parts of every match (matching already built
+    each program from the family's template)."""
+    return [m.prepare() for m in matches]
 
 
 def select_non_conflicting(matches: Sequence[Match]) -> list[Match]:

@@ -34,17 +34,18 @@ evaluated only where the program says so, and an error aborts the whole run:
 * a guard is evaluated left to right: in ``a AND b``, ``b`` only where ``a`` is not
   FALSE (``COALESCE(x, FALSE)`` evaluates ``x``).
 
-The templates (``superop.synth.templates``) put the conditions under which the original
-query evaluates an expression first (the path's emptiness flag, then its upper filter),
-so a program evaluates a partial expression only where the original does; the native
-compiler (``superop.runtime.compile``) keeps that order in Spark (outputs as ``CASE WHEN
-guard THEN output END``). The verifier models errors as outcomes with these rules.
+The families' templates (``superop.families``, built with ``superop.families.kit.program``)
+put the conditions under which the original query evaluates an expression first (the
+path's emptiness flag, then its upper filter), so a program evaluates a partial
+expression only where the original does; the native compiler (``superop.runtime.compile``)
+keeps that order in Spark (outputs as ``CASE WHEN guard THEN output END``). The verifier
+is to model errors as outcomes with these rules (issue 11 item 5, the proofs engineer).
 
 This module is pure data + printing; it imports neither Spark nor Z3.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import sqlglot
@@ -57,7 +58,7 @@ NAMESPACES = ("row", "key", "acc", "flag")
 STREAMING, BUFFERING = "streaming", "buffering"
 
 
-def e(sql: str) -> exp.Expression:
+def e(sql: str) -> exp.Expr:
     """Parse a DSL expression written in Spark SQL, e.g. ``e("row.s < 100")``."""
     return sqlglot.parse_one(sql, dialect=DIALECT)
 
@@ -67,7 +68,7 @@ def ref(ns: str, name: str) -> exp.Column:
     return exp.column(name, ns)
 
 
-def _sql(x: Optional[exp.Expression]) -> str:
+def _sql(x: Optional[exp.Expr]) -> str:
     return "TRUE" if x is None else x.sql(dialect=DIALECT)
 
 
@@ -75,8 +76,8 @@ def _sql(x: Optional[exp.Expression]) -> str:
 class Accumulator:
     name: str
     func: str                                  # one of AGG_FUNCS
-    arg: Optional[exp.Expression] = None       # over row.*; None only for count_star
-    guard: Optional[exp.Expression] = None     # over row.*; None = TRUE
+    arg: Optional[exp.Expr] = None       # over row.*; None only for count_star
+    guard: Optional[exp.Expr] = None     # over row.*; None = TRUE
 
     def __post_init__(self):
         if self.func not in AGG_FUNCS:
@@ -95,7 +96,7 @@ class Accumulator:
 @dataclass(frozen=True)
 class Flag:
     name: str
-    guard: Optional[exp.Expression] = None     # over row.*; None = TRUE
+    guard: Optional[exp.Expr] = None     # over row.*; None = TRUE
 
     def pretty(self) -> str:
         return f"{self.name} = exists row: {_sql(self.guard)}"
@@ -103,8 +104,8 @@ class Flag:
 
 @dataclass(frozen=True)
 class PartitionEmit:
-    guard: Optional[exp.Expression]            # over key.*, acc.*, flag.*
-    outputs: tuple[exp.Expression, ...]
+    guard: Optional[exp.Expr]            # over key.*, acc.*, flag.*
+    outputs: tuple[exp.Expr, ...]
 
     def pretty(self) -> str:
         return f"if {_sql(self.guard)}: OUT({', '.join(_sql(o) for o in self.outputs)})"
@@ -112,8 +113,8 @@ class PartitionEmit:
 
 @dataclass(frozen=True)
 class RowEmit:
-    guard: Optional[exp.Expression]            # over row.*, key.*, acc.*, flag.*
-    outputs: tuple[exp.Expression, ...]
+    guard: Optional[exp.Expr]            # over row.*, key.*, acc.*, flag.*
+    outputs: tuple[exp.Expr, ...]
 
     def pretty(self) -> str:
         return f"for each row: if {_sql(self.guard)}: OUT({', '.join(_sql(o) for o in self.outputs)})"

@@ -25,11 +25,13 @@ difference for a sub-plan (a guard when the path has no filter) are not enumerat
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
 from sqlglot import exp
 
+from .. import families
+from ..families.kit.diamond import PlanContext
 from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
@@ -52,8 +54,7 @@ class NotExpressible(Exception):
 # ---------------------------------------------------------------------------
 def tr(e: exp.Expression, fields: Sequence[Field], repl: Sequence[exp.Expression]) -> exp.Expression:
     """Columns of ``e`` (resolved against ``fields``) -> ``repl`` (parenthesized)."""
-    x = translate_columns(e, tuple(fields), list(repl))
-    return x
+    return translate_columns(e, fields, repl)
 
 
 def unparen(e: exp.Expression) -> exp.Expression:
@@ -149,7 +150,7 @@ class RowPath:
 
 @dataclass
 class Parts:
-    family: str                         # DU | DJ | MJ
+    family: str                         # the registry's family at the core ("" if none)
     core: Node                          # UnionAll | Join
     root_map: list[exp.Expression]      # per root field, over core.fields
     root_pred: Optional[exp.Expression]
@@ -168,6 +169,19 @@ class Parts:
     @property
     def agg_paths(self) -> list[AggPath]:
         return [p for p in self.paths if isinstance(p, AggPath)]
+
+    @property
+    def is_union(self) -> bool:
+        """The core glues its inputs (partition emits per path)."""
+        return isinstance(self.core, UnionAll)
+
+    @property
+    def row_side(self) -> Optional[str]:
+        """The join input that is a row path (row emits), if any."""
+        for p in self.paths:
+            if isinstance(p, RowPath):
+                return "left" if p.index == 0 else "right"
+        return None
 
 
 def _edge_to_source(start: Node) -> Edge:
@@ -191,12 +205,10 @@ def analyze(plan: Node) -> Parts:
     rp = capture_parameters(root_edge)
     root_map = [e for _, e in rp.projection]
     if isinstance(core, UnionAll):
-        family = "DU"
         tops = list(core.inputs)
     elif isinstance(core, Join):
         if core.kind == "cross":
             raise NotSupported("a cross join has no partition key")
-        family = None
         tops = [core.left, core.right]
     else:
         raise NotSupported(f"the root core operator is {core.op}; a super-operator needs a UNION ALL "
@@ -217,19 +229,18 @@ def analyze(plan: Node) -> Parts:
             paths.append(AggPath(i, up.top.fields, agg, [e for _, e in upp.projection], upp.predicate,
                                  items, keys, to_row(lp.predicate), low.bottom))
         elif isinstance(up.bottom, Scan):
-            if family == "DU":
+            if isinstance(core, UnionAll):
                 raise NotSupported(f"UNION ALL input {i + 1} is not an aggregate")
             upp = capture_parameters(up)
             paths.append(RowPath(i, up.top.fields, [to_row(e) for _, e in upp.projection],
                                  to_row(upp.predicate), up.bottom))
         else:
             raise NotSupported(f"path {i + 1} reaches {up.bottom.op}, not an aggregate or the input")
-    if family is None:
-        n_agg = sum(isinstance(p, AggPath) for p in paths)
-        if n_agg == 0:
-            raise NotSupported("a join without an aggregate on either side (a self-join) is not a "
-                               "super-operator shape")
-        family = "DJ" if n_agg == 2 else "MJ"
+    if isinstance(core, Join) and not any(isinstance(p, AggPath) for p in paths):
+        raise NotSupported("a join without an aggregate on either side (a self-join) is not a "
+                           "super-operator shape")
+    found = families.recognize_at(core, PlanContext(plan))
+    family = found.family if found is not None else ""
     sources: list[Node] = []
     for p in paths:
         if not any(p.source is s for s in sources):
@@ -414,7 +425,7 @@ class _Builder:
             outs = tuple(unparen(tr(e, parts.core.fields, core_out)) for e in parts.root_map)
             return g, outs
 
-        if parts.family == "DU":
+        if parts.is_union:
             for outs, present in side:
                 pemits.append(PartitionEmit(*finish(outs, present)))
         else:
@@ -429,13 +440,11 @@ class _Builder:
                 "left": (conj(lp, negate(conj(rp, match), c.null_safe_not)), lo if semi else lo + nr),
                 "right": (conj(rp, negate(conj(lp, match), c.null_safe_not)), nl + ro),
             }
-            row_side = agg_side = None
-            if parts.family == "MJ":
-                row_side = "left" if isinstance(parts.paths[0], RowPath) else "right"
-                agg_side = "right" if row_side == "left" else "left"
+            row_side = parts.row_side
+            agg_side = None if row_side is None else ("right" if row_side == "left" else "left")
             for case in c.emits:
                 g, core_out = cases[case]
-                if parts.family == "DJ":
+                if row_side is None:
                     pemits.append(PartitionEmit(*finish(core_out, g)))
                 elif case == row_side or (case == "both" and not (semi and agg_side == "left")):
                     remits.append(RowEmit(*finish(core_out, g)))
@@ -529,13 +538,13 @@ def choices(parts: Parts) -> Iterator[Choice]:
         else:
             path_opts.append([PathChoice(g, f) for g in (False, True) for f in (False, True)])
     keysets = key_candidates(parts)
-    if parts.family == "DU":
+    if parts.is_union:
         for ks in keysets:
             for pcs in itertools.product(*path_opts):
                 yield Choice(ks, tuple(pcs))
         return
     j: Join = parts.core
-    if parts.family == "DJ":
+    if parts.row_side is None:
         cases = ("both", "left") if j.kind in ("semi", "anti") else ("both", "left", "right")
         emit_sets = _subsets(cases)
         sorts_mem = [((), STREAMING)]

@@ -36,7 +36,7 @@ from sqlglot import exp
 from ..ir.dialect import DIALECT
 from ..ir.nodes import Node, Scan, expressions_of, walk
 from ..sparkutil import bag
-from .dsl import BUFFERING, STREAMING, Program
+from .dsl import STREAMING, Program
 from .expr_eval import EvalError, compile_expr, truth
 from .interpreter import Compiled, ProgramError
 from .plan_eval import PlanEvalError, eval_plan

@@ -82,9 +82,9 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
     """Algorithms 1-3 on the sub-plan when it is one of the Fig. 6 trees (else None)."""
     try:
         from ..ir import lower
-        from .streamability import check_streamability, find_decomposition
+        from .streamability import check_streamability, find_match
         plan = lower(sql, schema).plan
-        if find_decomposition(plan) is None:
+        if find_match(plan) is None:
             return None
         return check_streamability(plan).to_json()
     except Exception:  # streamability is an extra; the equivalence claim stands alone

@@ -1,8 +1,9 @@
 """`superop verify`: re-check a rule catalog's certificates, or check one program.
 
 * ``superop verify --catalog FILE`` — re-check every certificate (re-computed from the
-  inputs it carries). Exit 0 only if every rule has at least one certificate and every
-  certificate holds. The catalog must pass the format checks of
+  inputs it carries) and that each rule admits only what its certificates cover
+  (``superop.rules_out.coverage``). Exit 0 only if every rule has at least one certificate,
+  every certificate holds and every rule is covered. The catalog must pass the format checks of
   ``superop.rules_out.catalog`` (schema, checksum); statuses are re-checked, not trusted.
 * ``superop verify (--sql TEXT | --sql-file F) --schema F --program P.json [--K 4]`` —
   bounded equivalence of one sub-query and one program (DSL JSON); prints the result
@@ -87,6 +88,7 @@ def _one(args) -> int:
 
 def _catalog(args) -> int:
     from ..rules_out.catalog import load_catalog
+    from ..rules_out.coverage import coverage_problems
     from .certificate import recheck_detail
     cat = load_catalog(args.catalog, require_verified=False)   # CatalogError -> exit 2
     report, all_ok = [], True
@@ -101,6 +103,10 @@ def _catalog(args) -> int:
             all_ok &= ok
             report.append({"rule": rule["id"], "certificate": i, "method": c.get("method"),
                            "K": c.get("K"), "holds": ok, "why": why})
+        for why in coverage_problems(rule):   # a rule admits exactly what its certificates cover
+            all_ok = False
+            report.append({"rule": rule["id"], "certificate": None, "holds": False,
+                           "why": f"not covered: {why}"})
     if args.json:
         print(json.dumps({"ok": all_ok, "certificates": report}, indent=2))
     else:

@@ -250,7 +250,7 @@ def _dj(kind: str, premise: bool = True, paper_literal: bool = False) -> list[Ob
         comps_plan.append(("anti", z3.And(pl, z3.Not(matched_plan)), [L.val_plan(k)]))
         comps_prog.append(("anti", z3.And(ql, z3.Not(matched_prog)), [L.val_prog(k)]))
     eqs = []
-    for (n1, g1, v1), (_, g2, v2) in zip(comps_plan, comps_prog):
+    for (_, g1, v1), (_, g2, v2) in zip(comps_plan, comps_prog):
         eqs.append(z3.And(g1 == g2, z3.Implies(g1, z3.And(*[a == b for a, b in zip(v1, v2)]))))
     obs.append(Obligation("emit", f"{kind} join, every key k: the plan's rows stemming from k "
                           f"({', '.join(c[0] for c in comps_plan)}) equal the program's partition emits "

@@ -2,8 +2,10 @@
 ``⋈.eqPred ⇒ pairwise key equality`` decided by Z3, and the memory class of a program
 checked against the sub-plan (not taken from its declaration).
 
-Uses the lead's IR analyses (``superop.ir.analysis``): :func:`decompose` (AdvanceNext for
-the trees of Fig. 6), :func:`capture_parameters` / :func:`traverse_up` (Algorithms 4-5).
+The families' patterns come from the family registry (``superop.families``): the same
+recognition every stage uses, the family's join premise (which key columns the ON
+condition must equate) and its streamability statement. Only the decision of the join
+premise is the verifier's own (Z3 here, union-find in matching).
 
 The Z3 implication. The join's whole ON condition (equi conjuncts AND residual) is
 evaluated in SQL three-valued logic over fresh, independent, nullable values for every
@@ -21,9 +23,11 @@ from typing import Optional
 import z3
 from sqlglot import exp
 
-from ..ir.analysis import Decomposition, capture_parameters, decompose, traverse_up, walk_edge
-from ..ir.dialect import DIALECT
-from ..ir.nodes import Aggregate, Join, Node, Scan, walk
+from .. import families
+from ..families import Match, NearMiss
+from ..families.kit.diamond import PlanContext, equalities_imply, equi_pairs
+from ..ir.analysis import walk_edge
+from ..ir.nodes import Join, Node, Scan, walk
 from ..synth.dsl import STREAMING, Program
 from .encode import (FALSE, TRUE, PlanEncoder, Table, V, _bool3, _cmp, ev, fresh, is_true,
                      not_distinct, Ctx)
@@ -41,49 +45,22 @@ class StreamCheck:
         return {"ok": self.ok, "family": self.family, "reason": self.reason, "details": self.details}
 
 
-def find_decomposition(plan: Node) -> Optional[Decomposition]:
-    """The Fig. 6 tree rooted at ``plan`` or just below optional operators above it."""
-    d = decompose(plan, plan)
-    if d is not None:
-        return d
-    top = walk_edge(plan)
-    return decompose(top.bottom, plan) if top.bottom is not plan else None
+def recognize(plan: Node) -> Optional[Match | NearMiss]:
+    """What the family registry recognizes at ``plan`` or just below optional operators
+    above it (a match, or a near-miss with its reason)."""
+    ctx = PlanContext(plan)
+    r = families.recognize_at(plan, ctx)
+    if r is None:
+        top = walk_edge(plan)
+        if top.bottom is not plan:
+            r = families.recognize_at(top.bottom, ctx)
+    return r
 
 
-# ---------------------------------------------------------------------------
-# TraverseDown of grouping keys, TraverseUp to the root's inputs
-# ---------------------------------------------------------------------------
-def _bare(e: exp.Expression) -> Optional[str]:
-    e = e.unnest() if isinstance(e, exp.Paren) else e
-    return e.name if isinstance(e, exp.Column) else None
-
-
-def key_sources(agg: Aggregate, lower) -> Optional[list[str]]:
-    """Algorithm 4 for Γ.keys: source column of each grouping key (None: computed)."""
-    params = capture_parameters(lower)
-    out = []
-    for k in agg.keys:
-        src = _bare(params.substitute(k, lower.top.fields))
-        if src is None:
-            return None
-        out.append(src)
-    return out
-
-
-def key_tops(agg: Aggregate, upper) -> list[Optional[str]]:
-    """TraverseUp of each grouping key: the column name at the core parent's input
-    that carries the key unchanged (None if the key is not passed up)."""
-    out = []
-    for k in agg.keys:
-        names = [n for x, n in agg.items if x == k]
-        hit = None
-        for n in names:
-            up = traverse_up([n], upper)
-            if up:
-                hit = up[0]
-                break
-        out.append(hit)
-    return out
+def find_match(plan: Node) -> Optional[Match]:
+    """The family instance rooted at ``plan`` or just below optional operators above it."""
+    r = recognize(plan)
+    return r if isinstance(r, Match) else None
 
 
 # ---------------------------------------------------------------------------
@@ -135,130 +112,57 @@ def join_implies_key_equality(join: Join, pairs: list[tuple[int, int]], scan: Sc
     return None, f"solver: {s.reason_unknown()}"
 
 
-def union_find_agrees(join: Join, pairs: list[tuple[int, int]]) -> Optional[bool]:
-    """The lead's syntactic decision (``superop.ir.analysis.equalities_imply``) of the same
-    implication, when the ON clause is a conjunction of bare column equalities (else None).
-    Used as a cross-check: where it applies it must agree with Z3."""
-    from ..ir.analysis import equalities_imply
-    from ..ir.lowering.exprs import conjuncts as _conjuncts
-    from ..ir.nodes import resolve_field
-    fields = join.left.fields + join.right.fields
-    conj = [exp.EQ(this=a, expression=b) for a, b in join.equi] + _conjuncts(join.residual)
-    prem = []
-    for c in conj:
-        if not (isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)):
-            continue
-        try:
-            prem.append((str(resolve_field(fields, c.this)), str(resolve_field(fields, c.expression))))
-        except KeyError:
-            return None
-    nl = len(join.left.fields)
-    return equalities_imply(prem, [(str(i), str(nl + j)) for i, j in pairs])
+def union_find_agrees(join: Join, pairs: list[tuple[int, int]]) -> bool:
+    """The syntactic decision of the same implication (union-find over the ON clause's
+    column equalities, as matching decides it). Where the ON clause equates bare columns
+    it must agree with Z3; Z3 also decides what it cannot (``l.a + 0 = r.a``)."""
+    prem = [(f"L{li}", f"R{ri}") for li, ri in equi_pairs(join)]
+    return equalities_imply(prem, [(f"L{i}", f"R{j}") for i, j in pairs])
 
 
 # ---------------------------------------------------------------------------
 # Algorithms 1-3
 # ---------------------------------------------------------------------------
 def check_streamability(plan: Node, timeout_ms: int = 10000) -> StreamCheck:
-    d = find_decomposition(plan)
-    if d is None:
-        return StreamCheck(False, None, "not an instance of Diamond UnionAll, Diamond Join or Min & Join")
+    """Algorithms 1-3 for the family instance at ``plan``: the family's pattern (keys traced
+    to the shared source, its own premises such as one MIN/MAX over one column for Min &
+    Join), then the join premise ``ON ⇒ pairwise key equality`` decided by Z3."""
+    r = recognize(plan)
+    if r is None:
+        return StreamCheck(False, None, "not an instance of any registered family ("
+                           + ", ".join(f.catalog.long_name for f in families.REGISTRY) + ")")
+    if isinstance(r, NearMiss):
+        return StreamCheck(False, r.family, r.why)
+    fam = families.get(r.family)
+    failed = fam.premise_failure(r)
+    if failed is not None:
+        reason, detail = failed
+        return StreamCheck(False, r.family, reason.text + (f": {detail}" if detail else ""))
+    details: dict = {}
     try:
-        if d.family == "DU":
-            return _du(d)
-        if d.family == "DJ":
-            return _dj(d, timeout_ms)
-        return _mj(d, timeout_ms)
+        prem = fam.key_premise(r)
+        if prem is not None:
+            if any(not ls or not rs for ls, rs in prem.pairs):
+                return StreamCheck(False, r.family, "a grouping key does not reach the join on both sides "
+                                                    "(TraverseUp is empty)")
+            pairs = [(min(ls), min(rs)) for ls, rs in prem.pairs]
+            ok, why = join_implies_key_equality(prem.join, pairs, _scan_of(r.source), timeout_ms)
+            details["union_find"] = union_find_agrees(prem.join, pairs)
+            if not ok:
+                return StreamCheck(False, r.family, why if ok is not None else f"undecided: {why}", details)
     except Unsupported as why:
-        return StreamCheck(False, d.family, f"unsupported: {why}")
-
-
-def _du(d: Decomposition) -> StreamCheck:
-    """Algorithm 1: every path's grouping keys, renamings undone, are the same non-empty set."""
-    sets = [key_sources(b.agg, b.lower) for b in d.branches]
-    if any(s is None for s in sets):
-        return StreamCheck(False, "DU", "a grouping key is computed on the edge, not a source column",
-                           {"keys": sets})
-    if not sets[0] or any(set(s) != set(sets[0]) for s in sets[1:]):
-        return StreamCheck(False, "DU", f"paths are grouped on different keys: {sets}", {"keys": sets})
-    return StreamCheck(True, "DU", f"every path is grouped on {sorted(sets[0])}",
-                       {"keys": sorted(sets[0])})
-
-
-def _dj(d: Decomposition, timeout_ms: int) -> StreamCheck:
-    """Algorithm 2: Algorithm 1's key check, then TraverseUp of the keys to the join and
-    ``eqPred ⇒ pairwise key equality`` by Z3."""
-    base = _du(d)
-    if not base.ok:
-        return StreamCheck(False, "DJ", base.reason, base.details)
-    L, R = d.branches
-    ls, rs = key_sources(L.agg, L.lower), key_sources(R.agg, R.lower)
-    lt, rt = key_tops(L.agg, L.upper), key_tops(R.agg, R.upper)
-    if any(x is None for x in lt + rt):
-        return StreamCheck(False, "DJ", "a grouping key does not reach the join (TraverseUp is empty)")
-    join: Join = d.root
-    lidx = {f.name: i for i, f in enumerate(join.left.fields)}
-    ridx = {f.name: i for i, f in enumerate(join.right.fields)}
-    pairs = [(lidx[lt[i]], ridx[rt[rs.index(src)]]) for i, src in enumerate(ls)]
-    ok, why = join_implies_key_equality(join, pairs, d.source if isinstance(d.source, Scan)
-                                        else _scan_of(d.source), timeout_ms)
-    return StreamCheck(bool(ok), "DJ", why if ok is not None else f"undecided: {why}",
-                       {"keys": sorted(ls), "join_kind": d.join_kind,
-                        "union_find": union_find_agrees(join, pairs)})
+        return StreamCheck(False, r.family, f"unsupported: {why}")
+    st = fam.streamability(r)
+    return StreamCheck(True, r.family, st.text, dict(st.details, **details))
 
 
 def _scan_of(n: Node) -> Scan:
+    if isinstance(n, Scan):
+        return n
     scans = [x for x in walk(n) if isinstance(x, Scan)]
     if len({s.table for s in scans}) != 1:
         raise Unsupported("the shared source does not read exactly one table")
     return scans[0]
-
-
-def _mj(d: Decomposition, timeout_ms: int) -> StreamCheck:
-    """Algorithm 3: keys of Γ traced to the source and up both join inputs, the Z3
-    implication, then exactly one aggregate, a MIN or MAX over one source column (the
-    partition is sorted on it). A σ on the edge into the aggregate (Fig. 13) makes the
-    running MIN/MAX differ from the final one: not streaming."""
-    s = d.agg_side
-    A, Rb = d.branches[s], d.branches[1 - s]
-    set1 = key_sources(A.agg, A.lower)
-    if not set1:
-        return StreamCheck(False, "MJ", "grouping keys are computed or absent")
-    set2 = key_tops(A.agg, A.upper)
-    set3 = traverse_up(set1, Rb.upper)
-    if any(x is None for x in set2) or not set3 or len(set2) != len(set3):
-        return StreamCheck(False, "MJ", "a grouping key does not reach the join on both sides")
-    join: Join = d.root
-    agg_fields, row_fields = (join.left, join.right) if s == 0 else (join.right, join.left)
-    aidx = {f.name: i for i, f in enumerate(agg_fields.fields)}
-    ridx = {f.name: i for i, f in enumerate(row_fields.fields)}
-    pairs = [(aidx[a], ridx[r]) for a, r in zip(set2, set3)]
-    if s == 1:
-        pairs = [(j, i) for i, j in pairs]
-    scan = d.source if isinstance(d.source, Scan) else _scan_of(d.source)
-    ok, why = join_implies_key_equality(join, pairs, scan, timeout_ms)
-    uf = union_find_agrees(join, pairs)
-    if not ok:
-        return StreamCheck(False, "MJ", why if ok is not None else f"undecided: {why}", {"union_find": uf})
-    calls = [c for x, _ in A.agg.items for c in x.find_all(exp.AggFunc)]
-    if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
-        return StreamCheck(False, "MJ", "needs exactly one aggregate, a MIN or a MAX "
-                                        f"(found {[c.sql(dialect=DIALECT) for c in calls]})")
-    params = capture_parameters(A.lower)
-    col = _bare(params.substitute(calls[0].this, A.lower.top.fields))
-    if col is None:
-        return StreamCheck(False, "MJ", "the MIN/MAX argument is not a single source column")
-    pred_cols = {c.name for c in params.predicate.find_all(exp.Column)} if params.predicate is not None else set()
-    if params.predicate is not None and not pred_cols <= set(set1):
-        return StreamCheck(False, "MJ", "a Select on the edge into the aggregate (Fig. 13): the first row "
-                                        "of the sorted partition need not pass it, so the running "
-                                        "MIN/MAX is not final — needs buffering")
-    # a σ over grouping keys only keeps or drops whole partitions: still streaming
-    asc = isinstance(calls[0], exp.Min)
-    return StreamCheck(True, "MJ", f"{'MIN' if asc else 'MAX'}({col}) is final after the first row "
-                                   f"of a partition sorted on {col} {'ASC' if asc else 'DESC'}",
-                       {"keys": sorted(set1), "sort": col, "ascending": asc, "join_kind": d.join_kind,
-                        "union_find": uf})
 
 
 # ---------------------------------------------------------------------------

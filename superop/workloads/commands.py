@@ -24,7 +24,7 @@ def _rows(s: str) -> list[int]:
         try:
             v = int(float(part) * mult)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"bad row count {s!r} (e.g. 10m or 100000,1000000)")
+            raise argparse.ArgumentTypeError(f"bad row count {s!r} (e.g. 10m or 100000,1000000)") from None
         if v <= 0:
             raise argparse.ArgumentTypeError("row counts must be positive")
         out.append(v)
@@ -35,7 +35,7 @@ def _positive(s: str) -> int:
     try:
         v = int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}")
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError("must be ≥ 1")
     return v

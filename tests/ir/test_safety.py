@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import pytest
 
+from superop import families
 from superop.ir import lower
-from superop.ir.analysis import decompose
 from superop.ir.functions import NONDETERMINISTIC, ORDER_DEPENDENT, Determinism, classify_name
-from superop.ir.safety import BlockReason, blocking_reason, match_blocker
+from superop.ir.reasons import ReasonCode
+from superop.ir.safety import BlockReason, blocking_reason
 from superop.ir.spark_builtins import SPARK_BUILTINS
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 DU = "SELECT a, {agg} AS t FROM {src} {where} GROUP BY a UNION ALL SELECT a, count(*) FROM {src} GROUP BY a"
 
 
+def diamond(sql: str) -> families.Match:
+    """The family pattern's instance (before the matching path's checks)."""
+    m = families.first_match(lower(sql, S).plan)
+    assert m is not None, "the test query must be a diamond"
+    return m
+
+
 def blocker(sql: str):
-    d = decompose(lower(sql, S).plan)
-    assert d is not None, "the test query must be a diamond"
-    return match_blocker(d)
+    m = diamond(sql)
+    return blocking_reason(m.interior_nodes(), m.source)
 
 
 @pytest.mark.parametrize("sql, reason, detail", [
@@ -49,6 +56,9 @@ def test_blocked(sql, reason, detail):
     b = blocker(sql)
     assert b is not None and b.reason is reason and detail in b.detail, b
     assert str(b).startswith(reason.value + ": ")
+    # the ONE matching path reports it as the near-miss reason (mining = runtime)
+    found = families.scan(lower(sql, S).plan)
+    assert [(type(f), f.reason, f.detail) for f in found] == [(families.NearMiss, reason, b.detail)]
 
 
 @pytest.mark.parametrize("sql", [
@@ -61,16 +71,21 @@ def test_blocked(sql, reason, detail):
 ])
 def test_not_blocked(sql):
     assert blocker(sql) is None
+    assert any(isinstance(f, families.Match) for f in families.scan(lower(sql, S).plan))
 
 
 def test_blocking_reason_takes_nodes():
-    d = decompose(lower(DU.format(agg="sum(s)", src="ops", where="WHERE rand() < 1"), S).plan)
-    assert blocking_reason([d.root], d.source) is None          # only the root: nothing random
-    assert blocking_reason([d.root] + list(d.branches[0].lower.ops), d.source) is not None
+    m = diamond(DU.format(agg="sum(s)", src="ops", where="WHERE rand() < 1"))
+    assert blocking_reason([m.root], m.source) is None          # only the root: nothing random
+    lower_edge = m.branches[0].lower
+    assert lower_edge is not None
+    assert blocking_reason([m.root] + list(lower_edge.ops), m.source) is not None
 
 
-def test_every_reason_is_described():
-    assert all(r.description for r in BlockReason)
+def test_every_reason_is_a_described_near_miss_reason():
+    codes = families.reason_codes()
+    for r in BlockReason:
+        assert isinstance(r, ReasonCode) and r.text and codes[r.value] is r
 
 
 def test_function_lists_agree_with_spark(spark):

@@ -7,13 +7,12 @@ import random
 import pytest
 
 from superop.ir import lower
-from superop.ir.analysis import decompose
-from superop.ir.nodes import walk
+from superop import families
+from superop.families import Side, build_program, first_match
 from superop.rules_out.catalog import canonical_json, make_catalog, validate
 from superop.rules_out.diff import diff, format_diff
 from superop.rules_out.generalize import Pattern, edges_of, generalize, rule_id
 from superop.rules_out.report import draw_tree, to_markdown
-from superop.synth.templates import build_program
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 
@@ -32,12 +31,9 @@ MJ_BUFFER = ("SELECT o.a, o.b, m.mb FROM ops o JOIN (SELECT a, MIN(b) AS mb FROM
 
 
 def _diamond(sql):
-    plan = lower(sql, S).plan
-    for n in reversed(list(walk(plan))):
-        d = decompose(n, plan)
-        if d is not None:
-            return d
-    raise AssertionError("no diamond in " + sql)
+    d = first_match(lower(sql, S).plan)
+    assert d is not None, "no diamond in " + sql
+    return d
 
 
 def _pattern(cid, sql, verified=True, executions=10, templates=("t1",)):
@@ -58,7 +54,7 @@ def test_edges_of_follow_the_catalog_edge_order():
     # DU: lower edges first (spool→γ), then upper edges (γ→∪)
     assert edges_of(_diamond(DU_RHO)) == [[], ["Project"], ["Select", "Rename"], []]
     mj = _diamond(MJ_INNER)
-    assert mj.family == "MJ" and mj.agg_side == 1
+    assert mj.family == "MJ" and mj.agg_side is Side.RIGHT
     assert edges_of(mj) == [[], [], []]  # the alias o is not an operator
 
 
@@ -83,23 +79,50 @@ def test_generalize_groups_by_skeleton_and_unions_edges():
     validate(cat)  # schema, checksum, every certificate verified
 
 
+def _proofs(sk, members):
+    """Template-proof certificates as the nightly job makes them (without running Z3): what
+    each proof covers comes from its family."""
+    fam = families.get(sk[0])
+    aggs = sorted({a for m in members for a in m.aggregates})
+    return [{"status": "verified", "method": "inductive", "produced_by": "test", "template": str(p),
+             "covers": fam.proof_covers(p).to_json()} for p in fam.proof_params(sk, aggs)]
+
+
 def test_generalize_is_deterministic_and_uses_template_proofs():
     pats = [_pattern(f"p{i}", q) for i, q in enumerate([DU_PLAIN, DU_RHO, DJ_LEFT, MJ_INNER])]
-    proof = {"status": "verified", "method": "inductive", "produced_by": "test", "template": "x"}
-    fn = lambda sk, members: [dict(proof, template="/".join(map(str, sk)))]  # noqa: E731
-    a, _ = generalize(pats, fn)
-    b, _ = generalize(list(reversed(pats)), fn)
+    a, _ = generalize(pats, _proofs)
+    b, _ = generalize(list(reversed(pats)), _proofs)
     assert diff(make_catalog(a), make_catalog(b)) == {
         "added": [], "removed": [], "changed": {}, "unchanged": [r["id"] for r in a]}
     assert all(r["proof"] == "unbounded" and r["certificates"][0]["method"] == "inductive" for r in a)
-    # an unbounded proof covers every σ/π/ρ instantiation and every streaming fold ...
+    # a template proof covers every σ/π/ρ instantiation and every streaming fold ...
     du = next(r for r in a if r["family"] == "DU")
     assert all(e["optional"] == ["Select", "Project", "Rename"] for e in du["abstract_edges"])
     assert "avg" in du["aggregates"] and "count_distinct" not in du["aggregates"]
-    # ... but never a σ into a Min & Join's aggregate (Fig. 13), and only min/max there
+    # ... but never a σ into a Min & Join's aggregate (Fig. 13); and the rule admits only the
+    # function and the side its certificates cover (the member folds MIN, aggregate on the right)
     mj = next(r for r in a if r["family"] == "MJ")
-    assert mj["abstract_edges"][0]["optional"] == ["Project", "Rename"] and mj["aggregates"] == ["min", "max"]
+    assert mj["abstract_edges"][0]["optional"] == ["Project", "Rename"]
+    assert mj["aggregates"] == ["min"] and mj["agg_sides"] == ["right"]
+    assert [x["agg_side"] for x in mj["admits"]] == ["right"]
     assert du["template"]["parameters"]["edges_seen"][0] == ["Select"]
+    # every admitted record lies inside some certificate's covers
+    for r in a:
+        covers = [families.Covers.from_json(c["covers"]) for c in r["certificates"]]
+        assert all(any(c.contains(families.Covers.from_json(x)) for c in covers) for x in r["admits"])
+
+
+def test_bounded_rule_admits_the_union_of_its_patterns_not_their_product():
+    # two bounded patterns: σ below branch 1 in one, π below branch 2 in the other; the
+    # rule admits each, not an instance with both (no certificate covers that)
+    only_sigma = ("SELECT a, COUNT(*) AS n FROM ops WHERE s < 100 GROUP BY a "
+                  "UNION ALL SELECT a, COUNT(*) FROM ops GROUP BY a")
+    only_pi = ("SELECT a, COUNT(*) AS n FROM ops GROUP BY a "
+               "UNION ALL SELECT a, COUNT(*) FROM (SELECT a, b * 2 AS b2 FROM ops) p GROUP BY a")
+    rules, _ = generalize([_pattern("p1", only_sigma), _pattern("p2", only_pi)])
+    (du,) = rules
+    assert [e["optional"] for e in du["abstract_edges"]] == [["Select"], ["Project"], [], []]
+    assert sorted(x["edges"][:2] for x in du["admits"]) == [[[], ["Project"]], [["Select"], []]]
 
 
 def test_diff_reports_added_removed_changed_and_ignores_timings():
@@ -125,9 +148,10 @@ def test_edges_from_mined_shape_strings():
 
 
 def test_rule_ids_are_kebab_case_and_stable():
-    assert rule_id(("DU", 2)) == "diamond-union-all-2way"
-    assert rule_id(("DJ", "full")) == "diamond-join-full"
-    assert rule_id(("MJ", "left", 0)) == "min-join-left-aggregate-first"
+    assert rule_id(("DU", 2, None, None)) == "diamond-union-all-2way"
+    assert rule_id(("DJ", 2, "full", None)) == "diamond-join-full"
+    assert rule_id(("MJ", 2, "left", "left")) == "min-join-left-aggregate-first"
+    assert rule_id(("MJ", 2, "left", "right")) == "min-join-left"
 
 
 def test_markdown_report_draws_trees_and_examples():

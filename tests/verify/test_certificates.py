@@ -50,8 +50,13 @@ def test_inductive_certificate():
 
 
 def _catalog(tmp_path, certs_per_rule):
-    rules = [make_rule("DU", rule_id="du-2way", certificates=certs_per_rule[0]),
-             make_rule("MJ", rule_id="mj-inner", join_kinds=("inner",), certificates=certs_per_rule[1])]
+    # each rule admits what its certificates cover: the template proofs' folds, MJ with the
+    # aggregate on the right, MIN, no σ into the MIN
+    folds = ["count_star", "count", "sum", "min", "max", "avg"]
+    rules = [make_rule("DU", rule_id="du-2way", aggregates=folds, certificates=certs_per_rule[0]),
+             make_rule("MJ", rule_id="mj-inner", join_kinds=("inner",), agg_sides=["right"], aggregates=["min"],
+                       edges=[["Project", "Rename"]] + [["Select", "Project", "Rename"]] * 2,
+                       certificates=certs_per_rule[1])]
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(make_catalog(rules)))
     return path

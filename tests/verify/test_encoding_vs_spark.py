@@ -9,12 +9,12 @@ import pytest
 
 from superop.ir import lower
 from superop.sparkutil import bag
-from superop.synth.templates import build_program
+from superop.families import build_program
 from superop.verify.check import evaluate
 from superop.verify.corpus import OPS_SCHEMA, TABLE2
 from superop.verify.replay import run_program_on_rows, run_sql_on_rows
 from superop.verify.result import Counterexample
-from superop.verify.streamability import find_decomposition
+from superop.verify.streamability import find_match
 
 COLS = list(OPS_SCHEMA["ops"])
 TYPES = list(OPS_SCHEMA["ops"].values())
@@ -39,7 +39,7 @@ def test_plan_encoding_agrees_with_spark(spark, name, sql):
 @pytest.mark.parametrize("name,sql", [(n, q) for n, _, _, q in TABLE2], ids=[n for n, *_ in TABLE2])
 def test_program_encoding_agrees_with_interpreter(name, sql):
     rows = random_rows(100 + int(name[1:]))
-    d = find_decomposition(lower(sql, OPS_SCHEMA).plan)
+    d = find_match(lower(sql, OPS_SCHEMA).plan)
     prog = build_program(d)
     cex = Counterexample("ops", COLS, TYPES, rows, [], [])
     assert bag(evaluate(d.root, rows, prog)) == bag(run_program_on_rows(prog, cex))

@@ -265,12 +265,12 @@ def test_unsupported_is_never_verified():
 
 def test_timeout_is_unknown():
     # a two-key full-size diamond join at K = 6 takes seconds; 100 ms must give "unknown"
-    from superop.synth.templates import build_program
+    from superop.families import build_program
     from superop.verify.corpus import OPS_SCHEMA, TABLE2
-    from superop.verify.streamability import find_decomposition
+    from superop.verify.streamability import find_match
     from superop.ir import lower
     sql = dict((n, q) for n, _, _, q in TABLE2)["q12"]
-    d = find_decomposition(lower(sql, OPS_SCHEMA).plan)
+    d = find_match(lower(sql, OPS_SCHEMA).plan)
     r = check_equivalence(d.root, build_program(d), K=6, timeout_ms=100)
     assert r.status == "unknown" and r.reason.startswith("solver")
     assert not r.verified

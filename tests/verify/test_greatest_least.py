@@ -6,11 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 from superop.ir import lower
-from superop.ir.analysis import decompose
-from superop.ir.nodes import walk
+from superop.families import first_match
 from superop.synth.dsl import e as E
 from superop.synth.interpreter import run_program_rows
-from superop.synth.templates import build_program
+from superop.families import build_program
 from superop.sparkutil import bag
 from superop.verify import check_equivalence
 
@@ -21,7 +20,7 @@ Q = ("SELECT a, MAX(GREATEST(b, c)) AS m FROM ops WHERE LEAST(b, s) > 1 GROUP BY
 
 def _program():
     p = lower(Q, S).plan
-    d = next(decompose(n, p) for n in reversed(list(walk(p))) if decompose(n, p))
+    d = first_match(p)
     return d, build_program(d)
 
 

@@ -1,4 +1,4 @@
-"""Every join kind through the Fig. 10 templates (the lead's superop.synth.templates):
+"""Every join kind through the Fig. 10 templates (superop.families, the family declarations):
 DJ inner/left/right/full/semi/anti and MJ with the aggregate on either side, each verified
 by Z3 (these tests found the row-preserving MJ emit that lacked the row edge's σ)."""
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from superop.ir import lower, to_sql
-from superop.synth.templates import build_program
+from superop.families import build_program
 from superop.verify import check_equivalence
 from superop.verify.corpus import OPS_SCHEMA
-from superop.verify.streamability import check_streamability, find_decomposition
+from superop.verify.streamability import check_streamability, find_match
 
 from .conftest import K_TEST, TIMEOUT_MS
 
@@ -37,7 +37,7 @@ def mj_sql(k, agg_left):
 def _run(sql, family, assert_replayed, row_preserving=False):
     plan = lower(sql, OPS_SCHEMA).plan
     assert check_streamability(plan).ok
-    d = find_decomposition(plan)
+    d = find_match(plan)
     assert d.family == family
     prog = build_program(d)
     r = check_equivalence(d.root, prog, K=K_TEST, timeout_ms=TIMEOUT_MS)

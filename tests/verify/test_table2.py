@@ -1,5 +1,5 @@
 """Every Table 2 shape of the paper: the streamability check passes and the program the
-Fig. 10 template builds (superop.synth.templates, the lead's code) verifies at K rows."""
+Fig. 10 template builds (superop.families, the family declarations) verifies at K rows."""
 from __future__ import annotations
 
 import pytest
@@ -7,10 +7,10 @@ import pytest
 from superop.ir import lower, shape, to_sql
 from superop.ir.dialect import DIALECT
 from superop.synth.dsl import RowEmit, e
-from superop.synth.templates import build_program
+from superop.families import build_program
 from superop.verify import check_equivalence
 from superop.verify.corpus import OPS_SCHEMA, TABLE2
-from superop.verify.streamability import check_streamability, find_decomposition
+from superop.verify.streamability import check_streamability, find_match
 
 from .conftest import K_TEST, TIMEOUT_MS
 
@@ -21,7 +21,7 @@ def _case(name):
     fam, _, sql = CASES[name]
     low = lower(sql, OPS_SCHEMA)
     assert low.fully_lowered, low.opaque_reasons
-    d = find_decomposition(low.plan)
+    d = find_match(low.plan)
     assert d is not None and d.family == fam, shape(low.plan)
     return low.plan, d
 

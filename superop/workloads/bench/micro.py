@@ -191,7 +191,7 @@ def measure_triple(spark, name: str, sides: dict[str, str], repeat: int, warmup:
     rotates each round so that no side always runs first (cache / JIT / GC effects)."""
     labels = list(sides)
     runs = {k: [] for k in labels}
-    for w in range(warmup):
+    for _ in range(warmup):
         for k in labels:
             if progress:
                 progress.note(f"{name}: warm-up {k}")

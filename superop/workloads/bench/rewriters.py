@@ -46,46 +46,20 @@ def identity_rewriter() -> Rewriter:
 
 
 def default_catalog() -> dict:
-    """The three families of Fig. 6 as abstract rules (every σ/π/ρ edge, every join kind
-    whose template is proved), built with ``superop.rules_out.catalog.make_rule`` and
-    certified by ``superop.verify``'s unbounded template proofs (Z3, ~0.2 s each), run here.
+    """Every registered family as abstract rules (one per family and branch count), each
+    admitting exactly what ``superop.verify``'s template proofs cover (``Family.proof_params``
+    over every join kind and aggregate side the family supports; Z3, ~0.2 s each, run here),
+    built with ``superop.rules_out.catalog.make_rule``.
 
     Used only when no ``--catalog`` is given; pass the nightly job's catalog
     (``superop mine ... --out DIR`` → ``DIR/catalog.json``) to benchmark the mined rules.
     The bench also checks every pair it times for equal results on the data."""
-    from ...rules_out.catalog import make_catalog, make_rule
+    from ...rules_out.builtin import builtin_rules
+    from ...rules_out.catalog import make_catalog
     try:
-        from ...verify.certificate import prove_and_certify
+        rules = builtin_rules(per="family")
     except ImportError as e:  # z3 missing
         raise SuperopError(f"no --catalog given and the built-in rules cannot be proved here ({e})") from None
-
-    def proved(family: str, params: list[dict]) -> Optional[list]:
-        certs = [prove_and_certify(family, **p) for p in params]
-        return certs if all(c["status"] == "verified" for c in certs) else None
-
-    rules = []
-    for n in (2, 3):
-        c = proved("DU", [dict(branches=n)])
-        if c:
-            rules.append(make_rule("DU", branches=n, certificates=c))
-    dj_kinds, dj_certs = [], []
-    for k in ("inner", "left", "right", "full", "semi", "anti"):
-        c = proved("DJ", [dict(join_kind=k)])
-        if c:
-            dj_kinds.append(k)
-            dj_certs += c
-    if dj_kinds:
-        rules.append(make_rule("DJ", join_kinds=dj_kinds, certificates=dj_certs))
-    mj_kinds, mj_certs = [], []
-    for k in ("inner", "left", "right", "full", "semi", "anti"):
-        c = proved("MJ", [dict(join_kind=k, agg_left=side, func=f)
-                          for side in (True, False) for f in ("min", "max")])
-        if c:
-            mj_kinds.append(k)
-            mj_certs += c
-    if mj_kinds:
-        rules.append(make_rule("MJ", join_kinds=mj_kinds, certificates=mj_certs,
-                               aggregates=["min", "max"]))
     return make_catalog(rules, version="bench-default",
                         source={"log": None, "window": None, "content_hash": None})
 

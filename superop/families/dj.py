@@ -1,0 +1,218 @@
+"""Diamond Join (DJ): two aggregates of ONE shared input, grouped on the same input
+columns, joined on those keys (the paper's Fig. 6(b), SuperOp_DJ of Fig. 10) — inner,
+left, right, full, semi and anti joins.
+
+    ⋈ Join
+    ├── e3 [σπρ]* ── γ GroupBy#1 ── e1 [σπρ]* ── Spool
+    └── e4 [σπρ]* ── γ GroupBy#2 ── e2 [σπρ]* ── Spool
+
+Edge order: e1 Spool → γ1, e2 Spool → γ2, e3 γ1 → ⋈, e4 γ2 → ⋈. The template takes two
+inputs: a tree of three or more joined aggregates is a near-miss (``too_many_branches``)
+whose inner two-input diamond is an instance of its own.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from sqlglot import exp
+
+from ..ir.nodes import Join
+from ..ir.render import JOIN_SYMBOL
+from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
+from .kit.diamond import Shape, agg_paths_check, positions_carrying
+from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
+from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
+                          not_null_keys_prefilter, null, same_keys)
+from .kit.planting import ExampleKit, ExampleSpec, ExpectedFinding
+from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
+                          ReasonCode)
+
+
+class DiamondJoin(Family):
+    name = "DJ"
+    catalog = CatalogNames("diamond-join", "SuperOp_DJ",
+                           "two aggregates of one input on the same key joined on that key")
+    core_name = "Join"
+    join_kinds = KEYED_JOIN_KINDS
+    sides = (None,)
+    min_branches = 2
+    max_branches = 2
+    aggregates = AGG_FUNCS
+    reasons = (Reason,)
+
+    # -- pattern ------------------------------------------------------------------------
+    def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
+        if not shape.joins:
+            return None
+        paths = shape.paths
+        n_agg = len(shape.agg_paths)
+        if n_agg < 2 or n_agg != len(paths):
+            return None
+
+        def near(reason: ReasonCode, detail: str = "") -> NearMiss:
+            return NearMiss(self.name, shape.root, reason, detail, shape.join_kind, len(paths), paths[0].stop)
+        reason, keys = agg_paths_check(paths)
+        if reason is not None:
+            return near(reason)
+        bad = [k for k in shape.join_kinds if k not in self.join_kinds]
+        if bad:
+            return near(Reason.JOIN_KIND_UNSUPPORTED, ", ".join(bad))
+        if not self.supports(len(paths)):
+            return near(Reason.TOO_MANY_BRANCHES, f"{len(paths)} joined aggregates; the template takes 2")
+        root = shape.root
+        assert isinstance(root, Join)
+        return Match(self.name, root, paths[0].stop, tuple(p.branch for p in paths),
+                     join_kind=root.kind, keys=keys)
+
+    def key_premise(self, m: Match) -> Optional[KeyPremise]:
+        j = m.join
+        assert j is not None
+        return KeyPremise(j, tuple((positions_carrying(j.left, k, m.source),
+                                    positions_carrying(j.right, k, m.source)) for k in m.keys))
+
+    # -- abstract edges -------------------------------------------------------------------
+    def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
+        if branches != 2:
+            raise ValueError(f"{self.name} has two branches, not {branches}")
+        return (Slot(0, 2, "GroupBy#1"), Slot(1, 3, "GroupBy#2"))
+
+    # -- streamability, template, code generation -------------------------------------------
+    def streamability(self, m: Match) -> Streamability:
+        keys = sorted(m.key_names)
+        return Streamability(f"every path is grouped on {keys}; the join condition implies "
+                             "equality of every grouping key", {"keys": keys, "join_kind": m.join_kind})
+
+    def build_program(self, m: Match) -> Program:
+        """SuperOp_DJ: the folds of DU; emits guarded by matched = present_L ∧ present_R ∧
+        keys NOT NULL ∧ ψ (NULL keys never join) and, per join kind, null-extended emits
+        under present ∧ ¬matched."""
+        j = m.join
+        assert j is not None
+        accs = Accs()
+        left, right = (AggBranch(b, accs) for b in m.branches)
+        keys = same_keys([left, right])
+        psi = join_split(j, ((left.top_fields, left.outputs), (right.top_fields, right.outputs)),
+                         [(f"key.{k}", f"key.{k}") for k in keys])
+        matched = conj(is_true(left.present), is_true(right.present), keys_not_null(keys), is_true(psi))
+        nl, nr = [null() for _ in left.outputs], [null() for _ in right.outputs]
+        kind = m.join_kind
+        emits = []
+        if kind in ("inner", "left", "right", "full"):
+            emits.append(PartitionEmit(matched, tuple(left.outputs + right.outputs)))
+        if kind == "semi":
+            emits.append(PartitionEmit(matched, tuple(left.outputs)))
+        if kind == "anti":
+            emits.append(PartitionEmit(conj(left.present, negate(matched)), tuple(left.outputs)))
+        if kind in ("left", "full"):
+            emits.append(PartitionEmit(conj(left.present, negate(matched)), tuple(left.outputs + nr)))
+        if kind in ("right", "full"):
+            emits.append(PartitionEmit(conj(right.present, negate(matched)), tuple(nl + right.outputs)))
+        return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
+                       flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
+
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
+        return not_null_keys_prefilter(m.join_kind, program, [source_predicate(b.lower) for b in m.branches])
+
+    # -- generalization and the catalog --------------------------------------------------------
+    def rule_id(self, skeleton: tuple[Any, ...]) -> str:
+        return f"{self.catalog.long_name}-{skeleton[2]}"
+
+    def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
+        return (f"two aggregates of one input on the same key joined ({skeleton[2]}) on that key; "
+                f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
+
+    # -- proofs ---------------------------------------------------------------------------------
+    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
+        return [dict(join_kind=skeleton[2])]
+
+    def proof_covers(self, params: dict[str, Any]) -> Covers:
+        """verify.inductive's DJ proof for one join kind: every σ/π/ρ instantiation of the
+        four edges and any order-independent fold with constant state (A1)."""
+        return Covers.make(self.name, join_kinds=[params["join_kind"]], branches=2,
+                           aggregates=STREAMING_FOLDS, edges=[EDGE_OPS] * 4)
+
+    # -- examples for the log generator ------------------------------------------------------
+    def examples(self) -> tuple[ExampleSpec, ...]:
+        return tuple(ExampleSpec(seq, self.name, br, kind, **kw) for seq, br, kind, kw in _EXAMPLES)
+
+    def near_miss_examples(self) -> tuple[tuple[int, ReasonCode, str], ...]:
+        return ((1, Reason.JOIN_NOT_ON_GROUPING_KEYS, "join of two aggregates on measure columns"),
+                (2, Reason.JOIN_ON_SUBSET_OF_KEYS, "aggregates grouped by (a, d) joined on a only"))
+
+    def example_shape(self, spec: ExampleSpec) -> str:
+        s = shape_segment(spec.branches[0][0], "γ", spec.branches[0][1])
+        for b, a in spec.branches[1:]:                     # a left-deep join tree
+            s = f"({s}, {shape_segment(b, 'γ', a)}){JOIN_SYMBOL[spec.join_kind]}"
+        return s
+
+    def expected(self, spec: ExampleSpec) -> tuple[ExpectedFinding, ...]:
+        n = len(spec.branches)
+        if self.supports(n):
+            return super().expected(spec)
+        # an n-way tree is a near-miss; its innermost two-input diamond is an instance
+        inner = ExampleSpec(spec.seq, spec.family, spec.branches[:2], spec.join_kind)
+        return (ExpectedFinding.near_miss(Reason.TOO_MANY_BRANCHES),
+                ExpectedFinding.candidate(spec.join_kind, self.example_shape(inner), 2))
+
+    def plant(self, spec: ExampleSpec, kit: ExampleKit) -> str:
+        base, rng = kit.base, kit.rng
+        n = len(spec.branches)
+        aggs = kit.agg_choices(base, n)
+        ms = kit.measure_names(n)
+        rels = [kit.branch(base, b, a, aggs[i], ms[i], tag=str(i) if i else "")
+                for i, (b, a) in enumerate(spec.branches)]
+        al = ["l", "r", "x3", "x4"] if rng.random() < 0.5 else ["p", "q", "u", "w"]
+        inner = rng.choice(["JOIN", "INNER JOIN"])
+        jk = {"inner": inner, "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
+              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}
+        frm = f"({rels[0].sql}) {al[0]}"
+        for i in range(1, n):
+            on = " AND ".join(f"{al[0]}.{k0} = {al[i]}.{ki}" for k0, ki in zip(rels[0].keys, rels[i].keys))
+            frm += f" {jk[spec.join_kind]} ({rels[i].sql}) {al[i]} ON {on}"
+        sel = [f"{al[0]}.{k}" for k in rels[0].keys] + \
+              [f"{al[0]}.{c}" for c in rels[0].cols if c not in rels[0].keys]
+        if spec.join_kind not in ("semi", "anti"):
+            for i in range(1, n):
+                sel += [f"{al[i]}.{c}" for c in rels[i].cols if c not in rels[i].keys]
+        if spec.join_kind in ("right", "full"):
+            k, ki = rels[0].keys[0], rels[1].keys[0]
+            sel[0] = f"COALESCE({al[0]}.{k}, {al[1]}.{ki}) AS {k}"
+        return kit.prefix + f"SELECT {', '.join(sel)} FROM {frm}"
+
+    def plant_near_miss(self, reason: ReasonCode, kit: ExampleKit) -> str:
+        rng = kit.rng
+        ms = kit.measure_names(2)
+        if reason not in (Reason.JOIN_NOT_ON_GROUPING_KEYS, Reason.JOIN_ON_SUBSET_OF_KEYS):
+            raise ValueError(reason)
+        base = kit.base if reason is Reason.JOIN_NOT_ON_GROUPING_KEYS else kit.table("ops", ["a", "d"])
+        aggs = kit.agg_choices(base, 2)
+        r1 = kit.branch(base, rng.choice(["", "σ"]), "", aggs[0], ms[0])
+        r2 = kit.branch(base, rng.choice(["", "σ", "π"]), "", aggs[1], ms[1])
+        kind = rng.choice(["JOIN", "LEFT JOIN"])
+        on = f"l.{ms[0]} = r.{ms[1]}" if reason is Reason.JOIN_NOT_ON_GROUPING_KEYS else \
+            f"l.{r1.keys[0]} = r.{r2.keys[0]}"
+        return f"SELECT l.{r1.keys[0]}, l.{ms[0]}, r.{ms[1]} FROM ({r1.sql}) l {kind} ({r2.sql}) r ON {on}"
+
+
+# (position in the bundled log, branches (below γ, above γ), join kind, options)
+_EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], str, dict[str, Any]], ...] = (
+    (1, (("ρπ", "σ"), ("ρ", "πσ")), "inner", dict(table2=2)),
+    (4, (("σπ", "σ"), ("", "π")), "inner", dict(table2=5)),
+    (6, (("π", ""), ("", "πσ")), "inner", dict(table2=7)),
+    (7, (("σ", "ρ"), ("σ", "")), "inner", dict(table2=8)),
+    (8, (("σ", "ρ"), ("σ", "")), "inner", dict(table2=12)),     # same shape: one variant
+    (12, (("πσ", "π"), ("σ", "ρ")), "inner", dict(table2=13)),
+    (16, (("", ""), ("σ", "πσπ")), "inner", dict(table2=17)),
+    (27, (("", ""), ("", "")), "inner", dict(note="Fig. 6(b) core")),
+    (28, (("σ", ""), ("", "")), "left", {}),
+    (29, (("", ""), ("σ", "")), "right", {}),
+    (30, (("σ", ""), ("σ", "")), "full", {}),
+    (31, (("", ""), ("σ", "")), "semi", {}),
+    (32, (("", ""), ("σ", ""), ("π", "")), "inner", dict(note="3-way")),
+    (33, (("σ", ""), ("", "ρ")), "left", dict(keys=("a", "d"), note="two keys")),
+    (34, (("", "σ"), ("π", "")), "inner", dict(table="mailbox", keys=("mailboxguid",))),
+)
+
+
+DJ = DiamondJoin()

@@ -1,0 +1,160 @@
+"""Diamond UnionAll (DU): n ≥ 2 aggregates of ONE shared input, grouped on the same input
+columns, glued by UNION ALL (the paper's Fig. 6(a), SuperOp_DU of Fig. 10).
+
+    ∪ UnionAll
+    ├── e_{n+1} [σπρ]* ── γ GroupBy#1 ── e1 [σπρ]* ── Spool
+    └── e_{2n}  [σπρ]* ── γ GroupBy#n ── e_n [σπρ]* ── Spool
+
+Edge order: the n lower edges (Spool → γ_i), then the n upper edges (γ_i → ∪).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from sqlglot import exp
+
+from ..ir.nodes import UnionAll
+from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
+from .kit.diamond import Shape, agg_paths_check
+from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
+from .kit.program import AggBranch, Accs, same_keys
+from .kit.planting import ExampleKit, ExampleSpec
+from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
+
+class DiamondUnionAll(Family):
+    name = "DU"
+    catalog = CatalogNames("diamond-union-all", "SuperOp_DU",
+                           "aggregates of one input on the same key glued by UNION ALL")
+    core_name = "UnionAll"
+    join_kinds = ()
+    sides = (None,)
+    min_branches = 2
+    max_branches = None
+    aggregates = AGG_FUNCS
+    reasons = (Reason,)
+
+    # -- pattern ------------------------------------------------------------------------
+    def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
+        if not isinstance(shape.root, UnionAll):
+            return None
+        paths = shape.paths
+        if sum(1 for p in paths if p.agg is not None) < 2:
+            return None
+
+        def near(reason: ReasonCode, detail: str = "") -> NearMiss:
+            return NearMiss(self.name, shape.root, reason, detail, "", len(paths), paths[0].stop)
+        if any(p.agg is None for p in paths):
+            return near(Reason.MIXED_UNION_INPUTS)
+        reason, keys = agg_paths_check(paths)
+        if reason is not None:
+            return near(reason)
+        return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths), keys=keys)
+
+    # -- abstract edges -------------------------------------------------------------------
+    def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
+        n = branches
+        return tuple(Slot(i, n + i, f"GroupBy#{i + 1}") for i in range(n))
+
+    # -- streamability, template, code generation -------------------------------------------
+    def streamability(self, m: Match) -> Streamability:
+        keys = sorted(m.key_names)
+        return Streamability(f"every path is grouped on {keys}", {"keys": keys})
+
+    def build_program(self, m: Match) -> Program:
+        """SuperOp_DU: per branch i an accumulator set guarded by the lower edge's φ, an
+        emptiness flag out_i when that φ can reject rows, and one partition emit guarded by
+        out_i ∧ φ_upper_i producing π_upper_i(key, f_i)."""
+        accs = Accs()
+        brs = [AggBranch(b, accs) for b in m.branches]
+        keys = same_keys(brs)
+        emits = tuple(PartitionEmit(b.present, tuple(b.outputs)) for b in brs)
+        return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
+                       flags=tuple(accs.flags), partition_emits=emits, memory=STREAMING)
+
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
+        preds = [source_predicate(b.lower) for b in m.branches]
+        if any(p is None for p in preds):
+            return None
+        return exp.Paren(this=exp.or_(*[p.copy() for p in preds if p is not None], copy=False))
+
+    # -- generalization and the catalog --------------------------------------------------------
+    def rule_id(self, skeleton: tuple[Any, ...]) -> str:
+        return f"{self.catalog.long_name}-{skeleton[1]}way"
+
+    def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
+        return (f"{skeleton[1]} aggregates of one input on the same key glued by UNION ALL; "
+                f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
+
+    # -- proofs ---------------------------------------------------------------------------------
+    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
+        return [dict(branches=skeleton[1])]
+
+    def proof_covers(self, params: dict[str, Any]) -> Covers:
+        """verify.inductive's DU proof: every σ/π/ρ instantiation of the 2n edges and any
+        order-independent fold with constant state (assumption A1)."""
+        n = int(params.get("branches", 2))
+        return Covers.make(self.name, branches=n, aggregates=STREAMING_FOLDS,
+                           edges=[EDGE_OPS] * (2 * n))
+
+    # -- examples for the log generator ------------------------------------------------------
+    def examples(self) -> tuple[ExampleSpec, ...]:
+        return tuple(ExampleSpec(seq, self.name, br, **kw) for seq, br, kw in _EXAMPLES)
+
+    def near_miss_examples(self) -> tuple[tuple[int, ReasonCode, str], ...]:
+        return ((0, Reason.DIFFERENT_GROUPING_KEYS, "two aggregates group by different columns"),
+                (3, Reason.DIFFERENT_INPUTS, "the two aggregates read different tables"))
+
+    def example_shape(self, spec: ExampleSpec) -> str:
+        return "(" + ", ".join(shape_segment(b, "γ", a) for b, a in spec.branches) + ")∪"
+
+    def plant(self, spec: ExampleSpec, kit: ExampleKit) -> str:
+        base, rng = kit.base, kit.rng
+        n = len(spec.branches)
+        aggs = kit.agg_choices(base, n)
+        ms = kit.measure_names(n)
+        ms = [ms[0]] * n if rng.random() < 0.5 else ms
+        rels = [kit.branch(base, b, a, aggs[i], ms[i], tag=str(i) if i else "")
+                for i, (b, a) in enumerate(spec.branches)]
+        return kit.prefix + " UNION ALL ".join(str(r.sql) for r in rels)
+
+    def plant_near_miss(self, reason: ReasonCode, kit: ExampleKit) -> str:
+        rng, ops = kit.rng, kit.base
+        ms = kit.measure_names(2)
+        if reason is Reason.DIFFERENT_GROUPING_KEYS:
+            k2 = rng.choice(["b", "c"])
+            r1 = kit.branch(ops, rng.choice(["", "σ"]), "", rng.choice(["COUNT(*)", "SUM(s)"]), ms[0])
+            r2 = kit.branch(kit.table("ops", [k2]), "σ", "", rng.choice(["COUNT(*)", "MAX(s)"]), ms[1])
+            return f"{r1.sql} UNION ALL {r2.sql}"
+        if reason is Reason.DIFFERENT_INPUTS:
+            acc = kit.table("accounts", ["a"])
+            r1 = kit.branch(ops, rng.choice(["", "σ"]), "", rng.choice(["COUNT(*)", "SUM(s)"]), ms[0])
+            r2 = kit.branch(acc, rng.choice(["", "σ"]), "", rng.choice(["COUNT(*)", "MAX(tier)"]), ms[1])
+            return f"{r1.sql} UNION ALL {r2.sql}"
+        raise ValueError(reason)
+
+
+# (position in the bundled log, branches (below γ, above γ), options): the rows of the
+# paper's Table 2, the figures' cores, n-way unions, CTE and two-key inputs
+_EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], dict[str, Any]], ...] = (
+    (0, (("σπ", "σ"), ("σ", "πρ")), dict(table2=1)),
+    (2, (("π", "σ"), ("π", "σ")), dict(table2=3)),
+    (3, (("ρσπ", ""), ("ρ", "")), dict(table2=4)),
+    (5, (("ρ", "σ"), ("σ", "")), dict(table2=6)),
+    (9, (("ρ", "σ"), ("ρ", "")), dict(table2=9)),
+    (11, (("ρ", "σ"), ("", "π")), dict(table2=11)),            # listed as DJ with ∪
+    (13, (("ρσρ", ""), ("σ", "")), dict(table2=14)),
+    (14, (("πσ", ""), ("σ", "π")), dict(table2=15)),
+    (17, (("ρπσ", "ρ"), ("σ", "")), dict(table2=18)),
+    (19, (("σ", "ρπσπ"), ("σ", "π")), dict(table2=20)),
+    (20, (("", ""), ("", "")), dict(note="Fig. 7 core")),
+    (21, (("σ", ""), ("σ", "")), dict(note="Fig. 1 cloud-store ops")),
+    (22, (("", ""), ("σ", "")), dict(table="mailbox", keys=("mailboxguid",), note="Fig. 15 mailbox watermarks")),
+    (23, (("σ", ""), ("σ", ""), ("", "")), dict(note="3-way")),
+    (24, (("σ", ""), ("σ", "π"), ("ρ", ""), ("", "σ")), dict(note="4-way")),
+    (25, (("", "σ"), ("σ", "ρ")), dict(cte_filter=True, note="shared filtered CTE input")),
+    (26, (("σ", ""), ("π", "")), dict(keys=("a", "d"), note="two grouping keys")),
+)
+
+
+DU = DiamondUnionAll()

@@ -1,0 +1,258 @@
+"""The program-building kit of the Fig. 10 templates: the pieces every family's template
+builder uses to turn a matched tree into a DSL program (accumulators and flags of one
+program, an aggregate path's outputs over them, DSL expression helpers, the join split of
+Algorithms 2-3). No Spark, no Z3."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, cast, overload
+
+from sqlglot import exp
+
+from ...ir.analysis import EdgeParams, capture_parameters
+from ...ir.dialect import DIALECT
+from ...ir.generate import translate_columns
+from ...ir.nodes import Aggregate, Field, Join
+from ...synth.dsl import Accumulator, Flag, Program, ref
+from .diamond import equalities_imply
+from .records import Branch, TemplateError
+
+_AGG = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+
+
+# ---------------------------------------------------------------------------
+# expression helpers
+# ---------------------------------------------------------------------------
+@overload
+def to_ns(e: exp.Expr, ns: str) -> exp.Expr: ...
+@overload
+def to_ns(e: None, ns: str) -> None: ...
+@overload
+def to_ns(e: Optional[exp.Expr], ns: str) -> Optional[exp.Expr]: ...
+def to_ns(e: Optional[exp.Expr], ns: str) -> Optional[exp.Expr]:
+    """Unqualified source columns -> ``ns.col``."""
+    if e is None:
+        return None
+    e = e.copy()
+    if isinstance(e, exp.Column):
+        return ref(ns, e.name)
+    for c in list(e.find_all(exp.Column)):
+        c.replace(ref(ns, c.name))
+    return e
+
+
+def conj(*parts: Optional[exp.Expr]) -> Optional[exp.Expr]:
+    """AND of the parts that are not None (None = TRUE); each part is copied."""
+    out: Optional[exp.Expr] = None
+    for p in parts:
+        if p is None:
+            continue
+        p = p.copy()
+        if not isinstance(p, (exp.Column, exp.Paren, exp.Not, exp.Coalesce, exp.Is, exp.Boolean)):
+            p = exp.Paren(this=p)
+        out = p if out is None else cast(exp.Expr, exp.and_(out, p, copy=False))
+    return out
+
+
+def is_true(e: Optional[exp.Expr]) -> Optional[exp.Expr]:
+    """Two-valued: NULL counts as FALSE (so that NOT(...) is safe)."""
+    if e is None:
+        return None
+    return exp.Coalesce(this=e.copy(), expressions=[exp.false()])
+
+
+def negate(e: Optional[exp.Expr]) -> exp.Expr:
+    """NOT e (None = TRUE, so its negation is FALSE)."""
+    if e is None:
+        return exp.false()
+    return exp.Not(this=exp.Paren(this=e.copy()))
+
+
+def null() -> exp.Expr:
+    return exp.Null()
+
+
+def keys_not_null(keys: Sequence[str]) -> Optional[exp.Expr]:
+    return conj(*[exp.Not(this=exp.Is(this=ref("key", k), expression=exp.Null())) for k in keys])
+
+
+def unparen(e: exp.Expr) -> exp.Expr:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return e
+
+
+def agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expr]]:
+    """An aggregate call as (DSL accumulator function, argument); TemplateError when the
+    DSL has no accumulator for it."""
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if arg is None or isinstance(arg, exp.Star):
+            return "count_star", None
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise TemplateError("COUNT(DISTINCT) over several columns")
+            return "count_distinct", arg.expressions[0]
+        return "count", arg
+    for cls, name in _AGG.items():
+        if type(node) is cls:
+            if isinstance(node.this, exp.Distinct):
+                raise TemplateError(f"{name.upper()}(DISTINCT)")
+            return name, node.this
+    raise TemplateError(f"aggregate {node.sql(dialect=DIALECT)} has no accumulator")
+
+
+def agg_calls(agg: Aggregate) -> list[exp.AggFunc]:
+    return [c for e, _ in agg.items for c in e.find_all(exp.AggFunc)]
+
+
+def accumulator_funcs(agg: Aggregate) -> Optional[frozenset[str]]:
+    """The DSL accumulator functions an aggregate needs; None if one has no accumulator."""
+    try:
+        return frozenset(agg_call(c)[0] for c in agg_calls(agg))
+    except TemplateError:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# accumulators of one program, an aggregate path over them
+# ---------------------------------------------------------------------------
+class Accs:
+    """Accumulators and flags of one program, de-duplicated."""
+
+    def __init__(self) -> None:
+        self.accs: list[Accumulator] = []
+        self.flags: list[Flag] = []
+
+    def acc(self, func: str, arg: Optional[exp.Expr], guard: Optional[exp.Expr]) -> exp.Column:
+        for a in self.accs:
+            if a.func == func and a.arg == arg and a.guard == guard:
+                return ref("acc", a.name)
+        a = Accumulator(f"f{len(self.accs) + 1}", func, arg, guard)
+        self.accs.append(a)
+        return ref("acc", a.name)
+
+    def flag(self, guard: Optional[exp.Expr]) -> Optional[exp.Column]:
+        if guard is None:
+            return None  # a partition always has a row: the flag would be TRUE
+        for f in self.flags:
+            if f.guard == guard:
+                return ref("flag", f.name)
+        fl = Flag(f"out{len(self.flags) + 1}", guard)
+        self.flags.append(fl)
+        return ref("flag", fl.name)
+
+
+class AggBranch:
+    """An aggregate path: keys traced to the source, its accumulators, and the DSL
+    expression of every column at the core operator's input (``outputs``)."""
+
+    def __init__(self, b: Branch, accs: Accs, keys: Optional[Sequence[str]] = None):
+        if b.agg is None or b.lower is None:
+            raise TemplateError("not an aggregate path")
+        agg: Aggregate = b.agg
+        low = capture_parameters(b.lower)
+        in_fields = b.lower.top.fields
+        self.keys: list[str] = []
+        for k in agg.keys:
+            src = unparen(low.substitute(k, in_fields))
+            if not isinstance(src, exp.Column):
+                raise TemplateError(f"grouping key {k.sql(dialect=DIALECT)} is computed, not a source column")
+            self.keys.append(src.name)
+        if not self.keys:
+            raise TemplateError("a global aggregate (no GROUP BY) has no partition key")
+        guard = to_ns(low.predicate, "row")
+        self.flag = accs.flag(guard)
+        key_set = set(keys if keys is not None else self.keys)
+        self.agg_out = [self._item(item, low, in_fields, guard, accs, key_set) for item, _ in agg.items]
+        up = capture_parameters(b.upper)
+        self.phi_up = None if up.predicate is None else translate_columns(up.predicate, agg.fields, self.agg_out)
+        self.outputs = [translate_columns(e, agg.fields, self.agg_out) for _, e in up.projection]
+        self.top_fields = b.upper.top.fields
+        self.present = conj(self.flag, self.phi_up)
+
+    @staticmethod
+    def _item(item: exp.Expr, low: EdgeParams, in_fields: Sequence[Field],
+              guard: Optional[exp.Expr], accs: Accs, keys: set[str]) -> exp.Expr:
+        item = item.copy()
+        for call in list(item.find_all(exp.AggFunc)):
+            func, arg = agg_call(call)
+            arg_src = None if arg is None else to_ns(low.substitute(arg, in_fields), "row")
+            r = accs.acc(func, arg_src, guard)
+            if cast(exp.Expr, call) is item:
+                item = r
+            else:
+                call.replace(r)
+
+        # remaining columns are group keys (over the aggregate's input)
+        def fix(c: exp.Column) -> exp.Expr:
+            src = unparen(low.substitute(c, in_fields))
+            if isinstance(src, exp.Column) and src.name in keys:
+                return ref("key", src.name)
+            raise TemplateError(f"column {c.sql(dialect=DIALECT)} is neither a grouping key nor aggregated")
+        if isinstance(item, exp.Column) and item.table != "acc":
+            return fix(item)
+        for c in list(item.find_all(exp.Column)):
+            if c.table not in ("acc", "key"):
+                c.replace(fix(c))
+        return item
+
+
+def same_keys(branches: Sequence[AggBranch]) -> list[str]:
+    first = branches[0].keys
+    for b in branches[1:]:
+        if set(b.keys) != set(first) or len(b.keys) != len(first):
+            raise TemplateError(f"paths are grouped on different keys: {first} vs {b.keys}")
+    return list(first)
+
+
+def dsl_side(e: exp.Expr, fields: Sequence[Field], exprs: Sequence[exp.Expr]) -> exp.Expr:
+    return unparen(translate_columns(e, tuple(fields), list(exprs)))
+
+
+def _bare_ref(e: exp.Expr) -> Optional[str]:
+    return f"{e.table}.{e.name}" if isinstance(e, exp.Column) else None
+
+
+Side = tuple[Sequence[Field], Sequence[exp.Expr]]
+
+
+def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[str, str]]) -> Optional[exp.Expr]:
+    """Algorithms 2-3, lines "eqPred ⇒ pairwise key equality": the join's equalities
+    between bare keys/columns must imply that every grouping key on one side equals the
+    same key on the other. Key equalities are then implied by the partitioning (NULL keys
+    are excluded separately); all other conjuncts form ψ (returned)."""
+    (lf, lx), (rf, rx) = sides
+    premises: list[tuple[str, str]] = []
+    psi: list[exp.Expr] = []
+    goal_set = set(key_goals)
+    for left, right in join.equi:
+        a, b = dsl_side(left, lf, lx), dsl_side(right, rf, rx)
+        ka, kb = _bare_ref(a), _bare_ref(b)
+        if ka and kb and ka.startswith(("key.", "row.")) and kb.startswith(("key.", "row.")):
+            premises.append((f"L:{ka}", f"R:{kb}"))
+            if (ka, kb) in goal_set:
+                continue
+        psi.append(exp.EQ(this=a, expression=b))
+    goals = [(f"L:{a}", f"R:{b}") for a, b in key_goals]
+    if not equalities_imply(premises, goals):
+        raise TemplateError("the join's equality predicate does not imply equality of every grouping "
+                            "key (join on non-key columns or on a subset of the keys)")
+    if join.residual is not None:
+        psi.append(dsl_side(join.residual, tuple(lf) + tuple(rf), list(lx) + list(rx)))
+    return conj(*psi)
+
+
+def not_null_keys_prefilter(join_kind: Optional[str], program: Program,
+                            preds: Sequence[Optional[exp.Expr]]) -> Optional[exp.Expr]:
+    """A filter on the shared source that keeps every row a program can use: OR of the
+    paths' source predicates when every path filters, AND keys NOT NULL when a NULL key
+    never produces output (inner and semi joins)."""
+    out: Optional[exp.Expr] = None
+    if all(p is not None for p in preds):
+        ps = [p.copy() for p in preds if p is not None]
+        out = exp.Paren(this=exp.or_(*ps, copy=False)) if len(ps) > 1 else ps[0]
+    if join_kind in ("inner", "semi"):
+        nn = [exp.Not(this=exp.Is(this=exp.column(k), expression=exp.Null())) for k in program.keys]
+        if nn:
+            out = cast(exp.Expr, exp.and_(*([out] if out is not None else []), *nn, copy=False))
+    return out

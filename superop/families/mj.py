@@ -1,0 +1,335 @@
+"""Min & Join (MJ): one MIN or MAX aggregate of ONE shared input joined back to the rows of
+that input on the grouping keys (the paper's Fig. 6(c), SuperOp_MJ of Fig. 10) — inner,
+left, right, full, semi and anti joins, the aggregate on either side.
+
+    ⋈ Join
+    ├── e2 [σπρ]* ── γ GroupBy (min|max) ── e1 [σπρ]* ── Spool
+    └── e3 [σπρ]* ── Spool
+
+Edge order: e1 Spool → γ, e2 γ → ⋈, e3 Spool → ⋈ (whatever side the aggregate is on).
+Streaming (Fig. 11): the partition sorted on the MIN/MAX column makes the running value
+final at the first row; a σ below the MIN/MAX on non-key columns breaks that (Fig. 13).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from sqlglot import exp
+
+from ..ir.analysis import capture_parameters
+from ..ir.dialect import DIALECT
+from ..ir.nodes import Select
+from ..ir.render import JOIN_SYMBOL
+from ..synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey
+from .kit.covers import EDGE_OPS, Covers
+from .kit.diamond import (Shape, find_field, key_sources, positions_carrying, source_dependencies,
+                          trace)
+from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
+from .kit.program import (AggBranch, Accs, agg_calls, conj, is_true, join_split, keys_not_null,
+                          negate, not_null_keys_prefilter, null, to_ns)
+from .kit.planting import ExampleKit, ExampleSpec
+from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
+                          ReasonCode, Side, TemplateError)
+
+MIN_MAX = ("min", "max")
+
+
+class MJReason(ReasonCode):
+    """Why a one-aggregate self-join is not a Min & Join."""
+    AGGREGATE_NOT_MIN_MAX = ("aggregate_not_min_max",
+                             "the joined-back aggregate is not exactly one MIN or a MAX")
+    MIN_MAX_ARGUMENT = ("min_max_argument",
+                        "the MIN/MAX argument does not depend on exactly one source column")
+    FILTER_BELOW_MIN_MAX = ("filter_below_min_max",
+                            "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)")
+
+
+class MinJoin(Family):
+    name = "MJ"
+    catalog = CatalogNames("min-join", "SuperOp_MJ",
+                           "a min/max aggregate joined back to its own input on the grouping key")
+    core_name = "Join"
+    join_kinds = KEYED_JOIN_KINDS
+    sides = (Side.LEFT, Side.RIGHT)
+    min_branches = 2
+    max_branches = 2
+    aggregates = MIN_MAX
+    reasons = (Reason, MJReason)
+
+    # -- pattern ------------------------------------------------------------------------
+    def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
+        if not shape.joins or len(shape.paths) != 2 or len(shape.agg_paths) != 1:
+            return None
+        paths = shape.paths
+        side = Side.LEFT if paths[0].agg is not None else Side.RIGHT
+        ap, rp = paths[side.pos], paths[side.other.pos]
+        agg = ap.agg
+        assert agg is not None
+
+        def near(reason: ReasonCode, detail: str = "") -> NearMiss:
+            return NearMiss(self.name, shape.root, reason, detail, shape.join_kind, 2, ap.stop)
+        if ap.n_aggs > 1:
+            return near(Reason.STACKED_AGGREGATES)
+        if ap.stop is not rp.stop:
+            return near(Reason.DIFFERENT_INPUTS)
+        kind = shape.join_kind
+        if kind not in self.join_kinds:
+            return near(Reason.JOIN_KIND_UNSUPPORTED, kind)
+        keys = key_sources(agg, ap.stop)
+        if keys is None:
+            return near(Reason.COMPUTED_GROUPING_KEY)
+        if not keys:
+            return near(Reason.GLOBAL_AGGREGATE)
+        root = shape.root
+        return Match(self.name, root, ap.stop, (paths[0].branch, paths[1].branch), join_kind=kind,
+                     agg_side=side, keys=keys)
+
+    def premise_failure(self, m: Match) -> Optional[tuple[ReasonCode, str]]:
+        """Algorithm 3, lines 12-17: exactly one aggregation, a MIN or a MAX, over one
+        source column; a σ below it only on grouping keys (it keeps or drops whole
+        partitions; any other filter makes the running value differ from the final, Fig. 13)."""
+        assert m.agg_side is not None
+        b = m.branches[m.agg_side.pos]
+        agg, low = b.agg, b.lower
+        assert agg is not None and low is not None
+        calls = agg_calls(agg)
+        if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
+            return MJReason.AGGREGATE_NOT_MIN_MAX, ", ".join(c.sql(dialect=DIALECT) for c in calls)
+        deps = source_dependencies(calls[0].this, agg.child.fields, low)
+        if deps is None or len(deps) != 1:
+            return MJReason.MIN_MAX_ARGUMENT, calls[0].sql(dialect=DIALECT)
+        for s in low.ops:
+            if not isinstance(s, Select):
+                continue
+            for c in s.predicate.find_all(exp.Column):
+                i = find_field(s.children[0].fields, c)
+                if i is None or trace(s.children[0], i, m.source) not in m.keys:
+                    return MJReason.FILTER_BELOW_MIN_MAX, s.predicate.sql(dialect=DIALECT)
+        return None
+
+    def key_premise(self, m: Match) -> Optional[KeyPremise]:
+        j = m.join
+        assert j is not None and m.agg_side is not None
+        agg_in, row_in = (j.left, j.right) if m.agg_side is Side.LEFT else (j.right, j.left)
+        pairs = []
+        for k in m.keys:
+            a, r = positions_carrying(agg_in, k, m.source), positions_carrying(row_in, k, m.source)
+            pairs.append((a, r) if m.agg_side is Side.LEFT else (r, a))
+        return KeyPremise(j, tuple(pairs))
+
+    # -- abstract edges -------------------------------------------------------------------
+    def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
+        if branches != 2:
+            raise ValueError(f"{self.name} has two branches, not {branches}")
+        agg, row = Slot(0, 1, "GroupBy", "γ GroupBy (min|max)"), Slot(None, 2)
+        return (agg, row) if side is not Side.RIGHT else (row, agg)
+
+    def maximal_aggregate_sets(self, aggregates: Sequence[str]) -> list[frozenset[str]]:
+        return [frozenset([a]) for a in aggregates]     # exactly one MIN or MAX per instance
+
+    def summary_agg(self, m: Match) -> str:
+        assert m.agg_side is not None
+        agg = m.branches[m.agg_side.pos].agg
+        assert agg is not None
+        return "MIN" if isinstance(agg_calls(agg)[0], exp.Min) else "MAX"
+
+    # -- streamability, template, code generation -------------------------------------------
+    def streamability(self, m: Match) -> Streamability:
+        assert m.agg_side is not None
+        b = m.branches[m.agg_side.pos]
+        assert b.agg is not None and b.lower is not None
+        call = agg_calls(b.agg)[0]
+        col = m.source.names[next(iter(source_dependencies(call.this, b.agg.child.fields, b.lower) or {0}))]
+        asc = isinstance(call, exp.Min)
+        return Streamability(f"{'MIN' if asc else 'MAX'}({col}) is final after the first row of a partition "
+                             f"sorted on {col} {'ASC' if asc else 'DESC'}",
+                             {"keys": sorted(m.key_names), "sort": col, "ascending": asc,
+                              "join_kind": m.join_kind})
+
+    def build_program(self, m: Match) -> Program:
+        """SuperOp_MJ: row emits guarded by φ_row ∧ present ∧ keys NOT NULL ∧ ψ; outer,
+        semi and anti sides as for DJ. ``streaming`` only when every value a row emit
+        reads is final after the first row of a sorted partition (one unguarded min/max
+        over a source column, sorted on it); otherwise ``buffering`` (Fig. 13)."""
+        j = m.join
+        assert j is not None and m.agg_side is not None
+        accs = Accs()
+        s = m.agg_side
+        A = AggBranch(m.branches[s.pos], accs)
+        keys = A.keys
+        rb = m.branches[s.other.pos]
+        up = capture_parameters(rb.upper)
+        row_out = [to_ns(e, "row") for _, e in up.projection]
+        phi_row = to_ns(up.predicate, "row")
+        row_fields = rb.upper.top.fields
+        sides = ((A.top_fields, A.outputs), (row_fields, row_out))
+        goals = [(f"key.{k}", f"row.{k}") for k in keys]
+        if s is Side.RIGHT:
+            sides = (sides[1], sides[0])
+            goals = [(b, a) for a, b in goals]
+        psi = join_split(j, sides, goals)
+        matched = conj(is_true(phi_row), is_true(A.present), keys_not_null(keys), is_true(psi))
+        n_agg, n_row = [null() for _ in A.outputs], [null() for _ in row_out]
+        kind = m.join_kind
+        row_left = s is Side.RIGHT
+        out_both = (row_out + A.outputs) if row_left else (A.outputs + row_out)
+        row_preserved = kind == "full" or (kind == "left" and row_left) or (kind == "right" and not row_left)
+        agg_preserved = kind == "full" or (kind == "left" and not row_left) or (kind == "right" and row_left)
+        row_emits, part_emits = [], []
+
+        def any_matched() -> exp.Expr:
+            if psi is not None and any(c.table == "acc" for c in psi.find_all(exp.Column)):
+                raise TemplateError("a join residual over aggregates on the preserved aggregate side")
+            f = accs.flag(conj(phi_row, psi) if (phi_row is not None or psi is not None) else None)
+            out = conj(f, is_true(A.present), keys_not_null(keys)) if f is not None else \
+                conj(is_true(A.present), keys_not_null(keys))
+            return out if out is not None else exp.true()
+
+        if kind in ("inner", "left", "right", "full"):
+            row_emits.append(RowEmit(matched, tuple(out_both)))
+        if row_preserved:
+            # only rows that reach the join (pass the row edge's φ) are null-extended
+            out = (row_out + n_agg) if row_left else (n_agg + row_out)
+            row_emits.append(RowEmit(conj(is_true(phi_row), negate(matched)), tuple(out)))
+        if agg_preserved:
+            out = (n_row + A.outputs) if row_left else (A.outputs + n_row)
+            part_emits.append(PartitionEmit(conj(A.present, negate(any_matched())), tuple(out)))
+        if kind in ("semi", "anti"):
+            if row_left:
+                g = matched if kind == "semi" else conj(is_true(phi_row), negate(matched))
+                row_emits.append(RowEmit(g, tuple(row_out)))
+            else:
+                mm = any_matched()
+                g = conj(A.present, mm) if kind == "semi" else conj(A.present, negate(mm))
+                part_emits.append(PartitionEmit(g, tuple(A.outputs)))
+        memory, sort = _memory(row_emits, accs)
+        return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
+                       flags=tuple(accs.flags), partition_emits=tuple(part_emits),
+                       row_emits=tuple(row_emits), sort=sort, memory=memory)
+
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
+        assert m.agg_side is not None
+        a, r = m.branches[m.agg_side.pos], m.branches[m.agg_side.other.pos]
+        return not_null_keys_prefilter(m.join_kind, program, [source_predicate(a.lower), source_predicate(r.upper)])
+
+    # -- generalization and the catalog --------------------------------------------------------
+    def rule_id(self, skeleton: tuple[Any, ...]) -> str:
+        side = "-aggregate-first" if skeleton[3] == Side.LEFT.value else ""
+        return f"{self.catalog.long_name}-{skeleton[2]}{side}"
+
+    def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
+        return (f"a min/max aggregate joined back ({skeleton[2]}) to its own input on the grouping key "
+                f"(aggregate on the {skeleton[3]}); generalizes {n_patterns} verified "
+                f"pattern{'s' if n_patterns != 1 else ''}")
+
+    # -- proofs ---------------------------------------------------------------------------------
+    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
+        funcs = sorted({a for a in aggregates if a in MIN_MAX})
+        return [dict(join_kind=skeleton[2], agg_left=skeleton[3] == Side.LEFT.value, func=f) for f in funcs]
+
+    def proof_covers(self, params: dict[str, Any]) -> Covers:
+        """verify.inductive's MJ proof for one join kind, side and function: every σ/π/ρ
+        instantiation of e2 and e3, no σ on e1 (assumption A3), the one MIN or MAX."""
+        side = Side.LEFT if params.get("agg_left", True) else Side.RIGHT
+        return Covers.make(self.name, join_kinds=[params["join_kind"]], branches=2, agg_side=side.value,
+                           aggregates=[params.get("func", "min")],
+                           edges=[("Project", "Rename"), EDGE_OPS, EDGE_OPS])
+
+    # -- examples for the log generator ------------------------------------------------------
+    def examples(self) -> tuple[ExampleSpec, ...]:
+        return tuple(ExampleSpec(seq, self.name, br, kind, **kw) for seq, br, kind, kw in _EXAMPLES)
+
+    def near_miss_examples(self) -> tuple[tuple[int, ReasonCode, str], ...]:
+        return ((4, MJReason.FILTER_BELOW_MIN_MAX, "σ on a non-key column below the MIN (Fig. 13)"),
+                (5, MJReason.AGGREGATE_NOT_MIN_MAX, "a SUM joined back to its input"))
+
+    def example_shape(self, spec: ExampleSpec) -> str:
+        (agg_b, agg_a), (_, plain) = spec.branches
+        parts = [shape_segment(agg_b, "γ", agg_a), plain]
+        if not spec.agg_first:
+            parts.reverse()
+        return f"({parts[0]}, {parts[1]}){JOIN_SYMBOL[spec.join_kind]}"
+
+    def plant(self, spec: ExampleSpec, kit: ExampleKit) -> str:
+        base, rng = kit.base, kit.rng
+        (agg_below, agg_above), (_, plain_path) = spec.branches
+        col = rng.choice(kit.numeric_cols(base))
+        m = rng.choice(["mn", "first_v", "lo", "best", "mx"])
+        agg_rel = kit.branch(base, agg_below, agg_above, f"{spec.agg}({col})", m, key_filter=True)
+        row = kit.decorate(base, plain_path, tag="1")
+        ra, ga = rng.choice([("o", "g"), ("r", "mn_t"), ("e", "w")])
+        row_item = f"{row.src} {ra}" if row.sql is None else f"({row.sql}) {ra}"
+        agg_item = f"({agg_rel.sql}) {ga}"
+        on = [f"{ra}.{rk} = {ga}.{gk}" for rk, gk in zip(row.keys, agg_rel.keys)]
+        mcol = [c for c in agg_rel.cols if c not in agg_rel.keys][0]
+        if spec.extra_eq:
+            src_col = col if col in row.cols else kit.numeric_cols(row)[0]
+            on.append(f"{ra}.{src_col} = {ga}.{mcol}")
+        jk = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
+              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}[spec.join_kind]
+        sel = [f"{ra}.{c}" for c in row.cols] + [f"{ga}.{mcol}"]
+        if spec.agg_first:
+            frm = f"{agg_item} {jk} {row_item} ON {' AND '.join(on)}"
+        else:
+            frm = f"{row_item} {jk} {agg_item} ON {' AND '.join(on)}"
+        return kit.prefix + f"SELECT {', '.join(sel)} FROM {frm}"
+
+    def plant_near_miss(self, reason: ReasonCode, kit: ExampleKit) -> str:
+        rng = kit.rng
+        kit.measure_names(2)           # the generator draws measure names for every near-miss
+        if reason not in (MJReason.FILTER_BELOW_MIN_MAX, MJReason.AGGREGATE_NOT_MIN_MAX):
+            raise ValueError(reason)
+        col = rng.choice(["b", "c", "s"])
+        if reason is MJReason.FILTER_BELOW_MIN_MAX:
+            agg = f"{rng.choice(['MIN', 'MAX'])}({col})"
+            other = rng.choice([c for c in ("b", "c", "s") if c != col] + ["d"])
+            filt = f" WHERE {other} > {kit.lit('int')}" if other != "d" else f" WHERE d = {kit.lit('op')}"
+        else:
+            agg = f"{rng.choice(['SUM', 'AVG', 'COUNT'])}({col})"
+            filt = ""
+        m = rng.choice(["mn", "agg_v", "tot"])
+        return (f"SELECT o.a, o.b, o.s, g.{m} FROM ops o JOIN (SELECT a, {agg} AS {m} FROM ops"
+                f"{filt} GROUP BY a) g ON o.a = g.a")
+
+
+# (position in the bundled log, (aggregate path (below γ, above γ), row path ("", path)),
+#  join kind, options); a σ below the MIN filters on grouping keys only (streamable)
+_EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], str, dict[str, Any]], ...] = (
+    (10, (("ρπ", ""), ("", "σρ")), "inner", dict(table2=10, agg="MIN")),
+    (15, (("σ", "σ"), ("", "σπ")), "inner", dict(table2=16, agg="MIN", note="key-only filter below MIN")),
+    (18, (("π", "σ"), ("", "σ")), "inner", dict(table2=19, agg="MIN")),
+    (35, (("", ""), ("", "")), "inner", dict(agg="MIN", note="Fig. 11 core")),
+    (36, (("", ""), ("", "σ")), "inner", dict(agg="MAX", note="Fig. 12, MAX")),
+    (37, (("", ""), ("", "")), "left", dict(agg="MIN", agg_first=False, note="row-side left join")),
+    (38, (("π", ""), ("", "")), "right", dict(agg="MAX")),
+    (39, (("", ""), ("", "σ")), "inner", dict(agg="MIN", extra_eq=True, note="arg-min rows")),
+    (40, (("", ""), ("", "σ")), "inner", dict(table="mailbox", keys=("mailboxguid",), agg="MAX",
+                                               agg_first=False)),
+)
+
+
+def _memory(row_emits: Sequence[RowEmit], accs: Accs) -> tuple[str, tuple[SortKey, ...]]:
+    """Streaming iff row emits read no flag and only one unguarded min/max over a source
+    column (final after the first row once sorted on that column)."""
+    used_acc: set[str] = set()
+    used_flag = False
+    for r in row_emits:
+        for x in [r.guard, *r.outputs]:
+            if x is None:
+                continue
+            for c in x.find_all(exp.Column):
+                if c.table == "acc":
+                    used_acc.add(c.name)
+                elif c.table == "flag":
+                    used_flag = True
+    if not row_emits or not used_acc and not used_flag:
+        return STREAMING, ()
+    if used_flag or len(used_acc) != 1:
+        return BUFFERING, ()
+    a = next(a for a in accs.accs if a.name in used_acc)
+    if a.func in MIN_MAX and a.guard is None and isinstance(a.arg, exp.Column):
+        return STREAMING, (SortKey(a.arg.name, ascending=(a.func == "min"), nulls_first=False),)
+    return BUFFERING, ()
+
+
+MJ = MinJoin()

@@ -1,0 +1,241 @@
+"""Generic log writing: templates (from the families' planted examples and near-misses,
+and noise) are executed with skewed popularity, fresh literals, failures and junk lines,
+as Databricks ``system.query.history`` rows; the ground truth records, per planted
+variant and near-miss, the templates and successful executions mining must find."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+from ...families import REGISTRY, Family, ReasonCode, get
+from ...families.kit.planting import ExampleSpec
+from .noise import BAD_SQL, JUNK_LINES, NON_SQL, _noise_templates
+from .schema import mining_schema
+from .sqlkit import Kit, Template
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+BUNDLED_LOG = DATA_DIR / "query_log.jsonl.gz"
+BUNDLED_TRUTH = DATA_DIR / "query_log.truth.json"
+
+
+def planted_examples() -> list[ExampleSpec]:
+    """Every registered family's planted variants, in their bundled-log order."""
+    specs = sorted((s for f in REGISTRY for s in f.examples()), key=lambda s: s.seq)
+    seqs = [s.seq for s in specs]
+    if len(set(seqs)) != len(seqs):
+        raise ValueError(f"two planted examples share a position: {sorted(seqs)}")
+    return specs
+
+
+def planted_near_misses() -> list[tuple[int, Family, ReasonCode, str]]:
+    """Every registered family's planted near-misses, in their bundled-log order."""
+    return sorted(((seq, f, r, d) for f in REGISTRY for seq, r, d in f.near_miss_examples()),
+                  key=lambda x: x[0])
+
+
+@dataclass
+class GeneratedLog:
+    lines: list[str]
+    truth: dict
+
+
+def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2, 5),
+                 planted_fraction: float = 0.5, near_miss_fraction: float = 0.06,
+                 junk_fraction: float = 0.03, failed_fraction: float = 0.03,
+                 start: Optional[datetime] = None, sink: Optional[Callable[[str], None]] = None
+                 ) -> GeneratedLog:
+    """A query log of about ``n_queries`` lines (JSON objects, one per line) and its truth.
+    With ``sink`` every line is handed to it (streaming, for large logs) instead of kept."""
+    rng = random.Random(seed)
+    start = start or datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+    # -- templates ------------------------------------------------------------------------
+    variants: dict[tuple, dict] = {}
+    near: dict[str, dict] = {}
+    templates: list[Template] = []
+
+    def near_entry(fam: Family, reason: ReasonCode, desc: str) -> dict:
+        return near.setdefault(reason.value, {
+            "near_miss_id": f"NM-{reason.value}", "attempted_family": fam.name,
+            "reason": reason.value, "description": desc, "templates": 0, "executions": 0,
+            "_keys": []})
+
+    for spec in planted_examples():
+        fam = get(spec.family)
+        expected = fam.expected(spec)
+        also = tuple(near_entry(fam, e.reason, e.reason.text)["near_miss_id"]
+                     for e in expected if e.reason is not None)
+        cand = next(e for e in expected if e.status == "candidate")
+        vkey = (fam.name, cand.join_kind, cand.shape)
+        v = variants.get(vkey)
+        if v is None:
+            v = variants[vkey] = {
+                "variant_id": f"{fam.name}-{len(variants) + 1:02d}", "family": fam.name,
+                "join_kind": cand.join_kind, "shape": cand.shape, "n_inputs": cand.n_inputs,
+                "table2": [], "notes": [], "agg": spec.agg, "table": spec.table,
+                "templates": 0, "executions": 0, "failed": 0, "_keys": []}
+        if spec.table2:
+            v["table2"].append(spec.table2)
+        if spec.note:
+            v["notes"].append(spec.note)
+        lo, hi = templates_per_variant
+        want = rng.randint(lo, hi)
+        seen = set(v["_keys"])
+        tries = 0
+        while want > 0 and tries < 40:
+            tries += 1
+            kit = Kit.for_spec(spec, rng)
+            sql = fam.plant(spec, kit)
+            if sql in seen:
+                continue
+            seen.add(sql)
+            v["_keys"].append(sql)
+            templates.append(Template(sql, kit.slots, v["variant_id"], "variant", also))
+            want -= 1
+    for _, fam, reason, desc in planted_near_misses():
+        nm = near_entry(fam, reason, desc)
+        seen = set()
+        for _ in range(40):
+            if len(seen) >= 3:
+                break
+            kit = Kit(rng)
+            sql = fam.plant_near_miss(reason, kit)
+            if sql in seen:
+                continue
+            seen.add(sql)
+            templates.append(Template(sql, kit.slots, nm["near_miss_id"], "near_miss"))
+    noise = []
+    seen = set()
+    for sql, slots in _noise_templates(rng, 60):
+        if sql in seen:
+            continue
+        seen.add(sql)
+        noise.append(Template(sql, slots, "noise", "noise"))
+
+    planted_t = [t for t in templates if t.kind == "variant"]
+    near_t = [t for t in templates if t.kind == "near_miss"]
+
+    # -- executions -------------------------------------------------------------------------
+    n_junk = max(1, int(n_queries * junk_fraction))
+    n_failed = max(1, int(n_queries * failed_fraction))
+    n_planted = max(len(planted_t), int(n_queries * planted_fraction))
+    n_near = max(len(near_t), int(n_queries * near_miss_fraction))
+    n_noise = max(len(noise), n_queries - n_planted - n_near - n_junk - n_failed)
+
+    def weights(ts):  # skewed popularity: some templates run much more often
+        return [1.0 + 4.0 * rng.random() ** 3 for _ in ts]
+
+    picks: list[tuple[Template, str]] = []
+    for ts, n in ((planted_t, n_planted), (near_t, n_near), (noise, n_noise)):
+        picks += [(t, "FINISHED") for t in ts]                   # every template at least once
+        picks += [(t, "FINISHED") for t in rng.choices(ts, weights(ts), k=n - len(ts))]
+    picks += [(t, rng.choice(["FAILED", "CANCELED"]))
+              for t in rng.choices(planted_t + noise, k=n_failed)]
+    rng.shuffle(picks)
+
+    exec_rng = random.Random(seed + 1)
+    users = [f"{u}@example.com" for u in ("ana", "bo", "chen", "dev", "eli", "fay", "etl-bot")]
+    lines: list[str] = []
+    emit = sink or lines.append
+    clock = start
+    groups = {v["variant_id"]: v for v in variants.values()}
+    groups.update({nm["near_miss_id"]: nm for nm in near.values()})
+    tkeys_seen: dict[str, set] = {}
+    junk_at = set(rng.sample(range(len(picks) + n_junk), n_junk))
+    pi = 0
+    total = len(picks) + n_junk
+    for pos in range(total):
+        clock += timedelta(milliseconds=exec_rng.randint(50, 4000))
+        if pos in junk_at:
+            r = exec_rng.random()
+            if r < 0.45:
+                emit(exec_rng.choice(JUNK_LINES))
+            else:
+                txt = exec_rng.choice(NON_SQL if r < 0.75 else BAD_SQL)
+                emit(json.dumps(_row(exec_rng, txt, clock, "FINISHED", users, 0.2)))
+            continue
+        t, status = picks[pi]
+        pi += 1
+        sql = t.render(exec_rng)
+        heavy = 1.0 if t.kind == "noise" else 6.0
+        emit(json.dumps(_row(exec_rng, sql, clock, status, users, heavy)))
+        for gid in (t.group, *t.also):
+            if gid not in groups:
+                continue
+            g = groups[gid]
+            if status == "FINISHED":
+                g["executions"] += 1
+                tkeys_seen.setdefault(gid, set()).add(t.key)
+            else:
+                g["failed"] = g.get("failed", 0) + 1
+    for gid, g in groups.items():
+        g["templates"] = len(tkeys_seen.get(gid, ()))
+        g["example_sql"] = next((t.render(random.Random(0)) for t in templates
+                                 if t.group == gid or gid in t.also), "")
+        g.pop("_keys", None)
+    truth = {
+        "generator": {"n_queries": n_queries, "seed": seed, "version": 1},
+        "lines": total,
+        "junk_lines": n_junk,
+        "failed_statements": n_failed,
+        "variants": sorted(variants.values(), key=lambda v: v["variant_id"]),
+        "near_misses": list(near.values()),
+        "noise_templates": len(noise),
+        "schema": mining_schema(),
+    }
+    return GeneratedLog(lines, truth)
+
+
+def _row(rng: random.Random, sql: str, clock: datetime, status: str, users, heavy: float) -> dict:
+    # Log-normal durations and bytes; planted diamonds read more (they are the costly jobs).
+    dur = int(math.exp(rng.gauss(math.log(2500 * heavy), 0.8)))
+    read = int(math.exp(rng.gauss(math.log(2e8 * heavy), 1.0)))
+    return {
+        "statement_id": str(uuid.UUID(int=rng.getrandbits(128))),
+        "statement_text": sql,
+        "start_time": clock.isoformat(),
+        "end_time": (clock + timedelta(milliseconds=dur)).isoformat(),
+        "total_duration_ms": dur,
+        "executed_by": rng.choice(users),
+        "execution_status": status,
+        "read_bytes": read,
+        "shuffle_bytes": int(read * rng.uniform(0.05, 0.6)),
+    }
+
+
+def write_log(path: str | Path, n_queries: int = 3000, seed: int = 7,
+              truth_path: str | Path | None = None, **kw) -> dict:
+    """Write a generated log (``.gz`` suffix -> gzip), streamed through a temp file that is
+    renamed into place, and, optionally, its ground truth."""
+    import os
+    import tempfile
+    from ...cliutil import atomic_write_json
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        opener = (lambda p: gzip.GzipFile(p, "wb", mtime=0)) if str(path).endswith(".gz") \
+            else (lambda p: open(p, "wb"))
+        with opener(tmp) as f:
+            g = generate_log(n_queries, seed, sink=lambda line: f.write(
+                line.encode("utf-8", "surrogateescape") + b"\n"), **kw)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    if truth_path:
+        atomic_write_json(truth_path, g.truth)
+    return g.truth
+
+
+def load_truth(path: str | Path = BUNDLED_TRUTH) -> dict:
+    return json.loads(Path(path).read_text())
