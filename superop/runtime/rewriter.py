@@ -141,7 +141,8 @@ class Rewriter:
                 continue
             if isinstance(f, NearMiss):
                 if trace is not None:
-                    trace.append(f"{f.family} at {f.root.op}({f.join_kind or f.n_inputs}): not an instance — {f.why}")
+                    trace.append(f"{f.family} at {f.root.op}({f.join_kind or f.n_inputs}): "
+                                 f"not an instance — {f.reason.value}: {f.why}")
                 continue
             m = self._admit(f, trace)
             if m is not None:
