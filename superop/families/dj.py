@@ -111,7 +111,7 @@ class DiamondJoin(Family):
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         return not_null_keys_prefilter(m.join_kind, program, [source_predicate(b.lower) for b in m.branches])
 
     # -- generalization and the catalog --------------------------------------------------------

@@ -5,7 +5,7 @@ pattern, then the checks that turn a recognized instance into a match:
 1. the family's streamability premises and the join premise of Algorithms 2-3
    (union-find; the verifier re-decides the join premise with Z3);
 2. single input, single output; no duplicate column names in the shared input;
-3. constructs the proofs do not model (the IR's safety check, :func:`unsafe_reason`);
+3. constructs the proofs do not model (:mod:`superop.ir.safety`, :func:`unsafe_reason`);
 4. the family's template builds the program (what the runtime will run).
 
 A node that fails a check is a :class:`NearMiss` with the typed reason, the same in every
@@ -13,16 +13,27 @@ stage: what mining calls a candidate is what the runtime can match.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
 from enum import Enum
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
-from ..ir.nodes import Node, is_nondeterministic, walk
+from ..ir.nodes import Node, walk
+from ..ir.safety import BlockReason, Blocker, blocking_reason
 from ..synth.dsl import Program
 from .kit.diamond import PlanContext, keys_implied, shape_at
-from .kit.records import Finding, Match, NearMiss, Reason, TemplateError
+from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
 from . import registry
+
+
+# the reasons the matching path itself refuses with, whatever the family (a family's own
+# reasons are its ``Family.reasons``)
+MATCHING_REASONS: tuple[type[ReasonCode], ...] = (Reason, BlockReason)
+
+
+def reason_codes() -> dict[str, ReasonCode]:
+    """Every near-miss reason mining or the runtime can report: code -> member."""
+    enums = MATCHING_REASONS + tuple(e for fam in registry.REGISTRY for e in fam.reasons)
+    return {r.value: r for e in enums for r in e}
 
 
 def recognize_at(node: Node, ctx: PlanContext) -> Optional[Finding]:
@@ -62,7 +73,7 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
         implied = keys_implied(prem.join, prem.pairs)
         if not all(implied):
             return _near(m, Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS)
-    names = [n.lower() for n in m.source.names]
+    names = list(m.source.names)     # as lowering normalized them (exact when case-sensitive)
     if len(set(names)) != len(names):
         return _near(m, Reason.DUPLICATE_SOURCE_COLUMNS)
     interior = m.interior
@@ -71,7 +82,7 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
             return _near(m, Reason.NOT_SINGLE_OUTPUT)
     blocked = unsafe_reason(m.interior_nodes(), m.source)
     if blocked is not None:
-        return _near(m, *blocked)
+        return _near(m, blocked.reason, blocked.detail)
     try:
         program = fam.build_program(m)
     except TemplateError as e:
@@ -79,36 +90,12 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     return replace(m, program=program)
 
 
-def _safety() -> Any:
-    """``superop.ir.safety`` (issue 11 item 5) when it is there, else None."""
-    try:
-        return importlib.import_module("superop.ir.safety")
-    except ImportError:
-        return None
-
-
-def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[tuple[Enum, str]]:
-    """THE safety hook: why the nodes a super-operator replaces, or its shared source,
-    cannot be matched — ``superop.ir.safety.blocking_reason`` (nondeterministic or
-    order-dependent expressions, LIMIT/TABLESAMPLE in the source, SQL superop cannot
-    inspect), as (typed reason, detail). Until that module exists, nondeterministic
-    expressions inside the match are refused here with the same reason code."""
-    safety = _safety()
-    if safety is not None and hasattr(safety, "blocking_reason"):
-        b = safety.blocking_reason(list(interior), source)
-        return None if b is None else (b.reason, str(b.detail))
-    for n in interior:
-        if is_nondeterministic(n):
-            return Reason.NONDETERMINISTIC, f"in {n.op}"
-    return None
-
-
-def safety_reasons() -> dict[str, str]:
-    """code -> description of every reason the safety hook can give."""
-    safety = _safety()
-    if safety is not None and hasattr(safety, "BlockReason"):
-        return {r.value: r.description for r in safety.BlockReason}
-    return {Reason.NONDETERMINISTIC.value: Reason.NONDETERMINISTIC.text}
+def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]:
+    """Why the nodes a super-operator replaces, or its shared source, cannot be matched:
+    :func:`superop.ir.safety.blocking_reason` (nondeterministic or order-dependent
+    expressions, UDFs, LIMIT/TABLESAMPLE or unreadable SQL in the source, volatile views).
+    Its :class:`~superop.ir.safety.BlockReason` is the near-miss reason."""
+    return blocking_reason(interior, source)
 
 
 def scan(plan: Node) -> list[Finding]:

@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..families import REGISTRY, Match, NearMiss, get, scan
-from ..families.matching import safety_reasons
+from ..families import Match, NearMiss, get, reason_codes, scan
 from ..ir import Node, Scan, shape, walk
 
 
@@ -25,9 +24,8 @@ class Status(str, Enum):
         return str(self.value)
 
 
-# every near-miss reason of every registered family and of the safety check: code -> one line
-REASONS: dict[str, str] = {r.value: r.text for fam in REGISTRY for enum in fam.reasons for r in enum}
-REASONS.update(safety_reasons())
+# every near-miss reason (the matching path's, superop.ir.safety's, each family's): code -> one line
+REASONS: dict[str, str] = {code: r.text for code, r in reason_codes().items()}
 
 
 @dataclass
@@ -52,7 +50,7 @@ class Finding:
 
 
 def _tables(n: Node | None) -> list[str]:
-    return [] if n is None else sorted({m.table for m in walk(n) if isinstance(m, Scan)})
+    return [] if n is None else sorted({m.identity_sql for m in walk(n) if isinstance(m, Scan)})
 
 
 def finding(f: Match | NearMiss) -> Finding:

@@ -33,7 +33,7 @@ from sqlglot import exp
 from .. import families
 from ..families.kit.diamond import PlanContext
 from ..ir.analysis import Edge, capture_parameters, walk_edge
-from ..ir.generate import substitute_columns
+from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
 from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
                   SortKey, accumulator_call, ref)
@@ -53,7 +53,7 @@ class NotExpressible(Exception):
 # ---------------------------------------------------------------------------
 def tr(e: exp.Expression, fields: Sequence[Field], repl: Sequence[exp.Expression]) -> exp.Expression:
     """Columns of ``e`` (resolved against ``fields``) -> ``repl`` (parenthesized)."""
-    return substitute_columns(e, fields, repl)
+    return translate_columns(e, fields, repl)
 
 
 def unparen(e: exp.Expression) -> exp.Expression:

@@ -175,7 +175,7 @@ class Family:
     def build_program(self, m: Match) -> "Program":
         raise NotImplementedError
 
-    def prefilter(self, m: Match, program: "Program") -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: "Program") -> Optional[exp.Expr]:
         """A filter on the shared source that keeps every row the program can use (so
         the branches' filters still reach the scan); None = no filter."""
         return None
@@ -307,7 +307,7 @@ def edge_op_names(edge: Optional[Edge]) -> list[str]:
     return [o for o in EDGE_OPS if o in seen]
 
 
-def source_predicate(edge: Optional[Edge]) -> Optional[exp.Expression]:
+def source_predicate(edge: Optional[Edge]) -> Optional[exp.Expr]:
     """The summary predicate of an edge that ends at the source (Algorithm 5)."""
     return None if edge is None else capture_parameters(edge).predicate
 
