@@ -165,17 +165,14 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
 
 
 def pretty_sql(sql: str) -> str:
-    """``sql`` re-printed one clause per line (sqlglot, Spark dialect) for people to read.
-    Only for display: what runs is the SQL as generated; unparsable text is returned as is."""
-    import sqlglot
+    """``sql`` re-printed one clause per line (superop's one dialect, superop.ir.dialect) for
+    people to read. Only for display: what runs is the SQL as generated; unparsable text is
+    returned as is."""
+    from .ir.dialect import parse, to_sql_text
     try:
-        trees = [t for t in sqlglot.parse(sql, dialect=SQL_DIALECT) if t is not None]
+        trees = [t for t in parse(sql) if t is not None]
     except Exception:
         return sql
     if not trees:
         return sql
-    return ";\n".join(t.sql(dialect=SQL_DIALECT, pretty=True) for t in trees)
-
-
-# The dialect of every SQL text superop reads and writes (the IR's lower/generate use it).
-SQL_DIALECT = "spark"
+    return ";\n".join(to_sql_text(t, pretty=True) for t in trees)

@@ -1,12 +1,14 @@
 """`superop plan`: show how superop sees a query (IR tree, shape, regenerated SQL)."""
 from __future__ import annotations
 
+import argparse
 import json
+from typing import Any
 
 from ..cliutil import add_sql_args, read_schema, read_sql
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     from ..cliutil import add_json_arg
     p = sub.add_parser("plan", help="lower a query to the plan IR and print tree, shape and SQL",
                        description="Shows how superop sees a query: the plan IR tree, its shape "
@@ -16,7 +18,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from . import lower, render, shape, to_sql
     sql = read_sql(args)
     low = lower(sql, read_schema(args))
@@ -28,7 +30,7 @@ def run(args) -> int:
         print(out["tree"])
         print(f"shape: {out['shape']}")
         from ..cliutil import pretty_sql
-        print("sql:   " + pretty_sql(out["sql"]).replace("\n", "\n       "))
+        print("sql:   " + pretty_sql(str(out["sql"])).replace("\n", "\n       "))
         if low.opaque_reasons:
             print(f"opaque: {'; '.join(low.opaque_reasons)}")
     return 0

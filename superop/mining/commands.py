@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SuperopError
+from .selection import MIN_COST_SHARE, MIN_EXECUTIONS
 
 
 def register(subparsers) -> None:
@@ -37,10 +38,18 @@ def register(subparsers) -> None:
     add_schema_arg(p, "default: the paper's tables + TPC-H")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output directory (local path or any Hadoop filesystem URI)")
-    p.add_argument("--min-templates", type=int, default=2, dest="k", metavar="N",
-                   help="a sub-plan recurs when seen in at least N distinct query templates "
-                        "(default 2)")
+    p.add_argument("--min-templates", type=int, default=None, dest="k", metavar="N",
+                   help="select by support instead of cost: a sub-plan recurs when seen in at "
+                        "least N distinct query templates (default: unset, select by "
+                        "recurring cost)")
     deprecated(p, "-k", dest="k", use="--min-templates", type=int)
+    p.add_argument("--min-cost-share", type=float, default=MIN_COST_SHARE, metavar="F",
+                   help="cost selection (default): a sub-plan recurs when the queries containing "
+                        "it cost at least this share of the log's summed duration "
+                        f"(default {MIN_COST_SHARE:g} = {MIN_COST_SHARE * 100:g}%%) ...")
+    p.add_argument("--min-executions", type=int, default=MIN_EXECUTIONS, metavar="N",
+                   help="... and ran at least N times, from one template (a dashboard re-run "
+                        f"with new literals) or from many (default {MIN_EXECUTIONS})")
     p.add_argument("--column-map", help="source column names for other warehouses, e.g. "
                                         "statement_text=QUERY_TEXT,duration_ms=TOTAL_ELAPSED_TIME")
     p.add_argument("--include-failed", action="store_true",
@@ -98,6 +107,7 @@ def _run(args) -> int:
             raise SuperopError("--no-mlflow needs --mine-only (the nightly job is tracked in MLflow)")
         return _nightly(args, log, schema, parse_column_map(args.column_map))
     res = run_mining(log, args.out, fmt=args.format, schema=schema, k=args.k,
+                     min_cost_share=args.min_cost_share, min_executions=args.min_executions,
                      mlflow_run=not args.no_mlflow, column_map=parse_column_map(args.column_map),
                      include_failed=args.include_failed, progress=not args.quiet,
                      spark=_spark(args, "superop-mine"))
@@ -106,9 +116,11 @@ def _run(args) -> int:
         print(json.dumps(s, indent=2, default=str))
         return 0
     fam = ", ".join(f"{k} {v}" for k, v in s["candidates_by_family"].items())
+    route = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in s["candidates_by_route"].items())
     print(f"{s['queries_read']} queries read ({s['malformed']} malformed), {s['templates']} "
           f"templates, {s['recurring_subplans']} recurring sub-plans, {s['candidates']} "
-          f"candidates ({fam}), {s['near_misses']} near-misses -> {res.out_dir}")
+          f"candidates ({fam}; by route: {route}), {s['near_misses']} near-misses "
+          f"-> {res.out_dir}")
     _print_unreadable(s)
     if res.mlflow_run_id:
         print(f"mlflow run {res.mlflow_run_id}", file=sys.stderr)
@@ -127,6 +139,7 @@ def _print_unreadable(summary: dict) -> None:
 def _nightly(args, log, schema, column_map) -> int:
     from ..pipeline.nightly import run_nightly
     r = run_nightly(log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
+                    min_cost_share=args.min_cost_share, min_executions=args.min_executions,
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
                     spark=_spark(args, "superop-nightly"), column_map=column_map,
                     progress=not args.quiet, register=not args.no_register,
