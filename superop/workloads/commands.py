@@ -1,4 +1,4 @@
-"""`superop bench micro|tpch|mine|rewrite` — benchmarks (issue 8).
+"""`superop bench micro|tpch|tpcds|mine|rewrite` — benchmarks (issue 8).
 
 Other workload commands may be registered here too: add them to ``register`` below."""
 from __future__ import annotations
@@ -69,7 +69,8 @@ _SCRIPTS = {"mine": "mining_bench.py", "rewrite": "rewrite_bench.py"}
 
 
 def register_bench(sub) -> None:
-    p = sub.add_parser("bench", help="benchmarks: super-operators vs stock Spark (micro, tpch, mine, rewrite)")
+    p = sub.add_parser("bench", help="benchmarks: super-operators vs stock Spark (micro, tpch, tpcds, mine, "
+                                         "rewrite)")
     bs = p.add_subparsers(dest="bench_command", metavar="BENCH")
 
     m = bs.add_parser("micro", help="DU/DJ/MJ micro set: original vs rewritten vs limit query")
