@@ -21,8 +21,9 @@ from superop.ir import lower  # noqa: E402
 from superop.synth.templates import build_program  # noqa: E402
 from superop.verify.check import check_equivalence  # noqa: E402
 from superop.verify.corpus import OPS_SCHEMA, TABLE2  # noqa: E402
-from superop.verify.inductive import all_templates, prove_template  # noqa: E402
+from superop.verify.instances import all_instances  # noqa: E402
 from superop.verify.streamability import find_decomposition  # noqa: E402
+from superop.verify.template_proofs import prove_instance  # noqa: E402
 
 
 def _pct(xs, q):
@@ -58,12 +59,14 @@ def bounded(Ks, timeout_ms, only=None):
 
 def inductive(timeout_ms):
     out = []
-    for params in all_templates():
-        r = prove_template(timeout_ms=timeout_ms, **params)
-        out.append({"template": r.details["template"], "status": r.status, "seconds": round(r.seconds, 3),
-                    "obligations": len(r.details["obligations"])})
-        print(f"  {r.details['template']:24s} {r.status:9s} {r.seconds:6.3f}s "
-              f"({len(r.details['obligations'])} obligations)", flush=True)
+    for inst in all_instances():
+        r = prove_instance(inst, timeout_ms=timeout_ms)
+        obs = r.details["obligations"]
+        failed = [o["name"] for o in obs if o["status"] != "proved"]
+        out.append({"template": inst.id, "status": r.status, "seconds": round(r.seconds, 3),
+                    "obligations": len(obs), "not_proved": failed})
+        print(f"  {inst.id:28s} {r.status:9s} {r.seconds:6.3f}s ({len(obs)} obligations"
+              f"{'; not proved: ' + ', '.join(failed) if failed else ''})", flush=True)
     return out
 
 

@@ -1,15 +1,31 @@
 """Certificates: one self-contained JSON record per verified item, and re-checking.
 
-A certificate carries everything needed to re-check it — the sub-plan SQL + schema + the
-program JSON + K (bounded), or the template id + parameters (inductive) — and the sha256
-of those inputs, so :func:`recheck_certificate` needs nothing else. It fits the rule
-catalog's certificate entries (``status``, ``method``, ``produced_by`` required, extra
-fields allowed; see ``superop/rules_out/catalog.schema.json``).
+Two kinds, both carrying everything a re-check needs (``inputs``, hashed into
+``inputs_sha256``), what they cover (``covers``) and the program they are about
+(``program_sha256``; template certificates also the program itself):
 
-Fields: status, method (bounded | inductive), K (None for inductive), produced_by,
-checked_at, z3_version, seconds, claim (what was proven, in words), assumptions,
-pattern (shape string, bounded), inputs, inputs_sha256, and for inductive proofs the
-obligations with their status.
+* **bounded** (``method: bounded``) — ``check_equivalence`` of one sub-query (SQL + schema)
+  and one program, for input tables of at most K rows. ``program_source`` says whose
+  program it is: ``runtime-template`` (what ``build_program`` returns for the sub-query:
+  what the runtime runs) or ``given`` (any other program, e.g. the synthesizer's).
+  ``emitted_sql`` says how the SQL the runtime emits for the pattern is covered:
+  ``checked_by: bounded`` (lowered and checked plan vs plan) or ``differential-tests``.
+* **inductive** (``method: inductive``) — the unbounded proof of a template program for a
+  symbolic instance (:mod:`superop.verify.template_proofs`), with its obligations.
+
+``covers`` (the shape the rule catalog uses to admit exactly what is covered)::
+
+    {"family": "DJ", "join_kinds": ["left"], "branches": 2, "agg_side": null|"left"|"right",
+     "aggregates": ["sum", ...], "edges": [["Select","Project","Rename"], ...]}
+
+with ``edges`` in the family's abstract-edge order (``superop.rules_out.generalize.edges_of``).
+
+Re-checking. :func:`structural_check` needs no Z3 (the runtime uses it on load): the
+inputs hash, the program hash, that the program is what the CURRENT template builder
+returns for the certificate's query / instance (for runtime-template and inductive
+certificates), and that ``covers`` is what the query / instance covers.
+:func:`recheck_detail` adds the Z3 re-run. A certificate that records anything but
+``verified`` never holds.
 """
 from __future__ import annotations
 
@@ -22,11 +38,15 @@ from .result import VERIFIED, Result
 
 BOUNDED_ASSUMPTIONS = [
     "input tables of at most K rows (every row present or absent, every value nullable)",
-    "integers are unbounded, doubles are exact reals (no overflow, no rounding, no NaN or infinities)",
-    "division by zero is NULL (Spark non-ANSI); ANSI errors are outside the model",
+    "integers are mathematical integers with ANSI overflow checks by type width; doubles are exact "
+    "reals (no rounding, no NaN or infinities)",
+    "ANSI mode: division / remainder by zero, integer overflow and invalid casts raise; the program may "
+    "not raise where the query does not, and returns the same bag where the query does not raise",
     "bag semantics: outputs compared by multiplicity of NULL-safe equal rows",
     "row emits see running values when the program is streaming, final values when buffering",
+    "emit outputs are evaluated only where the emit's guard holds (the DSL's semantics)",
 ]
+RUNTIME, GIVEN = "runtime-template", "given"
 
 
 def _now() -> str:
@@ -41,6 +61,11 @@ def sha256_of(obj) -> str:
     return "sha256:" + hashlib.sha256(canonical(obj).encode("utf-8")).hexdigest()
 
 
+def program_sha256(program) -> str:
+    """The identity of a program: sha256 of its canonical JSON (``Program.to_json``)."""
+    return sha256_of(program.to_json())
+
+
 def _produced_by() -> str:
     from .. import __version__
     return f"superop.verify {__version__}"
@@ -51,25 +76,77 @@ def _z3_version() -> str:
     return z3.get_version_string()
 
 
-def bounded_certificate(sql: str, schema: dict, program, result: Result,
-                        timeout_ms: int = 20000) -> dict:
+# ---------------------------------------------------------------------------
+# what a pattern is (no Z3)
+# ---------------------------------------------------------------------------
+def diamond_of(sql: str, schema: dict):
+    """The super-operator match of a sub-query (at its root or below optional operators)."""
+    from ..ir import lower
+    from ..ir.analysis import decompose, walk_edge
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
+    plan = low.plan
+    d = decompose(plan, plan)
+    if d is None:
+        top = walk_edge(plan)
+        d = decompose(top.bottom, plan) if top.bottom is not plan else None
+    if d is None:
+        raise ValueError("not an instance of Diamond UnionAll, Diamond Join or Min & Join")
+    return d
+
+
+def runtime_program(sql: str, schema: dict):
+    """The program the runtime builds for a sub-query: ``build_program(decompose(...))``."""
+    from ..synth.templates import build_program
+    return build_program(diamond_of(sql, schema))
+
+
+def covers_of(d) -> dict:
+    """The ``covers`` record of one concrete match."""
+    from ..rules_out.generalize import edges_of
+    from .plan_encoder import agg_call_func, agg_calls
+    funcs = set()
+    for b in d.branches:
+        if b.agg is not None:
+            for c in agg_calls(b.agg):
+                funcs.add(agg_call_func(c)[0])
+    side = None if d.family != "MJ" else ("left" if d.agg_side == 0 else "right")
+    return {"family": d.family, "join_kinds": [d.join_kind] if d.join_kind else [],
+            "branches": len(d.branches), "agg_side": side, "aggregates": sorted(funcs),
+            "edges": [list(e) for e in edges_of(d)]}
+
+
+# ---------------------------------------------------------------------------
+# bounded
+# ---------------------------------------------------------------------------
+def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
+                        program_source: str = GIVEN, emitted: Optional[dict] = None) -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
     from ..ir import lower, shape
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
-              "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms}
+              "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
+              "ansi": True, "emit_outputs": "guarded"}
     try:
         pattern = shape(lower(sql, schema).plan)
     except Exception:  # the certificate is still valid without a pattern string
         pattern = None
+    try:
+        covers = covers_of(diamond_of(sql, schema))
+    except Exception:
+        covers = None
     cert = {
         "status": result.status, "method": "bounded", "K": result.K,
         "produced_by": _produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
-        "seconds": round(result.seconds, 4), "pattern": pattern,
-        "claim": (f"the {program.memory} program outputs the same bag as the SQL sub-plan on every "
-                  f"input table of at most {result.K} rows"),
+        "seconds": round(result.seconds, 4), "pattern": pattern, "covers": covers,
+        "program_source": program_source, "program_sha256": program_sha256(program),
+        "claim": (f"the {program.memory} program ({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
+                  f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
         "assumptions": BOUNDED_ASSUMPTIONS,
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if emitted is not None:
+        cert["emitted_sql"] = emitted
     st = _streamability(sql, schema)
     if st is not None:
         cert["streamability"] = st
@@ -91,38 +168,72 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
         return None
 
 
+def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
+                      emitted: bool = False) -> dict:
+    """Check ``program`` (default: the runtime's program for ``sql``) and certify the result;
+    ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`)."""
+    from .check import check_sql
+    source = GIVEN
+    if program is None:
+        program, source = runtime_program(sql, schema), RUNTIME
+    r = check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
+    em = None
+    if emitted and r.status == VERIFIED:
+        from .emitted import check_emitted
+        em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms)
+        if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
+            r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
+                       reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
+    return bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em)
+
+
+# ---------------------------------------------------------------------------
+# inductive
+# ---------------------------------------------------------------------------
 def inductive_certificate(result: Result, params: dict, timeout_ms: int = 20000) -> dict:
-    """Certificate for :func:`superop.verify.inductive.prove_template` with ``params``."""
-    inputs = {"kind": "template-proof", "template": result.details.get("template"),
-              "params": dict(params), "timeout_ms": timeout_ms}
-    return {
+    """Certificate for :func:`superop.verify.template_proofs.prove_template` with ``params``."""
+    det = result.details
+    inputs = {"kind": "template-proof", "template": det.get("template"), "params": dict(params),
+              "instance_sql": det.get("instance_sql"), "functions": det.get("functions"),
+              "program_sha256": det.get("program_sha256"), "emit_outputs": det.get("emit_outputs"),
+              "timeout_ms": timeout_ms}
+    cert = {
         "status": result.status, "method": "inductive", "K": None,
         "produced_by": _produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
         "seconds": round(result.seconds, 4),
-        "claim": result.details.get("covers"),
-        "assumptions": result.details.get("assumptions"),
+        "template": det.get("template"), "covers": det.get("covers"),
+        "program": det.get("program"), "program_sha256": det.get("program_sha256"),
+        "program_source": RUNTIME,
+        "claim": det.get("claim"),
+        "assumptions": det.get("assumptions"),
         "obligations": [{"name": o["name"], "text": o["text"], "status": o["status"]}
-                        for o in result.details.get("obligations", [])],
+                        for o in det.get("obligations", [])],
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if result.status != VERIFIED:
+        cert["reason"] = result.reason
+    return cert
 
 
 def prove_and_certify(family: str, timeout_ms: int = 20000, **params) -> dict:
-    from .inductive import prove_template
+    from .template_proofs import prove_template
     p = dict(family=family, **params)
     r = prove_template(timeout_ms=timeout_ms, **p)
-    return inductive_certificate(r, p, timeout_ms)
+    return inductive_certificate(r, _instance_params(p), timeout_ms)
 
 
-def check_and_certify(sql: str, schema: dict, program, K: int = 4, timeout_ms: int = 20000) -> dict:
-    from .check import check_sql
-    r = check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
-    return bounded_certificate(sql, schema, program, r, timeout_ms)
+def _instance_params(p: dict) -> dict:
+    """The canonical parameters of the instance ``p`` names (no defaulted noise)."""
+    from .instances import find
+    return find(**p).params
 
 
-def recheck_detail(cert: dict) -> tuple[bool, str]:
-    """(holds, why). A certificate holds iff it records ``verified``, its inputs hash to
-    ``inputs_sha256``, and re-running the check on those inputs gives ``verified`` again."""
+# ---------------------------------------------------------------------------
+# re-checking
+# ---------------------------------------------------------------------------
+def structural_check(cert: dict) -> tuple[bool, str]:
+    """(holds so far, why) without Z3: status, inputs hash, program hash, the program is the
+    one the current templates build (runtime-template / inductive), ``covers`` matches."""
     if not isinstance(cert, dict):
         return False, "not a certificate object"
     if cert.get("status") != VERIFIED:
@@ -135,26 +246,86 @@ def recheck_detail(cert: dict) -> tuple[bool, str]:
     kind = inputs.get("kind")
     try:
         if kind == "bounded-equivalence":
+            return _structural_bounded(cert, inputs)
+        if kind == "template-proof":
+            return _structural_template(cert, inputs)
+    except Exception as e:  # a malformed certificate does not hold; never crash the check
+        return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return False, f"unknown certificate kind {kind!r}"
+
+
+def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
+    from ..synth.dsl import Program
+    prog = Program.from_json(inputs["program"])
+    h = program_sha256(prog)
+    if cert.get("program_sha256") != h:
+        return False, "program_sha256 is not the hash of the program checked"
+    if cert.get("program_source") == RUNTIME:
+        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"]))
+        if now != h:
+            return False, "the runtime now builds a different program for this pattern (templates changed)"
+    if cert.get("covers") is not None:
+        want = covers_of(diamond_of(inputs["sql"], inputs["schema"]))
+        if cert["covers"] != want:
+            return False, f"covers {cert['covers']} is not what the pattern covers {want}"
+    return True, "structure holds"
+
+
+def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
+    from .instances import find, program_of
+    inst = find(**inputs["params"])
+    if inputs.get("template") != inst.id or cert.get("template") != inst.id:
+        return False, "template id does not match its parameters"
+    if inputs.get("instance_sql") != inst.sql or inputs.get("functions") != inst.functions:
+        return False, "the symbolic instance differs from this version's"
+    prog = program_of(inst)
+    h = program_sha256(prog)
+    if cert.get("program_sha256") != h or inputs.get("program_sha256") != h:
+        return False, "the program proved is not the program the template builds now"
+    from ..synth.dsl import Program
+    if cert.get("program") is None or program_sha256(Program.from_json(cert["program"])) != h:
+        return False, "the certificate's program does not hash to program_sha256"
+    if cert.get("covers") != inst.covers():
+        return False, f"covers {cert.get('covers')} is not what the instance covers {inst.covers()}"
+    return True, "structure holds"
+
+
+def recheck_detail(cert: dict) -> tuple[bool, str]:
+    """(holds, why). A certificate holds iff its structure holds (:func:`structural_check`)
+    and re-running the check on its inputs gives ``verified`` again."""
+    ok, why = structural_check(cert)
+    if not ok:
+        return ok, why
+    inputs = cert["inputs"]
+    kind = inputs["kind"]
+    try:
+        if kind == "bounded-equivalence":
             from ..synth.dsl import Program
             from .check import check_sql
             prog = Program.from_json(inputs["program"])
             r = check_sql(inputs["sql"], inputs["schema"], prog, K=int(inputs["K"]),
                           timeout_ms=int(inputs.get("timeout_ms", 20000)))
-        elif kind == "template-proof":
-            from .inductive import prove_template
-            r = prove_template(timeout_ms=int(inputs.get("timeout_ms", 20000)), **inputs["params"])
-            if r.details.get("template") != inputs.get("template"):
-                return False, "template id does not match its parameters"
         else:
-            return False, f"unknown certificate kind {kind!r}"
+            from .template_proofs import prove_template
+            r = prove_template(timeout_ms=int(inputs.get("timeout_ms", 20000)), **inputs["params"])
     except Exception as e:  # a malformed certificate does not hold; never crash the re-check
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if r.status != VERIFIED:
         return False, f"re-check gives {r.status}: {r.reason}"
-    if kind == "bounded-equivalence" and cert.get("streamability", {}).get("ok"):
-        st = _streamability(inputs["sql"], inputs["schema"])
-        if not (st and st.get("ok")):
-            return False, "the recorded streamability check no longer holds"
+    if kind == "bounded-equivalence":
+        if cert.get("streamability", {}).get("ok"):
+            st = _streamability(inputs["sql"], inputs["schema"])
+            if not (st and st.get("ok")):
+                return False, "the recorded streamability check no longer holds"
+        em = cert.get("emitted_sql") or {}
+        if em.get("checked_by") == "bounded":
+            from .emitted import check_emitted
+            now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
+                                timeout_ms=int(inputs.get("timeout_ms", 20000)))
+            if now.get("sql") != em.get("sql"):
+                return False, "the runtime now emits different SQL for this pattern"
+            if now.get("status") != VERIFIED:
+                return False, f"the emitted SQL re-checks {now.get('status')}: {now.get('reason', '')}"
     return True, f"re-checked ({cert.get('method')}, {r.seconds:.2f}s)"
 
 

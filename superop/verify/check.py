@@ -163,6 +163,25 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
     return check_outcomes(scan, build, K, timeout_ms, keys=program.keys, ansi=ansi, functions=functions)
 
 
+def check_plans_outcomes(plan_a: Node, plan_b: Node, K: int = DEFAULT_K,
+                         timeout_ms: int = DEFAULT_TIMEOUT_MS, *, ansi: bool = True) -> Result:
+    """Bounded refinement of two IR plans over the same ONE base table (errors as outcomes:
+    ``plan_b`` may not raise where ``plan_a`` does not). Multi-table plan-vs-plan checks
+    without error outcomes: ``superop.verify.plans.check_plans_equivalent``."""
+    try:
+        scan = base_table(plan_a)
+        other = base_table(plan_b)
+    except Unsupported as why:
+        return Result(UNSUPPORTED, K=K, reason=str(why))
+    if (other.table, other.columns) != (scan.table, scan.columns):
+        return Result(UNSUPPORTED, K=K, reason=f"the plans read different tables ({scan.table}, {other.table})")
+
+    def build(table: Table):
+        enc = PlanEncoder(table)
+        return enc.encode(plan_a), enc.encode(plan_b)
+    return check_outcomes(scan, build, K, timeout_ms, ansi=ansi)
+
+
 def counterexample_from_model(model, table: Table, scan: Scan, plan_rel: Rel, prog_rel: Rel) -> Counterexample:
     rows = concrete_rel(model, table.rel())
     return Counterexample(table=scan.table, columns=[c for c, _ in scan.columns],

@@ -96,6 +96,10 @@ class PlanEncoder:
         self.K = table.K
         self.memo: dict[int, Rel] = dict(seeds or {})
 
+    def row_ctx(self, fields, vals) -> Ctx:
+        """How an operator's expressions see one input row (override to extend)."""
+        return row_ctx(fields, vals)
+
     def encode(self, node: Node) -> Rel:
         r = self.memo.get(id(node))
         if r is None:
@@ -122,7 +126,7 @@ class PlanEncoder:
         f = n.child.fields
         rows, errs = [], [child.err]
         for p, vals in child.rows:
-            x = ev(n.predicate, row_ctx(f, vals))
+            x = ev(n.predicate, self.row_ctx(f, vals))
             rows.append((z3.And(p, is_true(x)), vals))
             errs.append(z3.And(p, x.err))
         return Rel(rows, or_all(errs))
@@ -132,7 +136,7 @@ class PlanEncoder:
         f = n.child.fields
         rows, errs = [], [child.err]
         for p, vals in child.rows:
-            items = [ev(x, row_ctx(f, vals)) for x, _ in n.items]
+            items = [ev(x, self.row_ctx(f, vals)) for x, _ in n.items]
             rows.append((p, [clean(x) for x in items]))
             errs.append(z3.And(p, any_err(items)))
         return Rel(rows, or_all(errs))
@@ -158,7 +162,7 @@ class PlanEncoder:
     def agg_inputs(self, n: Aggregate, vals) -> tuple[list[V], list[tuple[str, Optional[V]]], z3.BoolRef]:
         """For one input row of ``n``: its grouping-key values, each aggregate call's
         (fold, argument value) in :func:`agg_calls` order, and the error of evaluating them."""
-        ctx = row_ctx(n.child.fields, vals)
+        ctx = self.row_ctx(n.child.fields, vals)
         keys = [ev(k, ctx) for k in n.keys]
         args = []
         for call in agg_calls(n):
@@ -200,7 +204,7 @@ class PlanEncoder:
             reps = [(TRUE, [p for p, _ in rows], None)]
         else:
             firsts = first_of_group(rows, keys)
-            reps = [(firsts[i], members_of(rows, keys, i), row_ctx(f, rows[i][1])) for i in range(len(rows))]
+            reps = [(firsts[i], members_of(rows, keys, i), self.row_ctx(f, rows[i][1])) for i in range(len(rows))]
         funcs = [agg_call_func(c)[0] for c in agg_calls(n)]
         out = []
         for present, members, rep_ctx in reps:
@@ -216,24 +220,25 @@ class PlanEncoder:
     # -- window ------------------------------------------------------------
     def _window(self, n: Window) -> Rel:
         """Aggregate window functions over PARTITION BY with the whole partition as frame
-        (no ORDER BY) or, with ORDER BY and no explicit frame, Spark's default RANGE frame
-        (all rows up to the current row's peers). ROWS frames depend on the order of ties
-        and ranking functions are not modelled."""
+        (no ORDER BY), Spark's default RANGE frame under ORDER BY (all rows up to the
+        current row's peers), or ``ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW``; and
+        ``row_number()`` under ORDER BY. Rows that tie on the ORDER BY are ordered by
+        their position in the symbolic table — any order the solver chooses, so a result
+        that depends on how Spark breaks ties is found. Other frames and ranking
+        functions are not modelled."""
         child = self.encode(n.child)
         f = n.child.fields
         rows = child.rows
-        ctxs = [row_ctx(f, vals) for _, vals in rows]
+        ctxs = [self.row_ctx(f, vals) for _, vals in rows]
         cols = []
         errs = [child.err]
         for w, _name in n.items:
             w = w.this if isinstance(w, exp.Alias) else w
-            if not isinstance(w, exp.Window) or not isinstance(w.this, exp.AggFunc):
+            if not isinstance(w, exp.Window) or not isinstance(w.this, (exp.AggFunc, exp.RowNumber)):
                 raise Unsupported(f"window item {w.sql(dialect='spark')}")
             spec = w.args.get("spec")
             order = w.args.get("order")
-            if spec is not None and not (order is None and str(spec.args.get("start")).upper() == "UNBOUNDED"
-                                         and str(spec.args.get("end")).upper() == "UNBOUNDED"):
-                raise Unsupported(f"window frame {spec.sql(dialect='spark')}")
+            frame = _frame(spec, order)
             parts = [[ev(k, c) for k in (w.args.get("partition_by") or [])] for c in ctxs]
             ords = []
             for o in (order.expressions if order is not None else []):
@@ -241,7 +246,10 @@ class PlanEncoder:
                 nf = o.args.get("nulls_first")
                 nf = (not desc) if nf is None else bool(nf)
                 ords.append((desc, nf, [ev(o.this, c) for c in ctxs]))
-            func, arg = agg_call_func(w.this)
+            rownum = isinstance(w.this, exp.RowNumber)
+            if rownum and not ords:
+                raise Unsupported("row_number() without ORDER BY (nondeterministic)")
+            func, arg = (None, None) if rownum else agg_call_func(w.this)
             args = [None if arg is None else ev(arg, c) for c in ctxs]
             for i, (p, _) in enumerate(rows):
                 row_errs = [any_err(parts[i])] + [vals[i].err for _, _, vals in ords]
@@ -250,11 +258,22 @@ class PlanEncoder:
                 errs.append(z3.And(p, or_all(row_errs)))
             out = []
             for i in range(len(rows)):
+                same = [z3.And(rows[j][0], rows_not_distinct(parts[j], parts[i])) for j in range(len(rows))]
+                if rownum:
+                    before = [z3.And(same[j], _at_or_before(ords, j, i),
+                                     z3.Or(z3.Not(_at_or_before(ords, i, j)), z3.BoolVal(j < i)))
+                              for j in range(len(rows)) if j != i]
+                    cnt = z3.Sum([z3.If(b, 1, 0) for b in before]) if before else z3.IntVal(0)
+                    out.append(V(cnt + 1, FALSE, "int", FALSE, 32))
+                    continue
                 members = []
                 for j in range(len(rows)):
-                    m = z3.And(rows[j][0], rows_not_distinct(parts[j], parts[i]))
-                    if ords:
+                    m = same[j]
+                    if frame == "range" and ords:
                         m = z3.And(m, _at_or_before(ords, j, i))
+                    elif frame == "rows":
+                        m = z3.And(m, _at_or_before(ords, j, i),
+                                   z3.Or(z3.Not(_at_or_before(ords, i, j)), z3.BoolVal(j <= i)))
                     members.append(m)
                 v = folds.fold(func, [(m, None if a is None else clean(a)) for m, a in zip(members, args)], self.K)
                 errs.append(z3.And(rows[i][0], v.err))
@@ -266,7 +285,7 @@ class PlanEncoder:
     def join_match(self, n: Join, lv: Sequence[V], rv: Sequence[V]) -> tuple[z3.BoolRef, z3.BoolRef, z3.BoolRef]:
         """(the ON condition is TRUE, the equi keys are all equal, the residual raises when
         evaluated) for one left row and one right row."""
-        ctx = row_ctx(n.left.fields + n.right.fields, list(lv) + list(rv))
+        ctx = self.row_ctx(n.left.fields + n.right.fields, list(lv) + list(rv))
         eq = [cmp(exp.EQ, ev(a, ctx), ev(b, ctx)) for a, b in n.equi]
         eq_true = z3.And(*[is_true(c) for c in eq]) if eq else TRUE
         if n.residual is None:
@@ -278,7 +297,7 @@ class PlanEncoder:
         """Error of evaluating the equi-key expressions of one row of ``side``."""
         nl, nr = len(n.left.fields), len(n.right.fields)
         full = list(vals) + [NULL] * nr if side == "left" else [NULL] * nl + list(vals)
-        ctx = row_ctx(n.left.fields + n.right.fields, full)
+        ctx = self.row_ctx(n.left.fields + n.right.fields, full)
         return or_all([ev(a if side == "left" else b, ctx).err for a, b in n.equi])
 
     def _join(self, n: Join) -> Rel:
@@ -318,6 +337,20 @@ class PlanEncoder:
 def agg_calls(n: Aggregate) -> list[exp.AggFunc]:
     """The aggregate calls of a GROUP BY's items, in order (each call node once)."""
     return [c for x, _ in n.items for c in x.find_all(exp.AggFunc)]
+
+
+def _frame(spec, order) -> str:
+    """whole | range | rows (the frames the encoder models)."""
+    if spec is None:
+        return "range" if order is not None else "whole"
+    kind = str(spec.args.get("kind") or "").upper()
+    start = f"{spec.args.get('start')} {spec.args.get('start_side') or ''}".upper().strip()
+    end = f"{spec.args.get('end')} {spec.args.get('end_side') or ''}".upper().strip()
+    if order is None and start.startswith("UNBOUNDED") and end.startswith("UNBOUNDED"):
+        return "whole"
+    if kind == "ROWS" and order is not None and start == "UNBOUNDED PRECEDING" and end == "CURRENT ROW":
+        return "rows"
+    raise Unsupported(f"window frame {spec.sql(dialect='spark')}")
 
 
 def _at_or_before(ords, j: int, i: int) -> z3.BoolRef:
