@@ -62,10 +62,12 @@ def promote(version: str, tracking_uri: Optional[str] = None, name: str = MODEL_
         c.get_model_version(name, str(version))
     except Exception:
         raise SuperopError(f"no version {version} of registered model {name}") from None
-    if check:
+    if check:   # re-check the certificates (always, not a recorded verdict) and tag the version
         from .catalog import load_catalog
+        from .trust import recheck_and_record
         with _TrackingUri(tracking_uri):
-            load_catalog(f"models:/{name}/{version}")  # raises CatalogError if unusable
+            uri = f"models:/{name}/{version}"
+            recheck_and_record(load_catalog(uri, require_verified=False), uri)
     c.set_registered_model_alias(name, alias, str(version))
     return f"models:/{name}@{alias}"
 

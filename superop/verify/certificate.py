@@ -79,21 +79,32 @@ def _z3_version() -> str:
 # ---------------------------------------------------------------------------
 # what a pattern is (no Z3)
 # ---------------------------------------------------------------------------
-def diamond_of(sql: str, schema: dict):
-    """The super-operator match of a sub-query (at its root or below optional operators)."""
-    from ..ir import lower
+def find_diamond(plan):
+    """The super-operator match a certificate is about: at the plan's root, just below
+    optional operators above it, else the top-most one in the plan."""
     from ..ir.analysis import decompose, walk_edge
-    low = lower(sql, schema)
-    if not low.fully_lowered:
-        raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
-    plan = low.plan
+    from ..ir.nodes import walk
     d = decompose(plan, plan)
     if d is None:
         top = walk_edge(plan)
         d = decompose(top.bottom, plan) if top.bottom is not plan else None
     if d is None:
+        for n in reversed(list(walk(plan))):
+            d = decompose(n, plan)
+            if d is not None:
+                break
+    if d is None:
         raise ValueError("not an instance of Diamond UnionAll, Diamond Join or Min & Join")
     return d
+
+
+def diamond_of(sql: str, schema: dict):
+    """The super-operator match of a query (:func:`find_diamond` of its lowered plan)."""
+    from ..ir import lower
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
+    return find_diamond(low.plan)
 
 
 def runtime_program(sql: str, schema: dict):
@@ -105,7 +116,7 @@ def runtime_program(sql: str, schema: dict):
 def covers_of(d) -> dict:
     """The ``covers`` record of one concrete match."""
     from ..rules_out.generalize import edges_of
-    from .plan_encoder import agg_call_func, agg_calls
+    from .aggregates import agg_call_func, agg_calls
     funcs = set()
     for b in d.branches:
         if b.agg is not None:
@@ -126,7 +137,10 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
     from ..ir import lower, shape
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
               "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
-              "ansi": True, "emit_outputs": "guarded"}
+              "ansi": True, "emit_outputs": "guarded",
+              # runtime-template: the program replaces the query's match, as the runtime does;
+              # given: the program replaces the whole query
+              "replaces": "match" if program_source == RUNTIME else "query"}
     try:
         pattern = shape(lower(sql, schema).plan)
     except Exception:  # the certificate is still valid without a pattern string
@@ -170,13 +184,14 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
 
 def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
                       emitted: bool = False) -> dict:
-    """Check ``program`` (default: the runtime's program for ``sql``) and certify the result;
+    """Check ``program`` against the whole query ``sql`` and certify the result. Default: the
+    program the runtime builds for the query's match, checked as the runtime applies it
+    (the match replaced by the program, everything around it as written).
     ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`)."""
-    from .check import check_sql
     source = GIVEN
     if program is None:
         program, source = runtime_program(sql, schema), RUNTIME
-    r = check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
+    r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
     em = None
     if emitted and r.status == VERIFIED:
         from .emitted import check_emitted
@@ -184,7 +199,19 @@ def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_
         if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
             r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
                        reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
-    return bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em)
+    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em))
+
+
+def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
+    from .check import check_rewrite, check_sql
+    if replaces == "query":
+        return check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
+    from ..ir import lower
+    from .result import UNSUPPORTED
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        return Result(UNSUPPORTED, K=K, reason="; ".join(low.opaque_reasons))
+    return check_rewrite(low.plan, program, K=K, timeout_ms=timeout_ms)
 
 
 # ---------------------------------------------------------------------------
@@ -219,7 +246,7 @@ def prove_and_certify(family: str, timeout_ms: int = 20000, **params) -> dict:
     from .template_proofs import prove_template
     p = dict(family=family, **params)
     r = prove_template(timeout_ms=timeout_ms, **p)
-    return inductive_certificate(r, _instance_params(p), timeout_ms)
+    return _remember(inductive_certificate(r, _instance_params(p), timeout_ms))
 
 
 def _instance_params(p: dict) -> dict:
@@ -231,9 +258,11 @@ def _instance_params(p: dict) -> dict:
 # ---------------------------------------------------------------------------
 # re-checking
 # ---------------------------------------------------------------------------
-def structural_check(cert: dict) -> tuple[bool, str]:
+def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, str]:
     """(holds so far, why) without Z3: status, inputs hash, program hash, the program is the
-    one the current templates build (runtime-template / inductive), ``covers`` matches."""
+    one the current templates build (runtime-template / inductive), ``covers`` matches.
+    ``require_runtime``: a certificate about any other program does not hold (a rule
+    catalog's certificates must be about what the runtime runs)."""
     if not isinstance(cert, dict):
         return False, "not a certificate object"
     if cert.get("status") != VERIFIED:
@@ -243,6 +272,8 @@ def structural_check(cert: dict) -> tuple[bool, str]:
         return False, "carries no inputs to re-check (not produced by superop.verify)"
     if sha256_of(inputs) != cert.get("inputs_sha256"):
         return False, "inputs do not match inputs_sha256 (tampered)"
+    if require_runtime and cert.get("program_source") != RUNTIME:
+        return False, "is about a program the runtime does not build (not a runtime-template certificate)"
     kind = inputs.get("kind")
     try:
         if kind == "bounded-equivalence":
@@ -261,6 +292,8 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
     if cert.get("program_sha256") != h:
         return False, "program_sha256 is not the hash of the program checked"
     if cert.get("program_source") == RUNTIME:
+        if inputs.get("replaces") != "match":
+            return False, "a runtime-template certificate must check the program in place of the match"
         now = program_sha256(runtime_program(inputs["sql"], inputs["schema"]))
         if now != h:
             return False, "the runtime now builds a different program for this pattern (templates changed)"
@@ -290,21 +323,43 @@ def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
     return True, "structure holds"
 
 
-def recheck_detail(cert: dict) -> tuple[bool, str]:
+_RERUN: dict = {}   # _rerun_key -> (holds, why): re-running a check is a pure function of its inputs
+
+
+def _rerun_key(cert: dict) -> str:
+    return sha256_of([cert.get("inputs_sha256"), cert.get("streamability"), cert.get("emitted_sql")])
+
+
+def _remember(cert: dict) -> dict:
+    """A verified certificate just produced in this process is what re-running its inputs
+    in this process gives: remember it (the structural checks still run every time)."""
+    if cert.get("status") == VERIFIED and cert.get("inputs_sha256") == sha256_of(cert.get("inputs")):
+        _RERUN[_rerun_key(cert)] = (True, f"holds (checked in this process, {cert.get('method')})")
+    return cert
+
+
+def recheck_detail(cert: dict, require_runtime: bool = False) -> tuple[bool, str]:
     """(holds, why). A certificate holds iff its structure holds (:func:`structural_check`)
-    and re-running the check on its inputs gives ``verified`` again."""
-    ok, why = structural_check(cert)
+    and re-running the check on its inputs gives ``verified`` again (memoized per process
+    by the inputs' hash: the same inputs re-checked by the same code give the same answer)."""
+    ok, why = structural_check(cert, require_runtime)
     if not ok:
         return ok, why
+    key = _rerun_key(cert)
+    if key not in _RERUN:
+        _RERUN[key] = _rerun(cert)
+    return _RERUN[key]
+
+
+def _rerun(cert: dict) -> tuple[bool, str]:
     inputs = cert["inputs"]
     kind = inputs["kind"]
     try:
         if kind == "bounded-equivalence":
             from ..synth.dsl import Program
-            from .check import check_sql
             prog = Program.from_json(inputs["program"])
-            r = check_sql(inputs["sql"], inputs["schema"], prog, K=int(inputs["K"]),
-                          timeout_ms=int(inputs.get("timeout_ms", 20000)))
+            r = _check(inputs["sql"], inputs["schema"], prog, int(inputs["K"]),
+                       int(inputs.get("timeout_ms", 20000)), inputs.get("replaces", "query"))
         else:
             from .template_proofs import prove_template
             r = prove_template(timeout_ms=int(inputs.get("timeout_ms", 20000)), **inputs["params"])
@@ -329,5 +384,5 @@ def recheck_detail(cert: dict) -> tuple[bool, str]:
     return True, f"re-checked ({cert.get('method')}, {r.seconds:.2f}s)"
 
 
-def recheck_certificate(cert: dict) -> bool:
-    return recheck_detail(cert)[0]
+def recheck_certificate(cert: dict, require_runtime: bool = False) -> bool:
+    return recheck_detail(cert, require_runtime)[0]

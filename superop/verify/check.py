@@ -163,6 +163,29 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
     return check_outcomes(scan, build, K, timeout_ms, keys=program.keys, ansi=ansi, functions=functions)
 
 
+def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                  *, diamond=None, ansi: bool = True, emit_outputs: str = GUARDED) -> Result:
+    """The query ``plan`` against the same query with its super-operator match (``diamond``,
+    a ``superop.ir.analysis.Decomposition`` of ``plan``) replaced by ``program`` reading the
+    match's shared source — what the runtime does. Errors as outcomes."""
+    from .certificate import find_diamond
+    try:
+        d = diamond if diamond is not None else find_diamond(plan)
+        scan = base_table(plan)
+    except (Unsupported, ValueError) as why:
+        return Result(UNSUPPORTED, K=K, reason=str(why))
+    direct = d.source is scan or (isinstance(d.source, Scan) and d.source.table == scan.table)
+
+    def build(table: Table):
+        original = PlanEncoder(table).encode(plan)
+        src = PlanEncoder(table).encode(d.source)
+        prog = ProgramEncoder(program, list(d.source.names), emit_outputs=emit_outputs).encode(rows=src)
+        if len(d.root.fields) != len(program.output):
+            raise Unsupported(f"the program outputs {len(program.output)} columns, the match {len(d.root.fields)}")
+        return original, PlanEncoder(table, seeds={id(d.root): prog}).encode(plan)
+    return check_outcomes(scan, build, K, timeout_ms, keys=program.keys if direct else (), ansi=ansi)
+
+
 def check_plans_outcomes(plan_a: Node, plan_b: Node, K: int = DEFAULT_K,
                          timeout_ms: int = DEFAULT_TIMEOUT_MS, *, ansi: bool = True) -> Result:
     """Bounded refinement of two IR plans over the same ONE base table (errors as outcomes:

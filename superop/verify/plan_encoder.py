@@ -24,33 +24,12 @@ from sqlglot import exp
 from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, resolve_field)
 from . import folds
+from .aggregates import agg_call_func, agg_calls
 from .exprs import Ctx, bool3, cmp, ev
 from .relations import Rel, Table, clean, first_of_group, members_of, union
 from .result import Unsupported
 from .values import (FALSE, NULL, TRUE, V, any_err, common_kind, is_true, lt, not_distinct,
                      or_all, rows_not_distinct)
-
-AGG_NAMES = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
-
-
-def agg_call_func(a: exp.Expression) -> tuple[str, Optional[exp.Expression]]:
-    """(fold name, argument expression) of an aggregate call; count(*) has no argument."""
-    if isinstance(a, exp.Count):
-        arg = a.this
-        if arg is None or isinstance(arg, exp.Star):
-            return "count_star", None
-        if isinstance(arg, exp.Distinct):
-            if len(arg.expressions) != 1:
-                raise Unsupported("COUNT(DISTINCT a, b)")
-            return "count_distinct", arg.expressions[0]
-        return "count", arg
-    name = AGG_NAMES.get(type(a))
-    if name is None:
-        raise Unsupported(f"aggregate {a.sql(dialect='spark')}")
-    if isinstance(a.this, exp.Distinct):
-        raise Unsupported(f"{name.upper()}(DISTINCT ...)")
-    return name, a.this
-
 
 def row_ctx(fields, vals) -> Ctx:
     """Columns of an operator's input row, resolved against its input fields."""
@@ -332,11 +311,6 @@ class PlanEncoder:
                 raise Unsupported("UNION ALL of inputs with different widths")
             rels.append(self.encode(c))
         return union(rels)
-
-
-def agg_calls(n: Aggregate) -> list[exp.AggFunc]:
-    """The aggregate calls of a GROUP BY's items, in order (each call node once)."""
-    return [c for x, _ in n.items for c in x.find_all(exp.AggFunc)]
 
 
 def _frame(spec, order) -> str:

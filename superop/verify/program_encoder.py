@@ -60,16 +60,16 @@ class PartitionState:
 
 
 class ProgramEncoder:
-    """Encodes a super-operator program reading rows of ``columns`` ((name, type) pairs,
-    or a :class:`Table`)."""
+    """Encodes a super-operator program reading rows whose columns are ``columns`` (names,
+    (name, type) pairs, or a :class:`Table`)."""
 
     def __init__(self, program: Program, columns, *, emit_outputs: str = GUARDED):
         if emit_outputs not in (GUARDED, EAGER):
             raise ValueError(f"emit_outputs must be {GUARDED} or {EAGER}")
         self.p = program
         self.table = columns if isinstance(columns, Table) else None
-        self.columns = list(columns.columns if isinstance(columns, Table) else columns)
-        self.names = [c for c, _ in self.columns]
+        cols = list(columns.columns if isinstance(columns, Table) else columns)
+        self.names = [c if isinstance(c, str) else c[0] for c in cols]
         self.emit_outputs = emit_outputs
 
     # -- namespaces ----------------------------------------------------------
@@ -211,12 +211,19 @@ class ProgramEncoder:
         return out
 
     # -- the bounded encoding --------------------------------------------------
-    def encode(self, table: Optional[Table] = None) -> Rel:
-        """The program's output over the K rows of ``table`` (default: the constructor's)."""
+    def encode(self, table: Optional[Table] = None, rows: Optional[Rel] = None) -> Rel:
+        """The program's output over the K rows of ``table`` (default: the constructor's), or
+        over an encoded input relation ``rows`` (whose error is the program's too)."""
+        if rows is not None:
+            out = self._encode(rows.rows)
+            return Rel(out.rows, or_all([rows.err, out.err]))
         t = table or self.table
         if t is None:
             raise ValueError("encode() needs a Table")
-        p, rows, K = self.p, t.rows, t.K
+        return self._encode(t.rows)
+
+    def _encode(self, rows) -> Rel:
+        p, K = self.p, len(rows)
         keys = [self.key_of(vals) for _, vals in rows]
         contribs = [self.contribution(vals) for _, vals in rows]
         kinds = self.arg_kinds(contribs)

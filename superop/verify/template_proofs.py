@@ -47,7 +47,8 @@ from . import folds
 from .bags import outcomes_differ
 from .exprs import Ctx, encoding
 from .instances import Instance, diamond, find, program_of
-from .plan_encoder import PlanEncoder, agg_call_func, agg_calls, pair_rows, side_rows
+from .aggregates import agg_call_func, agg_calls
+from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import GUARDED, PartitionState, ProgramEncoder
 from .relations import Rel, Table
 from .result import REFUTED, UNKNOWN, VERIFIED, Result, Unsupported
