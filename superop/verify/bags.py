@@ -6,6 +6,18 @@ same bag. Where the original raises, the program may raise or return anything: S
 not promise the order in which a query's expressions are evaluated (an optimizer rule may
 evaluate fewer of them), so an error of the original is not part of its contract.
 :func:`outcomes_differ_strict` also requires the program to raise where the original does.
+
+Which expressions the original evaluates is modelled for the plan as written (every
+operator evaluates its expressions on its input rows; a hash join evaluates its residual
+only on pairs with equal keys). Spark's optimizer departs from that in both directions:
+it evaluates more (a join-condition conjunct that reads one side — also one derived
+through the equi keys — is pushed into that input for inner, left/right outer on the
+non-preserved side, semi and anti joins) and less (a filter is pushed below the
+projection that computes a partial expression). The first makes the verifier stricter
+than Spark (it may refute a rewrite that raises only where Spark's own plan raises too);
+the second could let a rewrite that evaluates a partial projection on rows a pushed-down
+filter removes pass — the template programs never do that: they evaluate an edge's
+projection only where its captured predicate holds.
 """
 from __future__ import annotations
 

@@ -401,7 +401,9 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         to = e.args["to"]
         if isinstance(inner, exp.Literal) and inner.is_string and to.this == exp.DataType.Type.DATE:
             return const(z3.IntVal(_date_days(inner.this)), "date")
-        safe = isinstance(e, exp.TryCast) or bool(e.args.get("safe"))
+        # sqlglot's Spark dialect parses CAST as TryCast (Spark 3's non-ANSI CAST); only an
+        # explicit TRY_CAST carries safe=True. Under ANSI a CAST raises on bad input.
+        safe = bool(e.args.get("safe"))
         return cast(ev(inner, ctx), to, safe)
     if isinstance(e, exp.Anonymous):
         return _uninterpreted(e, ctx)
