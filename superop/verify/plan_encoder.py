@@ -25,7 +25,7 @@ from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, S
                         UnionAll, Window, resolve_field)
 from . import folds
 from .aggregates import agg_call_func, agg_calls
-from .exprs import Ctx, bool3, cmp, ev
+from .exprs import Ctx, cmp, ev
 from .relations import Rel, Table, clean, first_of_group, members_of, union
 from .result import Unsupported
 from .values import (FALSE, NULL, TRUE, V, any_err, common_kind, is_true, lt, not_distinct,

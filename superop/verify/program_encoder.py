@@ -25,7 +25,7 @@ outputs))`` generator does).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import z3
 from sqlglot import exp

@@ -2,7 +2,7 @@
 a test rule catalog (one rule per family / join kind, every edge admitting σ/π/ρ)."""
 from __future__ import annotations
 
-from superop.rules_out.catalog import make_catalog, make_rule
+from superop.rules_out.catalog import make_rule
 
 OPS_SCHEMA = "a int, b int, c int, d string, s int"
 # a=1: duplicates; a=2: NULLs in b/c/s; a=3: every b < 0 (empty group under b > 0);
