@@ -86,7 +86,7 @@ def _certs(catalog: dict):
             yield r, i, c
 
 
-def _rule_problems(rule: dict) -> list[str]:
+def rule_problems(rule: dict) -> list[str]:
     """Per-rule conditions beyond its certificates (the place for "a rule admits only
     what its certificates cover")."""
     if not rule.get("certificates"):
@@ -99,7 +99,7 @@ def structural_problems(catalog: dict) -> list[str]:
     from ..verify.certificate import structural_check
     out = []
     for r in catalog.get("rules", []):
-        out += _rule_problems(r)
+        out += rule_problems(r)
     for r, i, c in _certs(catalog):
         ok, why = structural_check(c, require_runtime=True)
         if not ok:
@@ -113,7 +113,7 @@ def recheck(catalog: dict) -> Verdict:
     if cs in _RECHECKED:
         return _RECHECKED[cs]
     from ..verify.certificate import recheck_detail
-    problems = [p for r in catalog.get("rules", []) for p in _rule_problems(r)]
+    problems = [p for r in catalog.get("rules", []) for p in rule_problems(r)]
     n = 0
     for r, i, c in _certs(catalog):
         n += 1
@@ -156,10 +156,10 @@ def record(verdict: Verdict, origin: Optional[str] = None) -> list[str]:
     if not verdict.ok or verdict.how != "re-checked":
         raise UntrustedCatalog("only a successful re-check can be recorded")
     from ..cliutil import atomic_write_json
-    from ..verify.certificate import _produced_by
+    from ..verify.certificate import produced_by
     at = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     p = _record_path(verdict.checksum)
-    atomic_write_json(p, {"checksum": verdict.checksum, "rechecked_at": at, "by": _produced_by(),
+    atomic_write_json(p, {"checksum": verdict.checksum, "rechecked_at": at, "by": produced_by(),
                           "certificates": verdict.certificates, "source": origin})
     where = [f"trust store {p}"]
     if origin and is_mlflow_uri(origin):

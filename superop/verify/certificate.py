@@ -66,7 +66,7 @@ def program_sha256(program) -> str:
     return sha256_of(program.to_json())
 
 
-def _produced_by() -> str:
+def produced_by() -> str:
     from .. import __version__
     return f"superop.verify {__version__}"
 
@@ -151,7 +151,7 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         covers = None
     cert = {
         "status": result.status, "method": "bounded", "K": result.K,
-        "produced_by": _produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
+        "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
         "seconds": round(result.seconds, 4), "pattern": pattern, "covers": covers,
         "program_source": program_source, "program_sha256": program_sha256(program),
         "claim": (f"the {program.memory} program ({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
@@ -226,7 +226,7 @@ def inductive_certificate(result: Result, params: dict, timeout_ms: int = 20000)
               "timeout_ms": timeout_ms}
     cert = {
         "status": result.status, "method": "inductive", "K": None,
-        "produced_by": _produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
+        "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
         "seconds": round(result.seconds, 4),
         "template": det.get("template"), "covers": det.get("covers"),
         "program": det.get("program"), "program_sha256": det.get("program_sha256"),

@@ -115,7 +115,7 @@ def _catalog(args) -> int:
     cat = load_catalog(args.catalog, require_verified=False)   # CatalogError -> exit 2
     report, all_ok = [], True
     for rule in cat["rules"]:
-        for why in trust._rule_problems(rule):
+        for why in trust.rule_problems(rule):
             all_ok = False
             report.append({"rule": rule["id"], "certificate": None, "holds": False, "why": why})
         for i, c in enumerate(rule.get("certificates") or []):
