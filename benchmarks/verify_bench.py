@@ -18,11 +18,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from superop.ir import lower  # noqa: E402
-from superop.synth.templates import build_program  # noqa: E402
+from superop.families import build_program  # noqa: E402
 from superop.verify.check import check_equivalence  # noqa: E402
 from superop.verify.corpus import OPS_SCHEMA, TABLE2  # noqa: E402
 from superop.verify.instances import all_instances  # noqa: E402
-from superop.verify.streamability import find_decomposition  # noqa: E402
+from superop.verify.streamability import find_match  # noqa: E402
 from superop.verify.template_proofs import prove_instance  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def bounded(Ks, timeout_ms, only=None):
     for name, fam, _ps, sql in TABLE2:
         if only and name not in only:
             continue
-        d = find_decomposition(lower(sql, OPS_SCHEMA).plan)
+        d = find_match(lower(sql, OPS_SCHEMA).plan)
         cases.append((name, fam, d.root, build_program(d)))
     rows, summary = [], {}
     for K in Ks:
@@ -63,9 +63,9 @@ def inductive(timeout_ms):
         r = prove_instance(inst, timeout_ms=timeout_ms)
         obs = r.details["obligations"]
         failed = [o["name"] for o in obs if o["status"] != "proved"]
-        out.append({"template": inst.id, "status": r.status, "seconds": round(r.seconds, 3),
+        out.append({"template": inst.name, "status": r.status, "seconds": round(r.seconds, 3),
                     "obligations": len(obs), "not_proved": failed})
-        print(f"  {inst.id:28s} {r.status:9s} {r.seconds:6.3f}s ({len(obs)} obligations"
+        print(f"  {inst.name:34s} {r.status:9s} {r.seconds:6.3f}s ({len(obs)} obligations"
               f"{'; not proved: ' + ', '.join(failed) if failed else ''})", flush=True)
     return out
 

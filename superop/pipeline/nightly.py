@@ -169,21 +169,20 @@ def _certificate(o: dict, schema: dict, K: int, verify_timeout_s: float) -> Opti
 
 def _template_proofs(timeout_ms: int = 20000):
     """Unbounded (inductive) proofs of the template instances a rule's members need (the
-    family says which: ``Family.proof_params``), each certificate with what it covers."""
+    family says which: ``Family.proofs_for``), each certificate with what its instance
+    covers."""
     from ..verify.certificate import prove_and_certify
 
     def proofs(skeleton: tuple, members: list) -> list[dict]:
         fam = families.get(skeleton[0])
         aggs = sorted({a for m in members for a in m.aggregates})
         out = []
-        for p in fam.proof_params(skeleton, aggs):
+        for inst in fam.proofs_for(skeleton, aggs):
             try:
-                cert = prove_and_certify(fam.name, timeout_ms=timeout_ms, **p)
+                out.append(prove_and_certify(inst, timeout_ms=timeout_ms))
             except Exception as e:  # a failing proof means "bounded only", never "verified"
-                log.warning("template proof %s %s failed: %s", fam.name, p, e)
+                log.warning("template proof %s failed: %s", inst.name, e)
                 return []
-            cert["covers"] = fam.proof_covers(p).to_json()
-            out.append(cert)
         return out
     return proofs
 

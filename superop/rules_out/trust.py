@@ -7,8 +7,10 @@ for an in-memory catalog) accepts a catalog only when
 1. every certificate passes the structural check without Z3
    (``superop.verify.certificate.structural_check``: it was produced by superop.verify,
    its inputs hash, it is about the program the runtime builds *now* — same template
-   program hash — and it covers what its pattern / instance covers), every rule has a
-   certificate; a forged certificate (``{"status": "verified", "method": "inductive"}``
+   program hash — and it covers what its pattern / instance covers), and every rule
+   passes the one per-rule check, ``superop.rules_out.coverage.coverage_problems`` (it
+   has certificates and admits exactly what they cover; ``superop verify`` runs the
+   same); a forged certificate (``{"status": "verified", "method": "inductive"}``
    alone, a template certificate whose program is not the template's) is refused here,
    with or without Z3; and
 2. either this process re-checked the catalog's certificates with Z3 (cached by
@@ -86,24 +88,23 @@ def _certs(catalog: dict):
             yield r, i, c
 
 
-def rule_problems(rule: dict) -> list[str]:
-    """Per-rule conditions beyond its certificates (the place for "a rule admits only
-    what its certificates cover")."""
-    if not rule.get("certificates"):
-        return [f"rule {rule.get('id')}: has no certificate"]
-    return []
+def _rule_problems(rule: dict) -> list[str]:
+    """The per-rule check (``superop.rules_out.coverage.coverage_problems``: it has
+    certificates and admits exactly what they cover), each prefixed with the rule."""
+    from .coverage import coverage_problems
+    return [f"rule {rule.get('id')}: {p}" for p in coverage_problems(rule)]
 
 
 def structural_problems(catalog: dict) -> list[str]:
     """Everything wrong that can be seen without Z3."""
     from ..verify.certificate import structural_check
     out = []
-    for r in catalog.get("rules", []):
-        out += rule_problems(r)
     for r, i, c in _certs(catalog):
         ok, why = structural_check(c, require_runtime=True)
         if not ok:
             out.append(f"rule {r.get('id')} certificate #{i}: {why}")
+    for r in catalog.get("rules", []):
+        out += _rule_problems(r)
     return out
 
 
@@ -113,13 +114,14 @@ def recheck(catalog: dict) -> Verdict:
     if cs in _RECHECKED:
         return _RECHECKED[cs]
     from ..verify.certificate import recheck_detail
-    problems = [p for r in catalog.get("rules", []) for p in rule_problems(r)]
+    problems = []
     n = 0
     for r, i, c in _certs(catalog):
         n += 1
         ok, why = recheck_detail(c, require_runtime=True)
         if not ok:
             problems.append(f"rule {r.get('id')} certificate #{i}: {why}")
+    problems += [p for r in catalog.get("rules", []) for p in _rule_problems(r)]
     v = Verdict(not problems, "re-checked" if not problems else "refused", cs, problems, n)
     _RECHECKED[cs] = v
     return v

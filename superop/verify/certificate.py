@@ -18,7 +18,9 @@ Two kinds, both carrying everything a re-check needs (``inputs``, hashed into
     {"family": "DJ", "join_kinds": ["left"], "branches": 2, "agg_side": null|"left"|"right",
      "aggregates": ["sum", ...], "edges": [["Select","Project","Rename"], ...]}
 
-with ``edges`` in the family's abstract-edge order (``superop.rules_out.generalize.edges_of``).
+a :class:`superop.families.Covers` record (``edges`` in the family's abstract-edge order): for a
+bounded certificate the instance its SQL matches (``Family.point``), for a template proof
+its symbolic instance's record (``Family.proof_instances``).
 
 Re-checking. :func:`structural_check` needs no Z3 (the runtime uses it on load): the
 inputs hash, the program hash, that the program is what the CURRENT template builder
@@ -79,53 +81,80 @@ def _z3_version() -> str:
 # ---------------------------------------------------------------------------
 # what a pattern is (no Z3)
 # ---------------------------------------------------------------------------
-def find_diamond(plan):
-    """The super-operator match a certificate is about: at the plan's root, just below
-    optional operators above it, else the top-most one in the plan."""
-    from ..ir.analysis import decompose, walk_edge
-    from ..ir.nodes import walk
-    d = decompose(plan, plan)
-    if d is None:
-        top = walk_edge(plan)
-        d = decompose(top.bottom, plan) if top.bottom is not plan else None
-    if d is None:
-        for n in reversed(list(walk(plan))):
-            d = decompose(n, plan)
-            if d is not None:
-                break
-    if d is None:
-        raise ValueError("not an instance of Diamond UnionAll, Diamond Join or Min & Join")
-    return d
+def match_of_plan(plan):
+    """The super-operator match a certificate is about: the top-most instance the
+    registry's matching path finds in the plan, through every check the runtime applies
+    (``superop.families.first_match(plan, finished=True)``); ValueError if none."""
+    from .. import families
+    m = families.first_match(plan, finished=True)
+    if m is None:
+        near = [f for f in families.scan(plan) if not isinstance(f, families.Match)]
+        why = f" ({near[0].family}: {near[0].why})" if near else ""
+        raise ValueError(f"no super-operator instance the runtime would match{why}")
+    return m
 
 
-def diamond_of(sql: str, schema: dict):
-    """The super-operator match of a query (:func:`find_diamond` of its lowered plan)."""
+def match_of(sql: str, schema: dict):
+    """The super-operator match of a query (:func:`match_of_plan` of its lowered plan)."""
     from ..ir import lower
     low = lower(sql, schema)
     if not low.fully_lowered:
         raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
-    return find_diamond(low.plan)
+    return match_of_plan(low.plan)
 
 
 def runtime_program(sql: str, schema: dict):
-    """The program the runtime builds for a sub-query: ``build_program(decompose(...))``."""
-    from ..synth.templates import build_program
-    return build_program(diamond_of(sql, schema))
+    """The program the runtime runs for a sub-query: the family's template program of
+    its match (``superop.families.build_program``)."""
+    from .. import families
+    return families.build_program(match_of(sql, schema))
 
 
-def covers_of(d) -> dict:
-    """The ``covers`` record of one concrete match."""
-    from ..rules_out.generalize import edges_of
-    from .aggregates import agg_call_func, agg_calls
-    funcs = set()
-    for b in d.branches:
-        if b.agg is not None:
-            for c in agg_calls(b.agg):
-                funcs.add(agg_call_func(c)[0])
-    side = None if d.family != "MJ" else ("left" if d.agg_side == 0 else "right")
-    return {"family": d.family, "join_kinds": [d.join_kind] if d.join_kind else [],
-            "branches": len(d.branches), "agg_side": side, "aggregates": sorted(funcs),
-            "edges": [list(e) for e in edges_of(d)]}
+def covers_of(m):
+    """What a certificate about the concrete match ``m`` covers: the instance itself
+    (``Family.point``)."""
+    from .. import families
+    return families.get(m.family).point(m)
+
+
+def derived_covers(cert: dict):
+    """What a certificate covers, re-derived from the inputs it carries (the template
+    proof's symbolic instance, or the match of the bounded certificate's SQL); None when
+    they say nothing (a malformed or foreign certificate covers nothing). The ONE
+    derivation: :func:`structural_check` and the rule catalog's coverage check
+    (``superop.rules_out.coverage``) both go through :func:`certificate_covers`."""
+    inputs = cert.get("inputs") if isinstance(cert, dict) else None
+    if not isinstance(inputs, dict):
+        return None
+    try:
+        if inputs.get("kind") == "template-proof":
+            from .instances import find
+            return find(str(inputs["template"])).covers
+        if inputs.get("kind") == "bounded-equivalence":
+            return covers_of(match_of(inputs["sql"], inputs["schema"]))
+    except Exception:  # a malformed certificate covers nothing
+        return None
+    return None
+
+
+def certificate_covers(cert: dict):
+    """(what the certificate covers, problem or ""). The recorded ``covers`` must equal
+    :func:`derived_covers` (it cannot be widened by editing the JSON: the inputs are what
+    a re-check re-proves)."""
+    from ..families import Covers
+    rec = cert.get("covers") if isinstance(cert, dict) else None
+    if rec is None:
+        return None, "records no covers"
+    try:
+        recorded = Covers.from_json(rec)
+    except ValueError as e:
+        return None, str(e)
+    derived = derived_covers(cert)
+    if derived is None:
+        return None, "covers cannot be re-derived from the certificate's inputs"
+    if recorded != derived:
+        return None, f"records covers {recorded.describe()} but its inputs prove {derived.describe()}"
+    return recorded, ""
 
 
 # ---------------------------------------------------------------------------
@@ -146,7 +175,7 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
     except Exception:  # the certificate is still valid without a pattern string
         pattern = None
     try:
-        covers = covers_of(diamond_of(sql, schema))
+        covers = covers_of(match_of(sql, schema)).to_json()
     except Exception:
         covers = None
     cert = {
@@ -217,18 +246,19 @@ def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: s
 # ---------------------------------------------------------------------------
 # inductive
 # ---------------------------------------------------------------------------
-def inductive_certificate(result: Result, params: dict, timeout_ms: int = 20000) -> dict:
-    """Certificate for :func:`superop.verify.template_proofs.prove_template` with ``params``."""
+def inductive_certificate(result: Result, instance, timeout_ms: int = 20000) -> dict:
+    """Certificate for :func:`superop.verify.template_proofs.prove_instance` of
+    ``instance`` (a family's ``ProofInstance``)."""
     det = result.details
-    inputs = {"kind": "template-proof", "template": det.get("template"), "params": dict(params),
-              "instance_sql": det.get("instance_sql"), "functions": det.get("functions"),
+    inputs = {"kind": "template-proof", "template": instance.name,
+              "instance_sql": instance.sql, "functions": dict(instance.functions),
               "program_sha256": det.get("program_sha256"), "emit_outputs": det.get("emit_outputs"),
               "timeout_ms": timeout_ms}
     cert = {
         "status": result.status, "method": "inductive", "K": None,
         "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
         "seconds": round(result.seconds, 4),
-        "template": det.get("template"), "covers": det.get("covers"),
+        "template": instance.name, "covers": instance.covers.to_json(),
         "program": det.get("program"), "program_sha256": det.get("program_sha256"),
         "program_source": RUNTIME,
         "claim": det.get("claim"),
@@ -242,17 +272,16 @@ def inductive_certificate(result: Result, params: dict, timeout_ms: int = 20000)
     return cert
 
 
-def prove_and_certify(family: str, timeout_ms: int = 20000, **params) -> dict:
-    from .template_proofs import prove_template
-    p = dict(family=family, **params)
-    r = prove_template(timeout_ms=timeout_ms, **p)
-    return _remember(inductive_certificate(r, _instance_params(p), timeout_ms))
-
-
-def _instance_params(p: dict) -> dict:
-    """The canonical parameters of the instance ``p`` names (no defaulted noise)."""
-    from .instances import find
-    return find(**p).params
+def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
+    """Prove a template instance and certify the result. ``instance``: a family's
+    ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
+    :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
+    from .instances import find, find_by
+    from .template_proofs import prove_instance
+    if isinstance(instance, str):
+        instance = find(instance) if "/" in instance else find_by(instance, **params)
+    r = prove_instance(instance, timeout_ms=timeout_ms)
+    return _remember(inductive_certificate(r, instance, timeout_ms))
 
 
 # ---------------------------------------------------------------------------
@@ -260,9 +289,10 @@ def _instance_params(p: dict) -> dict:
 # ---------------------------------------------------------------------------
 def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, str]:
     """(holds so far, why) without Z3: status, inputs hash, program hash, the program is the
-    one the current templates build (runtime-template / inductive), ``covers`` matches.
-    ``require_runtime``: a certificate about any other program does not hold (a rule
-    catalog's certificates must be about what the runtime runs)."""
+    one the current templates build (runtime-template / inductive), ``covers`` is what
+    the inputs cover (:func:`certificate_covers`). ``require_runtime``: a certificate
+    about any other program does not hold (a rule catalog's certificates must be about
+    what the runtime runs)."""
     if not isinstance(cert, dict):
         return False, "not a certificate object"
     if cert.get("status") != VERIFIED:
@@ -277,12 +307,20 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
     kind = inputs.get("kind")
     try:
         if kind == "bounded-equivalence":
-            return _structural_bounded(cert, inputs)
-        if kind == "template-proof":
-            return _structural_template(cert, inputs)
+            ok, why = _structural_bounded(cert, inputs)
+        elif kind == "template-proof":
+            ok, why = _structural_template(cert, inputs)
+        else:
+            return False, f"unknown certificate kind {kind!r}"
     except Exception as e:  # a malformed certificate does not hold; never crash the check
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return False, f"unknown certificate kind {kind!r}"
+    if not ok:
+        return ok, why
+    if require_runtime or cert.get("covers") is not None:   # a catalog's certificates must say what they cover
+        _, why = certificate_covers(cert)
+        if why:
+            return False, why
+    return True, "structure holds"
 
 
 def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
@@ -297,30 +335,26 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
         now = program_sha256(runtime_program(inputs["sql"], inputs["schema"]))
         if now != h:
             return False, "the runtime now builds a different program for this pattern (templates changed)"
-    if cert.get("covers") is not None:
-        want = covers_of(diamond_of(inputs["sql"], inputs["schema"]))
-        if cert["covers"] != want:
-            return False, f"covers {cert['covers']} is not what the pattern covers {want}"
-    return True, "structure holds"
+    return True, ""
 
 
 def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
+    from ..synth.dsl import Program
     from .instances import find, program_of
-    inst = find(**inputs["params"])
-    if inputs.get("template") != inst.id or cert.get("template") != inst.id:
-        return False, "template id does not match its parameters"
+    try:
+        inst = find(str(inputs.get("template")))
+    except ValueError as e:
+        return False, str(e)
+    if cert.get("template") != inst.name:
+        return False, "template id does not match its inputs"
     if inputs.get("instance_sql") != inst.sql or inputs.get("functions") != inst.functions:
         return False, "the symbolic instance differs from this version's"
-    prog = program_of(inst)
-    h = program_sha256(prog)
+    h = program_sha256(program_of(inst))
     if cert.get("program_sha256") != h or inputs.get("program_sha256") != h:
         return False, "the program proved is not the program the template builds now"
-    from ..synth.dsl import Program
     if cert.get("program") is None or program_sha256(Program.from_json(cert["program"])) != h:
         return False, "the certificate's program does not hash to program_sha256"
-    if cert.get("covers") != inst.covers():
-        return False, f"covers {cert.get('covers')} is not what the instance covers {inst.covers()}"
-    return True, "structure holds"
+    return True, ""
 
 
 _RERUN: dict = {}   # _rerun_key -> (holds, why): re-running a check is a pure function of its inputs
@@ -361,8 +395,9 @@ def _rerun(cert: dict) -> tuple[bool, str]:
             r = _check(inputs["sql"], inputs["schema"], prog, int(inputs["K"]),
                        int(inputs.get("timeout_ms", 20000)), inputs.get("replaces", "query"))
         else:
-            from .template_proofs import prove_template
-            r = prove_template(timeout_ms=int(inputs.get("timeout_ms", 20000)), **inputs["params"])
+            from .instances import find
+            from .template_proofs import prove_instance
+            r = prove_instance(find(str(inputs["template"])), timeout_ms=int(inputs.get("timeout_ms", 20000)))
     except Exception as e:  # a malformed certificate does not hold; never crash the re-check
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if r.status != VERIFIED:

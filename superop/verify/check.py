@@ -166,11 +166,12 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
 def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                   *, diamond=None, ansi: bool = True, emit_outputs: str = GUARDED) -> Result:
     """The query ``plan`` against the same query with its super-operator match (``diamond``,
-    a ``superop.ir.analysis.Decomposition`` of ``plan``) replaced by ``program`` reading the
-    match's shared source — what the runtime does. Errors as outcomes."""
-    from .certificate import find_diamond
+    a ``superop.families.Match`` in ``plan``; default: the one the runtime matches) replaced
+    by ``program`` reading the match's shared source — what the runtime does. Errors as
+    outcomes."""
+    from .certificate import match_of_plan
     try:
-        d = diamond if diamond is not None else find_diamond(plan)
+        d = diamond if diamond is not None else match_of_plan(plan)
         scan = base_table(plan)
     except (Unsupported, ValueError) as why:
         return Result(UNSUPPORTED, K=K, reason=str(why))

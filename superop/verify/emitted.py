@@ -21,12 +21,11 @@ def emitted_sql(sql: str, schema: dict) -> tuple[Optional[str], str]:
     """(the SQL the runtime emits for ``sql``, why None when it does not rewrite it)."""
     from ..rules_out.catalog import make_catalog, make_rule
     from ..runtime.rewriter import Rewriter, rewrite_structural
-    from .certificate import diamond_of
-    d = diamond_of(sql, schema)
-    if d.family == "DU":
-        rule = make_rule("DU", branches=len(d.branches))
-    else:
-        rule = make_rule(d.family, join_kinds=(d.join_kind,))
+    from .certificate import covers_of, match_of
+    m = match_of(sql, schema)
+    point = covers_of(m)          # a rule admitting exactly this instance
+    rule = make_rule(m.family, branches=point.branches, join_kinds=point.join_kinds or ("inner",),
+                     admits=[point])
     res = rewrite_structural(Rewriter(make_catalog([rule])), sql, schema)
     if not res.changed:
         return None, res.explanation

@@ -1,8 +1,10 @@
 """Unbounded proofs of the template programs the runtime runs, for every table size.
 
-The program side of a proof is the program ``superop.synth.templates.build_program``
-returns for a symbolic instance (:mod:`superop.verify.instances`: SQL whose edge
-predicates and projections are uninterpreted functions), encoded by the SAME
+The program side of a proof is the program the family's template
+(``superop.families.build_program``) returns for a symbolic instance the family declares
+(``Family.proof_instances()``: SQL whose edge predicates and projections are
+uninterpreted functions; matched by ``superop.families.first_match``, see
+:mod:`superop.verify.instances`), encoded by the SAME
 :class:`~superop.verify.program_encoder.ProgramEncoder` the bounded verifier uses; the
 plan side comes from the instance's IR through the SAME
 :class:`~superop.verify.plan_encoder.PlanEncoder` (a GROUP BY's input edge over one
@@ -33,6 +35,7 @@ An obligation is proved when its negation is unsat; ``unknown`` (timeout) never 
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -40,13 +43,15 @@ from typing import Optional
 import z3
 from sqlglot import exp
 
-from ..ir.analysis import Decomposition, source_key_columns
+from ..families import Match
+from ..families.kit.diamond import key_sources
+from ..families.kit.family import ProofInstance
 from ..ir.nodes import Aggregate, Scan, resolve_field
 from ..synth.dsl import STREAMING, Program
 from . import folds
 from .bags import outcomes_differ
 from .exprs import Ctx, encoding
-from .instances import Instance, diamond, find, program_of
+from .instances import find_by, match_of, program_of
 from .aggregates import agg_call_func, agg_calls
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import GUARDED, PartitionState, ProgramEncoder
@@ -126,7 +131,7 @@ class _RowView:
 
 
 class _Proof:
-    def __init__(self, inst: Instance, d: Decomposition, program: Program, emit_outputs: str):
+    def __init__(self, inst: ProofInstance, d: Match, program: Program, emit_outputs: str):
         self.inst, self.d, self.p = inst, d, program
         src = d.source
         if not isinstance(src, Scan):
@@ -142,7 +147,8 @@ class _Proof:
         self.kappa = [self._key_var(k, *kinds[k], "kappa") for k in program.keys]
         self.key_maps = []                    # per aggregate: its key positions -> κ positions
         for agg, low in zip(self.aggs, self.lowers):
-            src_keys = source_key_columns(agg, low)
+            pos = key_sources(agg, src)
+            src_keys = None if pos is None else [src.names[i] for i in pos]
             if src_keys is None or any(k not in program.keys for k in src_keys):
                 raise ProofSetupError(f"a grouping key {src_keys} is not a partition key {list(program.keys)}")
             self.key_maps.append([program.keys.index(k) for k in src_keys])
@@ -150,7 +156,7 @@ class _Proof:
         if any(f == "count_distinct" for fs in self.calls for f in fs):
             raise ProofSetupError("count(DISTINCT) is not a constant-state fold")
         self.family = d.family
-        self.mj_agg = d.agg_side if self.family == "MJ" else None
+        self.mj_agg = d.agg_side.pos if self.family == "MJ" and d.agg_side is not None else None
         self._probe_kinds(probe)
 
     @staticmethod
@@ -257,11 +263,11 @@ class _Proof:
         return Rel(em.rows, or_all([em.err, z3.And(s.seen, ferr), s.err]))
 
     # -- pairing and the invariant ------------------------------------------------
-    def pair(self, r: _RowView, matched_by_row) -> list:
+    def pair(self, r: _RowView, matched_by_row, extra_conds=()) -> list:
         """[(plan component, program component, condition)] — candidates by function,
         each checked on one arbitrary row from one arbitrary common state."""
         nonnull = z3.And(*[z3.Not(k.null) for k in self.kappa])
-        conds = [TRUE, nonnull]
+        conds = [TRUE, nonnull, *extra_conds]
         pairs, used = [], set()
         for (i, c), f in ((ic, self.calls[ic[0]][ic[1]]) for ic in sorted(self.plan_kinds)):
             common = folds.symbolic(f, *self.plan_kinds[(i, c)], f"pair!{i}!{c}")
@@ -340,10 +346,14 @@ class _Proof:
             # row r against the aggregate row of its key with its FINAL values: matched?
             # the residual evaluated (both rows present, equal keys) and raising?
             final_plan = self.plan_symbolic("final")
-            m, pa, pr, eq, rerr = self.mj_match(final_plan, self.kappa, t)
+            m, pa, pr, eq, rerr, aerr = self.mj_match(final_plan, self.kappa, t)
             matched_by_row = m
-            by_row = (m, z3.And(pa, pr, eq if self.d.root.equi else TRUE, rerr))
-        pairs = self.pair(r, matched_by_row)
+            # the plan raises for κ if the residual raises on a pair it forms, or if κ's
+            # aggregate row raises (its upper edge: the program may evaluate a key-only σ
+            # above γ per row, see Min & Join's "some row matched")
+            by_row = (m, z3.Or(z3.And(pa, pr, eq if self.d.root.equi else TRUE, rerr), aerr))
+            survives = [pa]       # "κ's aggregate row exists" (final): flags may pair only there
+        pairs = self.pair(r, matched_by_row, survives if self.family == "MJ" else [])
         self.pairs = pairs
         sp, sq = self.plan_symbolic("S"), self.pe.symbolic_state(self.prog_kinds, "Q")
         inv = self.invariant(pairs, sp, sq)
@@ -355,8 +365,10 @@ class _Proof:
         obs.append(Obligation(
             "fold.step", "one more row of any key: the GROUP BYs fold it into their group iff it passes "
             "their input edge; the program folds it into its partition under each accumulator's guard; "
-            "the invariant is preserved",
-            z3.Implies(inv, self.invariant(pairs, self.plan_step(sp, r, by_row), self.prog_step(sq, r)))))
+            "the invariant is preserved" + (" (the row is in the input: its groups are non-empty in the final "
+                                            "state it is matched against)" if final_plan is not None else ""),
+            z3.Implies(z3.And(inv, *self._in_final(final_plan, r)),
+                       self.invariant(pairs, self.plan_step(sp, r, by_row), self.prog_step(sq, r)))))
         if self.family == "DJ":
             obs.append(self.dj_locality())
         if self.family == "MJ":
@@ -382,6 +394,13 @@ class _Proof:
             obs.append(self.running_step(used))
         obs.append(self.mj_row_obligation(sp, sq, hyp_final, t, r, by_row))
         return obs
+
+    @staticmethod
+    def _in_final(final: Optional[PlanState], r: _RowView) -> list:
+        """A row of the input is folded into the final state too."""
+        if final is None:
+            return []
+        return [z3.Implies(r.plan_member[i], final.groups[i]) for i in final.groups]
 
     def _same_final(self, a: PlanState, b: PlanState) -> z3.BoolRef:
         eqs = [folds.state_eq(a.calls[k], b.calls[k]) for k in a.calls]
@@ -414,17 +433,17 @@ class _Proof:
         j = self.d.root
         a_node = j.left if self.mj_agg == 0 else j.right
         r_node = j.right if self.mj_agg == 0 else j.left
-        (pa, va), _ = self._side_row(self.seeded(s, kappa, t), a_node)
+        (pa, va), aerr = self._side_row(self.seeded(s, kappa, t), a_node)
         (pr, vr), _ = self._side_row(PlanEncoder(t), r_node)
         lv, rv = (va, vr) if self.mj_agg == 0 else (vr, va)
         m, eq, rerr = PlanEncoder(t).join_match(j, lv, rv)
-        return z3.And(pr, m), pa, pr, eq, rerr
+        return z3.And(pr, m), pa, pr, eq, rerr, aerr
 
     def mj_locality(self) -> Obligation:
         t = Table(self.scan.table, self.scan.columns, 1, tag="loc!")
         (p, vals), = t.rows
         s = self.plan_symbolic("A")
-        m, pa, pr, _, _ = self.mj_match(s, self.kappa, t)
+        m, pa, pr, _, _, _ = self.mj_match(s, self.kappa, t)
         return Obligation("locality", "the aggregate row of key κ and the join-side row of input row r "
                           "satisfy the ON condition only if r's partition key is κ",
                           z3.Implies(z3.And(p, pa, m), rows_not_distinct(self.pe.key_of(vals), self.kappa)))
@@ -510,23 +529,33 @@ class _Proof:
 # ---------------------------------------------------------------------------
 # public API
 # ---------------------------------------------------------------------------
-def obligations(inst: Instance, program: Optional[Program] = None,
+def obligations(inst: ProofInstance, program: Optional[Program] = None,
                 emit_outputs: str = GUARDED) -> tuple[list[Obligation], Program]:
-    d = diamond(inst)
+    m = match_of(inst)
     prog = program if program is not None else program_of(inst)
     with encoding(ansi=True, functions=inst.functions):
-        return _Proof(inst, d, prog, emit_outputs).obligations(), prog
+        return _Proof(inst, m, prog, emit_outputs).obligations(), prog
 
 
-def prove_instance(inst: Instance, timeout_ms: int = 20000, *, program: Optional[Program] = None,
+# (instance name, instance SQL, functions, program hash, emit_outputs, timeout) -> Result: a
+# proof is a pure function of these (and of this code), so one process proves each once
+# (the nightly job, the built-in catalog and the tests share the work). Unknown is not kept.
+_PROVED: dict[str, Result] = {}
+
+
+def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Optional[Program] = None,
                    emit_outputs: str = GUARDED) -> Result:
-    """Prove the template program of ``inst`` (default: what the template builder returns
+    """Prove the template program of ``inst`` (default: what the family's template builds
     for it now) for every table size. ``verified`` only if every obligation is proved."""
-    from .certificate import program_sha256
+    from .certificate import program_sha256, sha256_of
     t0 = time.perf_counter()
     prog = program
     try:
-        obs, prog = obligations(inst, program, emit_outputs)
+        prog = program if program is not None else program_of(inst)
+        key = sha256_of([inst.name, inst.sql, inst.functions, program_sha256(prog), emit_outputs, timeout_ms])
+        if key in _PROVED:
+            return copy.deepcopy(_PROVED[key])
+        obs, prog = obligations(inst, prog, emit_outputs)
     except (ProofSetupError, Unsupported, ValueError) as e:
         return Result(REFUTED if isinstance(e, ProofSetupError) else UNKNOWN, method="inductive", K=None,
                       seconds=time.perf_counter() - t0, reason=f"cannot set up the proof: {e}",
@@ -542,33 +571,32 @@ def prove_instance(inst: Instance, timeout_ms: int = 20000, *, program: Optional
     reason = (f"all {len(obs)} obligations proved for every table size" if status == VERIFIED
               else f"obligations not proved: {', '.join(failed)}")
     det = _details(inst, prog, obs, emit_outputs)
-    det["program_sha256"] = program_sha256(prog) if prog is not None else None
-    return Result(status, method="inductive", K=None, seconds=time.perf_counter() - t0, reason=reason,
-                  details=det)
+    det["program_sha256"] = program_sha256(prog)
+    r = Result(status, method="inductive", K=None, seconds=time.perf_counter() - t0, reason=reason,
+               details=det)
+    if status != UNKNOWN:
+        _PROVED[key] = copy.deepcopy(r)
+    return r
 
 
-def _details(inst: Instance, prog, obs, emit_outputs) -> dict:
-    return {"template": inst.id, "instance_sql": inst.sql, "functions": dict(inst.functions),
+def _details(inst: ProofInstance, prog, obs, emit_outputs) -> dict:
+    return {"template": inst.name, "instance_sql": inst.sql, "functions": dict(inst.functions),
             "obligations": [o.to_json() for o in obs], "assumptions": list(inst.assumptions),
-            "covers": inst.covers(), "emit_outputs": emit_outputs,
+            "covers": inst.covers.to_json(), "emit_outputs": emit_outputs,
             "program": prog.to_json() if prog is not None else None, "claim": claim(inst)}
 
 
 def prove_template(family: str, join_kind: Optional[str] = None, agg_left: bool = True,
-                   branches: int = 2, func: str = "min", timeout_ms: int = 20000, **kw) -> Result:
-    """:func:`prove_instance` of the instance with these parameters."""
-    return prove_instance(find(family, join_kind, agg_left, branches, func), timeout_ms, **kw)
+                   branches: int = 2, func: str = "min", timeout_ms: int = 20000, part: str = "",
+                   **kw) -> Result:
+    """:func:`prove_instance` of the instance with these parameters
+    (:func:`superop.verify.instances.find_by`)."""
+    return prove_instance(find_by(family, join_kind, agg_left, branches, func, part), timeout_ms, **kw)
 
 
-def claim(inst: Instance) -> str:
-    if inst.family == "DU":
-        what = f"the UNION ALL of {inst.branches} GROUP BYs on one key"
-    elif inst.family == "DJ":
-        what = f"the {inst.join_kind.upper()} join of two GROUP BYs on their key"
-    else:
-        what = (f"the {inst.join_kind.upper()} join of a {inst.aggregates[0].upper()} GROUP BY "
-                f"(on the {inst.agg_side}) with the rows of its own input, on the key")
+def claim(inst: ProofInstance) -> str:
     return (f"For every input table (any size, NULLs, duplicates) and every deterministic edge predicate and "
-            f"projection (uninterpreted, possibly raising), the program the template builder returns for "
-            f"{inst.id} has the same outcome as {what}: the same bag of rows, and no error where the query "
-            f"raises none. Aggregates covered: {', '.join(sorted(inst.aggregates))}.")
+            f"projection (uninterpreted, possibly raising), the program the {inst.family} template builds for "
+            f"the symbolic instance {inst.name} has the same outcome as the instance's query: the same bag of "
+            f"rows, and no error where the query raises none. It stands for every instance its covers record "
+            f"describes ({inst.covers.describe()}) under the assumptions listed.")

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from superop.cli import main
-from superop.rules_out.catalog import checksum, make_catalog, make_rule
-from superop.synth import templates
+from superop.rules_out.catalog import checksum, make_catalog
+from superop.rules_out.coverage import covered_rule
 from superop.synth.dsl import Program
 from superop.verify import certificate as C
 from superop.verify.certificate import (check_and_certify, program_sha256, prove_and_certify,
@@ -110,7 +110,8 @@ def test_template_certificate(dj_left_proof, monkeypatch):
     ok, why = _fresh(c)
     assert ok, why
     # the template changes (the NULL-key guard removed): the certificate is not about it any more
-    monkeypatch.setattr(templates, "_keys_not_null", lambda keys: None)
+    from superop.families import dj
+    monkeypatch.setattr(dj, "keys_not_null", lambda keys: None)
     ok, why = structural_check(c)
     assert not ok and "not the program the template builds now" in why
 
@@ -124,8 +125,8 @@ def _catalog(tmp_path, rules):
 def test_cli_verify_catalog(tmp_path, capsys, du_cert, dj_cert, monkeypatch):
     monkeypatch.setenv("SUPEROP_TRUST_DIR", str(tmp_path / "trust"))
     proof = prove_and_certify("DU", branches=2)
-    rules = [make_rule("DU", rule_id="du-2way", certificates=[proof, du_cert]),
-             make_rule("DJ", rule_id="dj-inner", join_kinds=("inner",), certificates=[dj_cert])]
+    rules = [covered_rule("DU", [proof, du_cert], rule_id="du-2way"),
+             covered_rule("DJ", [dj_cert], rule_id="dj-inner")]
     path = _catalog(tmp_path, rules)
     assert main(["verify", "--catalog", str(path), "--json", "--record"]) == 0
     rep = json.loads(capsys.readouterr().out)
@@ -161,9 +162,17 @@ def test_cli_verify_one_program(tmp_path, capsys):
     assert main(base) == 2   # no --program: one-line error
 
 
-def test_cli_verify_templates(capsys):
+def test_cli_verify_templates(capsys, monkeypatch):
     assert main(["verify", "--templates", "--only", "DJ/semi"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("verified  DJ/semi") and "4/4 obligations" in out
-    assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min"]) == 1
+    assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[:2] for ln in lines] == [["verified", "MJ/full/agg-left/min"],
+                                                ["verified", "MJ/full/agg-left/min/residual"]]
+    # the flag of the template as it was (the residual on every row): refuted, exit 1
+    from superop.families import mj
+    from superop.synth.dsl import e
+    monkeypatch.setattr(mj, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
+    assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min/residual"]) == 1
     assert "failed: fold.step" in capsys.readouterr().out

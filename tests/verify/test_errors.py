@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 from superop.synth.dsl import PartitionEmit, e
-from superop.synth.templates import build_program
+from superop.families import build_program
 from superop.verify import check_equivalence
 from superop.verify.check import RaisesError, evaluate
 from superop.verify.program_encoder import EAGER, GUARDED
-from superop.verify.streamability import find_decomposition
+from superop.verify.streamability import find_match
 
 from .conftest import SCHEMA, TIMEOUT_MS, plan_of
 
@@ -23,7 +23,7 @@ CAST_TRAP = ("SELECT a, CAST(m AS INT) AS x FROM (SELECT a, count(*) AS n, max(d
 
 
 def _runtime_program(sql):
-    d = find_decomposition(plan_of(sql))
+    d = find_match(plan_of(sql))
     return d, build_program(d)
 
 

@@ -13,7 +13,7 @@ import pytest
 from superop.cli import main
 from superop.rules_out import trust
 from superop.rules_out.catalog import CatalogError, checksum, load_catalog, make_catalog, make_rule
-from superop.synth import templates
+from superop.rules_out.coverage import covered_rule
 from superop.verify.certificate import check_and_certify, prove_and_certify
 
 from .conftest import SCHEMA
@@ -25,8 +25,7 @@ FORGED = {"status": "verified", "method": "inductive", "produced_by": "someone"}
 
 @pytest.fixture(scope="module")
 def honest_rules():
-    return [make_rule("DJ", rule_id="dj-inner", join_kinds=("inner",),
-                      certificates=[check_and_certify(DJ_Q, SCHEMA, K=2)])]
+    return [covered_rule("DJ", [check_and_certify(DJ_Q, SCHEMA, K=2)], rule_id="dj-inner")]
 
 
 @pytest.fixture
@@ -60,10 +59,11 @@ def test_forged_certificate_is_refused_everywhere(spark, tmp_path, trust_dir, ca
 
 
 def test_a_template_certificate_for_another_program_is_refused(tmp_path, trust_dir, monkeypatch):
-    p = _write(tmp_path, [make_rule("DJ", join_kinds=("inner",), certificates=[prove_and_certify("DJ", join_kind="inner")])])
+    p = _write(tmp_path, [covered_rule("DJ", [prove_and_certify("DJ", join_kind="inner")])])
     assert load_catalog(p)["rules"][0]["id"] == "dj-inner"
     monkeypatch.setattr(trust, "_RECHECKED", {})
-    monkeypatch.setattr(templates, "_keys_not_null", lambda keys: None)   # the runtime's template changed
+    from superop.families import dj
+    monkeypatch.setattr(dj, "keys_not_null", lambda keys: None)   # the runtime's template changed
     with pytest.raises(CatalogError, match="not the program the template builds now"):
         load_catalog(p)
 
