@@ -22,25 +22,38 @@ SCHEMA = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}
 
 KINDS = ("inner", "left", "right", "full", "semi", "anti")
 
-# The certificates of this catalog are real: superop.verify's bounded certificates (K=3) of
-# the exact program the runtime builds for one representative instance per rule (see
-# REPRESENTATIVE below), computed once per test process. The runtime re-checks
-# certificates on load (superop.rules_out.trust), so hand-made ones would be refused.
+# The certificates of this catalog are real and cover what each rule admits (the runtime
+# re-checks certificates and coverage on load, superop.rules_out.trust, so hand-made ones
+# would be refused): per rule the template proofs of its family and join kind (unbounded,
+# every σ/π/ρ edge, every streaming fold; Min & Join: both sides, MIN and MAX, no σ into
+# the MIN/MAX) and superop.verify's bounded certificate (K=3) of the exact program the
+# runtime builds for one representative instance (see REPRESENTATIVE below). Computed once
+# per test process (proofs are memoized by superop.verify).
+STREAMING_FOLDS = ["count_star", "count", "sum", "min", "max", "avg"]
+ALL = ["Select", "Project", "Rename"]
+MJ_EDGES = [["Project", "Rename"], ALL, ALL]
 _CERTS: dict = {}
 
 
 def rule_certificates(rule_id: str, K: int = 3) -> list:
     if rule_id not in _CERTS:
-        from superop.verify.certificate import check_and_certify
-        _CERTS[rule_id] = [check_and_certify(REPRESENTATIVE[rule_id], SCHEMA, K=K)]
+        from superop import families
+        from superop.verify.certificate import check_and_certify, prove_and_certify
+        fam = {"du": "DU", "dj": "DJ", "mj": "MJ"}[rule_id[:2]]
+        kind = None if fam == "DU" else rule_id[3:]
+        sides = ["left", "right"] if fam == "MJ" else [None]
+        insts = [i for s in sides for i in families.get(fam).proofs_for((fam, 2, kind, s))]
+        _CERTS[rule_id] = [prove_and_certify(i) for i in insts]
+        _CERTS[rule_id].append(check_and_certify(REPRESENTATIVE[rule_id], SCHEMA, K=K))
     return _CERTS[rule_id]
 
 
 def catalog_rules():
-    rules = [make_rule("DU", certificates=rule_certificates("du-2way"))]
-    rules += [make_rule("DJ", join_kinds=[k], certificates=rule_certificates(f"dj-{k}")) for k in KINDS]
-    rules += [make_rule("MJ", join_kinds=[k], aggregates=["min", "max"], certificates=rule_certificates(f"mj-{k}"))
+    rules = [make_rule("DU", aggregates=STREAMING_FOLDS, certificates=rule_certificates("du-2way"))]
+    rules += [make_rule("DJ", join_kinds=[k], aggregates=STREAMING_FOLDS, certificates=rule_certificates(f"dj-{k}"))
               for k in KINDS]
+    rules += [make_rule("MJ", join_kinds=[k], aggregates=["min", "max"], edges=MJ_EDGES,
+                        certificates=rule_certificates(f"mj-{k}")) for k in KINDS]
     return rules
 
 
