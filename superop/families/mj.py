@@ -42,6 +42,15 @@ class MJReason(ReasonCode):
                         "the MIN/MAX argument does not depend on exactly one source column")
     FILTER_BELOW_MIN_MAX = ("filter_below_min_max",
                             "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)")
+    # the aggregate side emitted alone decides "no row matched" with a flag folded row by
+    # row; the query evaluates the join residual only on the pairs it forms
+    RESIDUAL_ON_AGGREGATES = ("residual_on_aggregates",
+                              "a join residual reads the aggregate on a side emitted alone (outer/semi/anti): "
+                              "no row can evaluate it before its partition ends")
+    RESIDUAL_BEHIND_AGGREGATE_FILTER = (
+        "residual_behind_aggregate_filter",
+        "a join residual on a side emitted alone behind a filter on the aggregate: the query evaluates it "
+        "only for keys whose group survives, which no row can tell (a partial residual would raise)")
 
 
 class MinJoin(Family):
@@ -185,14 +194,16 @@ class MinJoin(Family):
             the σ below γ on keys only, the σ above γ on keys only): a partial ψ never
             raises where the query does not (e.g. a FULL join whose HAVING drops a key)."""
             if psi is not None and _reads(psi, "acc"):
-                raise TemplateError("a join residual over aggregates on the aggregate side emitted alone")
+                raise TemplateError("a join residual over aggregates on the aggregate side emitted alone",
+                                    MJReason.RESIDUAL_ON_AGGREGATES)
             guard = phi_row
             if psi is not None:
                 survives = _group_survives_per_row(A, m.branches[s.pos], keys)
                 if survives is None:
                     raise TemplateError("a join residual on the aggregate side emitted alone with a filter "
                                         "on aggregates (or below γ on non-keys): the query evaluates it only "
-                                        "for keys whose group survives, which no row can tell")
+                                        "for keys whose group survives, which no row can tell",
+                                        MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER)
                 guard = conj(is_true(phi_row), survives, _keys_to_rows(psi))
             f = accs.flag(guard)
             out = conj(f, is_true(A.present), keys_not_null(keys)) if f is not None else \

@@ -3,7 +3,8 @@
 by zero on that key's rows; the query never evaluates it there (no group to pair with,
 and Spark pushes no residual into either side of a full join), so ``spark.sql`` returns
 rows. The template evaluates the residual only behind the group's survival (a HAVING on
-the key) or refuses (a HAVING on the aggregate); the template as it was raised
+the key) or the family refuses (a HAVING on the aggregate: near-miss
+``residual_behind_aggregate_filter``); the template as it was raised
 DIVIDE_BY_ZERO at ``collect()``, after ``so.sql`` had returned."""
 from __future__ import annotations
 
@@ -49,10 +50,15 @@ def test_a_key_filter_keeps_the_residual_behind_the_groups_survival(spark, so):
     assert any(row[2] == 2 and row[0] is None for row in expected)     # key 2: null-extended rows
 
 
-def test_a_filter_on_the_aggregate_is_refused_and_runs_unchanged(spark, so):
+def test_a_filter_on_the_aggregate_is_refused_with_its_reason_and_runs_unchanged(spark, so):
+    from superop.families.mj import MJReason
+    from superop.ir import lower
     q = Q.format(having=AGG_HAVING)
+    near = [f for f in families.scan(lower(q, {T: {"a": "int", "b": "int", "s": "int"}}).plan)
+            if isinstance(f, families.NearMiss)]
+    assert [f.reason for f in near] == [MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER]
     r = so.rewrite(q)
-    assert not r.changed and "template" in r.explanation, r.explanation
+    assert not r.changed and "group survives" in r.explanation, r.explanation
     assert bag(so.sql(q).collect()) == bag(spark.sql(q).collect())
 
 
