@@ -12,7 +12,7 @@ whose inner two-input diamond is an instance of its own.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from sqlglot import exp
 
@@ -25,7 +25,7 @@ from .kit import symbolic
 from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
                           not_null_keys_prefilter, null, same_keys)
-from .kit.planting import ExampleKit, ExampleSpec, ExpectedFinding
+from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode)
 
@@ -112,7 +112,7 @@ class DiamondJoin(Family):
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         return not_null_keys_prefilter(m.join_kind, program, [source_predicate(b.lower) for b in m.branches])
 
     # -- generalization and the catalog --------------------------------------------------------
@@ -132,7 +132,7 @@ class DiamondJoin(Family):
         out = []
         for kind in self.join_kinds:
             cols = "l.k, l.x" if kind in ("semi", "anti") else "l.k, l.x, r.k AS rk, r.y"
-            sql = (f"SELECT {cols} FROM ({symbolic.aggregate_branch(1, 'x')}) l {symbolic.join_keyword(kind)} "
+            sql = (f"SELECT {cols} FROM ({symbolic.aggregate_branch(1, 'x')}) l {JOIN_SQL[kind]} "
                    f"({symbolic.aggregate_branch(2, 'y')}) r ON l.k = r.k AND theta(l.x, r.y)")
             fns = {**symbolic.aggregate_branch_functions(1), **symbolic.aggregate_branch_functions(2),
                    "theta": "bool"}
@@ -176,9 +176,7 @@ class DiamondJoin(Family):
         rels = [kit.branch(base, b, a, aggs[i], ms[i], tag=str(i) if i else "")
                 for i, (b, a) in enumerate(spec.branches)]
         al = ["l", "r", "x3", "x4"] if rng.random() < 0.5 else ["p", "q", "u", "w"]
-        inner = rng.choice(["JOIN", "INNER JOIN"])
-        jk = {"inner": inner, "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
-              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}
+        jk = dict(JOIN_SQL, inner=rng.choice(["JOIN", "INNER JOIN"]))
         frm = f"({rels[0].sql}) {al[0]}"
         for i in range(1, n):
             on = " AND ".join(f"{al[0]}.{k0} = {al[i]}.{ki}" for k0, ki in zip(rels[0].keys, rels[i].keys))

@@ -9,7 +9,7 @@ Edge order: the n lower edges (Spool → γ_i), then the n upper edges (γ_i →
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from sqlglot import exp
 
@@ -73,7 +73,7 @@ class DiamondUnionAll(Family):
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=emits, memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         preds = [source_predicate(b.lower) for b in m.branches]
         if any(p is None for p in preds):
             return None

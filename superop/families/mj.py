@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.analysis import capture_parameters
+from ..ir.dialect import DIALECT
 from ..ir.nodes import Select
 from ..ir.render import JOIN_SYMBOL
 from ..synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
@@ -27,7 +28,7 @@ from .kit import symbolic
 from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, agg_calls, conj, is_true, join_split, keys_not_null,
                           negate, not_null_keys_prefilter, null, to_ns)
-from .kit.planting import ExampleKit, ExampleSpec
+from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
 from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, Side, TemplateError)
 
@@ -103,17 +104,17 @@ class MinJoin(Family):
         assert agg is not None and low is not None
         calls = agg_calls(agg)
         if len(calls) != 1 or not isinstance(calls[0], (exp.Min, exp.Max)):
-            return MJReason.AGGREGATE_NOT_MIN_MAX, ", ".join(c.sql(dialect="spark") for c in calls)
+            return MJReason.AGGREGATE_NOT_MIN_MAX, ", ".join(c.sql(dialect=DIALECT) for c in calls)
         deps = source_dependencies(calls[0].this, agg.child.fields, low)
         if deps is None or len(deps) != 1:
-            return MJReason.MIN_MAX_ARGUMENT, calls[0].sql(dialect="spark")
+            return MJReason.MIN_MAX_ARGUMENT, calls[0].sql(dialect=DIALECT)
         for s in low.ops:
             if not isinstance(s, Select):
                 continue
             for c in s.predicate.find_all(exp.Column):
                 i = find_field(s.children[0].fields, c)
                 if i is None or trace(s.children[0], i, m.source) not in m.keys:
-                    return MJReason.FILTER_BELOW_MIN_MAX, s.predicate.sql(dialect="spark")
+                    return MJReason.FILTER_BELOW_MIN_MAX, s.predicate.sql(dialect=DIALECT)
         return None
 
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
@@ -186,7 +187,7 @@ class MinJoin(Family):
         agg_preserved = kind == "full" or (kind == "left" and not row_left) or (kind == "right" and row_left)
         row_emits, part_emits = [], []
 
-        def any_matched() -> exp.Expression:
+        def any_matched() -> exp.Expr:
             """"Some row matched the aggregate row" for the aggregate side emitted alone.
             The flag folds every row of the partition; the query evaluates the residual ψ
             only on the pairs it forms, i.e. with rows of keys whose group survives the
@@ -232,7 +233,7 @@ class MinJoin(Family):
                        flags=tuple(accs.flags), partition_emits=tuple(part_emits),
                        row_emits=tuple(row_emits), sort=sort, memory=memory)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         assert m.agg_side is not None
         a, r = m.branches[m.agg_side.pos], m.branches[m.agg_side.other.pos]
         return not_null_keys_prefilter(m.join_kind, program, [source_predicate(a.lower), source_predicate(r.upper)])
@@ -266,6 +267,11 @@ class MinJoin(Family):
                     out += _mj_instances(kind, side, func)
         return tuple(out)
 
+    def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
+        """Every instance of the skeleton, MIN and MAX whichever the members fold: each
+        proof is cheap and the rule then admits both, each covered by its own proof."""
+        return super().proofs_for(skeleton)
+
     # -- examples for the log generator ------------------------------------------------------
     def examples(self) -> tuple[ExampleSpec, ...]:
         return tuple(ExampleSpec(seq, self.name, br, kind, **kw) for seq, br, kind, kw in _EXAMPLES)
@@ -296,8 +302,7 @@ class MinJoin(Family):
         if spec.extra_eq:
             src_col = col if col in row.cols else kit.numeric_cols(row)[0]
             on.append(f"{ra}.{src_col} = {ga}.{mcol}")
-        jk = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
-              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}[spec.join_kind]
+        jk = JOIN_SQL[spec.join_kind]
         sel = [f"{ra}.{c}" for c in row.cols] + [f"{ga}.{mcol}"]
         if spec.agg_first:
             frm = f"{agg_item} {jk} {row_item} ON {' AND '.join(on)}"
@@ -366,7 +371,7 @@ def _mj_instances(kind: str, side: Side, func: str) -> list[ProofInstance]:
     out = []
     for pname, having, residual, note in parts:
         agg = f"SELECT k, g(k, m) AS y FROM (SELECT k, {func}(a) AS m FROM t GROUP BY k) u WHERE {having}"
-        join = symbolic.join_keyword(kind)
+        join = JOIN_SQL[kind]
         if side is Side.LEFT:
             cols = "m.k, m.y" if kind in ("semi", "anti") else "m.k, m.y, o.k AS ok, o.x"
             sql = f"SELECT {cols} FROM ({agg}) m {join} ({rows}) o ON m.k = o.k{residual}"
@@ -378,11 +383,11 @@ def _mj_instances(kind: str, side: Side, func: str) -> list[ProofInstance]:
     return out
 
 
-def _reads(e: exp.Expression, ns: str) -> bool:
+def _reads(e: exp.Expr, ns: str) -> bool:
     return any(c.table == ns for c in e.find_all(exp.Column))
 
 
-def _keys_to_rows(e: exp.Expression) -> exp.Expression:
+def _keys_to_rows(e: exp.Expr) -> exp.Expr:
     """``key.k`` -> ``row.k`` (equal within a partition; a flag's guard reads the row)."""
     e = e.copy()
     for c in list(e.find_all(exp.Column)):
@@ -391,7 +396,7 @@ def _keys_to_rows(e: exp.Expression) -> exp.Expression:
     return e
 
 
-def _group_survives_per_row(A: AggBranch, b: Branch, keys: Sequence[str]) -> Optional[exp.Expression]:
+def _group_survives_per_row(A: AggBranch, b: Branch, keys: Sequence[str]) -> Optional[exp.Expr]:
     """A row condition that holds on a row of key κ iff κ's group survives the aggregate
     path (non-empty after the σ below γ, kept by the σ above γ): the key is not NULL and
     both σ read only grouping keys. None when a σ reads anything else."""

@@ -45,11 +45,15 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
     from ..ir import Rename, Scan, lower, shape, to_sql, walk
     from .detect import detect
     from .fingerprint import Fingerprinter
+    from .physical import PLAN_MARKER, lower_physical
 
     base = {c: None for c, _ in ANALYSIS_COLUMNS}
     base["template_id"] = template_id
     try:
-        low = lower(sql, schema)
+        if sql.startswith(PLAN_MARKER):     # a DataFrame execution: its physical plan
+            low = lower_physical(sql[len(PLAN_MARKER):], schema)
+        else:
+            low = lower(sql, schema)
     except SuperopError as e:
         return [dict(base, row_kind="status", status="skipped",
                      reason=_reason_of_sql_error(str(e)))]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SuperopError
+from .selection import MIN_COST_SHARE, MIN_EXECUTIONS
 
 
 def register(subparsers) -> None:
@@ -29,8 +30,16 @@ def register(subparsers) -> None:
     p.add_argument("--schema", help='JSON schema file {"table": {"column": "type"}} '
                                     "(default: the paper's tables + TPC-H)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("-k", "--min-templates", type=int, default=2, dest="k",
-                   help="a sub-plan recurs when seen in at least K distinct templates (2)")
+    p.add_argument("-k", "--min-templates", type=int, default=None, dest="k",
+                   help="select by support instead of cost: a sub-plan recurs when seen in at "
+                        "least K distinct templates (default: unset, select by recurring cost)")
+    p.add_argument("--min-cost-share", type=float, default=MIN_COST_SHARE,
+                   help="cost selection (default): a sub-plan recurs when the queries containing "
+                        "it cost at least this share of the log's summed duration "
+                        f"({MIN_COST_SHARE:g} = {MIN_COST_SHARE * 100:g}%%) ...")
+    p.add_argument("--min-executions", type=int, default=MIN_EXECUTIONS,
+                   help="... and ran at least this many times, from one template (a dashboard "
+                        f"re-run with new literals) or from many ({MIN_EXECUTIONS})")
     p.add_argument("--column-map", help="source column names for other warehouses, e.g. "
                                         "statement_text=QUERY_TEXT,duration_ms=TOTAL_ELAPSED_TIME")
     p.add_argument("--include-failed", action="store_true",
@@ -67,6 +76,7 @@ def _run(args) -> int:
             raise SuperopError("--no-mlflow needs --mine-only (the nightly job is tracked in MLflow)")
         return _nightly(args, schema, parse_column_map(args.column_map))
     res = run_mining(args.log, args.out, fmt=args.format, schema=schema, k=args.k,
+                     min_cost_share=args.min_cost_share, min_executions=args.min_executions,
                      mlflow_run=not args.no_mlflow, column_map=parse_column_map(args.column_map),
                      include_failed=args.include_failed,
                      progress=False if args.quiet else None, master=args.master)
@@ -75,9 +85,11 @@ def _run(args) -> int:
         print(json.dumps(s, indent=2, default=str))
         return 0
     fam = ", ".join(f"{k} {v}" for k, v in s["candidates_by_family"].items())
+    route = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in s["candidates_by_route"].items())
     print(f"{s['queries_read']} queries read ({s['malformed']} malformed), {s['templates']} "
           f"templates, {s['recurring_subplans']} recurring sub-plans, {s['candidates']} "
-          f"candidates ({fam}), {s['near_misses']} near-misses -> {res.out_dir}")
+          f"candidates ({fam}; by route: {route}), {s['near_misses']} near-misses "
+          f"-> {res.out_dir}")
     if res.mlflow_run_id:
         print(f"mlflow run {res.mlflow_run_id}", file=sys.stderr)
     return 0

@@ -10,8 +10,12 @@ SQL (Thrift server / ``setJobDescription``) or the ``spark.job.description`` job
 the physical plan tree (``sparkPlanInfo``: node count, exchanges), the wall time
 (SQLExecutionStart -> End) and, from the task metrics of the execution's jobs, executor run
 time, bytes read and shuffle bytes written. Executions without SQL text (DataFrame API calls)
-are reported under ``no_sql_text``. Files of one application are parsed together in one task
-(``applyInPandas`` grouped by application), since rolled files split an execution's events.
+carry their formatted physical plan instead (``physicalPlanDescription``, prefixed with
+:data:`superop.mining.physical.PLAN_MARKER`), which the analysis lowers to the IR with
+:mod:`superop.mining.physical`; DataFrame commands (saveAsTable, writes) are counted under
+``non_query:dataframe_command``, executions with neither text nor plan under ``no_sql_text``.
+Files of one application are parsed together in one task (``applyInPandas`` grouped by
+application), since rolled files split an execution's events.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import pandas as pd
 
 from ..errors import SuperopError
 from .normalize import normalize
+from .physical import PLAN_MARKER, is_command
 from .readers import LOG_COLUMNS, typed_frame
 
 EVENT_COLUMNS = LOG_COLUMNS + [("app_id", "string"), ("executor_run_ms", "double"),
@@ -144,6 +149,7 @@ def parse_events(app_id: str, texts: list[str]) -> list[dict]:
                 root_of[eid] = root
                 nodes, exch = _walk_plan(e.get("sparkPlanInfo"))
                 execs[eid] = {"start": e.get("time"), "desc": e.get("description"),
+                              "plan": e.get("physicalPlanDescription"),
                               "nodes": nodes, "exch": exch, "end": None, "err": "",
                               "run": 0.0, "read": 0.0, "shuffle": 0.0, "jobdesc": None}
             elif ev.endswith("SparkListenerSQLExecutionEnd"):
@@ -177,6 +183,15 @@ def parse_events(app_id: str, texts: list[str]) -> list[dict]:
         if root_of.get(eid, eid) != eid:
             continue                      # a nested execution: its cost went to the root
         text = x["desc"] if _looks_like_sql(x["desc"]) else x["jobdesc"]
+        error = None
+        if not text:
+            plan = x["plan"] if isinstance(x["plan"], str) and x["plan"].strip() else None
+            if plan is None:
+                error = "no_sql_text"
+            elif is_command(plan):
+                error = "non_query:dataframe_command"
+            else:
+                text = PLAN_MARKER + plan
         dur = (float(x["end"]) - float(x["start"])) if x["end"] and x["start"] else None
         rows.append({
             "statement_id": f"{app_id}:{eid}", "statement_text": text,
@@ -185,7 +200,7 @@ def parse_events(app_id: str, texts: list[str]) -> list[dict]:
             "duration_ms": dur, "executed_by": None,
             "execution_status": "FAILED" if x["err"] else ("FINISHED" if x["end"] else "RUNNING"),
             "read_bytes": x["read"], "shuffle_bytes": x["shuffle"],
-            "error": None if text else "no_sql_text",
+            "error": error,
             "app_id": app_id, "executor_run_ms": x["run"], "plan_nodes": x["nodes"],
             "exchanges": x["exch"]})
     rows += [{"error": "malformed_event", "app_id": app_id}] * bad

@@ -12,8 +12,9 @@ Phases (all Spark; Python runs inside mapInPandas / applyInPandas):
              aggregation gives per template: executions, summed duration / bytes, an example
   analyze    per template (mapInPandas): lower to the IR, Merkle fingerprints of every
              sub-plan, candidate / near-miss detection, example SQL via ``to_sql``
-  aggregate  recurring sub-plans (>= k distinct templates), candidates grouped by variant
-             (family, join kind, shape) with support and cost share
+  aggregate  recurring sub-plans and candidates grouped by variant (family, join kind,
+             shape) with support and cost share, selected by recurring cost (default) or by
+             >= k distinct templates (see ``select`` below)
   write      candidates.parquet, near_misses.parquet, recurring.parquet, summary.json (atomic)
   mlflow     params, metrics, summary + candidates as artifacts
 
@@ -40,6 +41,7 @@ from ..families import names as family_names
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
 from .readers import SUCCESS, read_log
+from .selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES, Selection
 
 MALFORMED_REASONS = {"malformed_json", "not_a_json_object", "missing_statement_text",
                      "bad_statement_text_type", "bad_numeric_field", "malformed_csv",
@@ -49,8 +51,7 @@ CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_coun
                      "n_inputs", "agg", "input_tables", "example_sql", "example_shape",
                      "example_template_id", "templates",
                      "executions", "cost_ms", "cost_share", "read_bytes", "shuffle_bytes",
-                     "distinct_subplans", "template_ids"]
-
+                     "distinct_subplans", "template_ids", "route"]
 
 @dataclass
 class MiningResult:
@@ -126,22 +127,31 @@ NORM_DDL = ("template_id string, reason string, statement_text string, "
             "duration_ms double, read_bytes double, shuffle_bytes double")
 
 
-def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None, k: int = 2,
-               spark=None, mlflow_run: bool = True, column_map: Optional[dict] = None,
-               include_failed: bool = False, progress: Optional[bool] = None,
-               master: Optional[str] = None, experiment: str = "superop-mining") -> MiningResult:
+def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
+               k: Optional[int] = None, spark=None, mlflow_run: bool = True,
+               column_map: Optional[dict] = None, include_failed: bool = False,
+               progress: Optional[bool] = None, master: Optional[str] = None,
+               experiment: str = "superop-mining", min_cost_share: float = MIN_COST_SHARE,
+               min_executions: int = MIN_EXECUTIONS) -> MiningResult:
     """Mine ``log_path`` and write the outputs to ``out_dir`` (see module doc).
 
     ``schema``: {"table": {"column": "type"}}; None = the paper's tables + TPC-H
     (:func:`superop.workloads.loggen.mining_schema`); "spark" = the session's catalog.
-    ``k``: a sub-plan recurs (and a candidate variant is reported) when seen in >= k
-    distinct templates. Raises SuperopError when the log as a whole is unusable."""
+    Selection (:class:`Selection`): by default a sub-plan recurs (and a candidate variant is
+    reported) when its queries ran >= ``min_executions`` times and cost >= ``min_cost_share``
+    of the log; with ``k`` when it is seen in >= k distinct templates.
+    Raises SuperopError when the log as a whole is unusable."""
     from pyspark.sql import functions as F
 
     from .analyze import ANALYSIS_DDL, make_mapper
 
-    if k < 1:
+    if k is not None and k < 1:
         raise SuperopError(f"k must be >= 1, got {k}")
+    if not 0.0 <= min_cost_share <= 1.0:
+        raise SuperopError(f"min_cost_share must be in [0, 1], got {min_cost_share}")
+    if min_executions < 1:
+        raise SuperopError(f"min_executions must be >= 1, got {min_executions}")
+    sel = Selection(k, min_cost_share, min_executions)
     out = Path(out_dir)
     prog = Progress(progress)
     if spark is None:
@@ -202,7 +212,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.first("op").alias("op"), F.first("shape").alias("shape"),
             F.max("plan_nodes").alias("plan_nodes"),
             F.min("template_id").alias("example_template_id"))
-            .filter(F.col("templates") >= k).toPandas())
+            .filter(sel.recurs(total_cost)).toPandas())
         # near-misses of one shape but different reasons stay apart
         variant = ["status", "family", "join_kind", "shape", "reason"]
         fnd = a.filter(F.col("row_kind") == "finding")
@@ -215,7 +225,10 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.max(F.struct("n_inputs", "agg", "inputs", "shape_counts", "example_sql",
                            "example_shape"))
             .alias("ex"))
+        # would this template alone recur by cost? (decides the candidate's route)
+        fnd = fnd.withColumn("alone", sel.cost_rule(total_cost).cast("int"))
         grouped = fnd.groupBy(*variant).agg(
+            F.max("alone").alias("single_recurs"),
             F.countDistinct("template_id").alias("templates"),
             F.sum("executions").alias("executions"), F.sum("cost_ms").alias("cost_ms"),
             F.sum("read_bytes").alias("read_bytes"), F.sum("shuffle_bytes").alias("shuffle_bytes"),
@@ -224,7 +237,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.sort_array(F.collect_set("template_id")).alias("template_ids")).toPandas()
         analysis.unpersist()
         per_template.unpersist()
-    cands, near = _tables(grouped, k, total_cost)
+    cands, near = _tables(grouped, sel, total_cost)
 
     skipped: dict[str, int] = {r: n for r, (n, _) in by_reason.items() if r}
     lowered = 0
@@ -237,7 +250,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             if r["reason"] == "partly_opaque":
                 partly_opaque += int(r["templates"])
     summary = {
-        "log": str(log_path), "format": fmt, "k": k,
+        "log": str(log_path), "format": fmt, "k": k, "selection": sel.as_dict(),
         "queries_read": queries_read,
         "malformed": malformed,
         "queries_mined": usable - sum(n for r, n in skipped.items() if r not in by_reason),
@@ -248,6 +261,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "recurring_subplans": int(len(recurring)),
         "candidates": int(len(cands)),
         "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in family_names()},
+        "candidates_by_route": {r: int((cands["route"] == r).sum()) for r in ROUTES},
         "near_misses": int(len(near)),
         "near_misses_by_reason": {str(r): int(n) for r, n in
                                   near.groupby("reason")["executions"].count().items()}
@@ -269,7 +283,8 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     return MiningResult(out, summary, cands, near, recurring, run_id)
 
 
-def _tables(g: pd.DataFrame, k: int, total_cost: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _tables(g: pd.DataFrame, sel: Selection, total_cost: float
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows_c, rows_n = [], []
     for r in g.to_dict("records"):
         best = r["best"]
@@ -288,14 +303,16 @@ def _tables(g: pd.DataFrame, k: int, total_cost: float) -> tuple[pd.DataFrame, p
             "distinct_subplans": len(r["fps"]), "template_ids": list(r["template_ids"]),
         }
         if r["status"] == "candidate":
-            if base["templates"] >= k:
+            if sel.keeps(base["templates"], base["executions"], base["cost_share"]):
                 rows_c.append(dict(base, candidate_id=candidate_id(r["family"], base["join_kind"],
-                                                                   r["shape"])))
+                                                                   r["shape"]),
+                                   route=sel.route(base["templates"],
+                                                   bool(r.get("single_recurs") or 0))))
         else:
             rows_n.append(dict(base, reason=r["reason"]))
     cands = pd.DataFrame(rows_c, columns=CANDIDATE_COLUMNS)
-    near = pd.DataFrame(rows_n, columns=[c for c in CANDIDATE_COLUMNS if c != "candidate_id"]
-                        + ["reason"])
+    near = pd.DataFrame(rows_n, columns=[c for c in CANDIDATE_COLUMNS
+                                         if c not in ("candidate_id", "route")] + ["reason"])
     cands = cands.sort_values(["cost_share", "candidate_id"], ascending=[False, True],
                               ignore_index=True)
     near = near.sort_values(["executions", "shape"], ascending=[False, True], ignore_index=True)
@@ -343,7 +360,8 @@ def _log_mlflow(out: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
     rid = run.info.run_id
     try:
         for key, v in {"log": str(log_path), "format": fmt, "k": k,
-                       "templates": summary["templates"]}.items():
+                       "templates": summary["templates"],
+                       "selection": summary.get("selection", {}).get("mode")}.items():
             client.log_param(rid, key, str(v)[:500])
         for key in ("queries_read", "malformed", "queries_mined", "templates",
                     "recurring_subplans", "candidates", "near_misses", "candidate_cost_share",
@@ -351,6 +369,8 @@ def _log_mlflow(out: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
             client.log_metric(rid, key, float(summary.get(key) or 0))
         for fam, n in summary["candidates_by_family"].items():
             client.log_metric(rid, f"candidates_{fam}", float(n))
+        for route, n in summary.get("candidates_by_route", {}).items():
+            client.log_metric(rid, f"candidates_route_{route}", float(n))
         for ph, s in summary["seconds_by_phase"].items():
             client.log_metric(rid, f"seconds_{ph}", float(s))
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):

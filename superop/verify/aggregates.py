@@ -6,6 +6,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from .result import Unsupported
 
 AGG_NAMES = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
@@ -24,7 +25,7 @@ def agg_call_func(a: exp.Expression) -> tuple[str, Optional[exp.Expression]]:
         return "count", arg
     name = AGG_NAMES.get(type(a))
     if name is None:
-        raise Unsupported(f"aggregate {a.sql(dialect='spark')}")
+        raise Unsupported(f"aggregate {a.sql(dialect=DIALECT)}")
     if isinstance(a.this, exp.Distinct):
         raise Unsupported(f"{name.upper()}(DISTINCT ...)")
     return name, a.this

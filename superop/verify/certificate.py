@@ -183,7 +183,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
         "seconds": round(result.seconds, 4), "pattern": pattern, "covers": covers,
         "program_source": program_source, "program_sha256": program_sha256(program),
-        "claim": (f"the {program.memory} program ({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
+        "claim": (f"the {program.memory} program "
+                  f"({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
                   f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
         "assumptions": BOUNDED_ASSUMPTIONS,
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),

@@ -33,6 +33,7 @@ from typing import Callable, Iterator, Optional
 import z3
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from .result import Unsupported
 from .values import (EPOCH, FALSE, NULL, TRUE, V, any_err, common_kind, common_width, const,
                      int_width, is_false, is_true, ite, kind_of_type, lt, not_distinct,
@@ -209,7 +210,7 @@ def _cast_str_to_number(x: V, k: str, w: Optional[int], safe: bool) -> V:
 
 def cast(x: V, to: exp.DataType, safe: bool = False) -> V:
     """CAST (``safe``: TRY_CAST, which yields NULL instead of raising)."""
-    t = to.sql(dialect="spark").lower()
+    t = to.sql(dialect=DIALECT).lower()
     k = kind_of_type(t)
     w = int_width(t) if k == "int" else None
     if x.v is None:
@@ -239,7 +240,7 @@ def _uninterpreted(e: exp.Anonymous, ctx: Ctx) -> V:
     name = str(e.this).lower()
     kind = current().functions.get(name)
     if kind is None:
-        raise Unsupported(f"function {e.sql(dialect='spark')}")
+        raise Unsupported(f"function {e.sql(dialect=DIALECT)}")
     args = [ev(a, ctx) for a in e.expressions]
     sorts, terms = [], []
     for a in args:
@@ -407,7 +408,7 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         return cast(ev(inner, ctx), to, safe)
     if isinstance(e, exp.Anonymous):
         return _uninterpreted(e, ctx)
-    raise Unsupported(f"expression {type(e).__name__}: {e.sql(dialect='spark')}")
+    raise Unsupported(f"expression {type(e).__name__}: {e.sql(dialect=DIALECT)}")
 
 
 def _choose(c: V, a: V, b: V) -> V:

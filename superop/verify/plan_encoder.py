@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import z3
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, resolve_field)
 from . import folds
@@ -161,7 +162,7 @@ class PlanEncoder:
 
         def aggf(a: exp.Expression) -> V:
             if id(a) not in by_id:
-                raise Unsupported(f"aggregate {a.sql(dialect='spark')} nested in an aggregate")
+                raise Unsupported(f"aggregate {a.sql(dialect=DIALECT)} nested in an aggregate")
             return by_id[id(a)]
 
         def col(c: exp.Column) -> V:
@@ -214,7 +215,7 @@ class PlanEncoder:
         for w, _name in n.items:
             w = w.this if isinstance(w, exp.Alias) else w
             if not isinstance(w, exp.Window) or not isinstance(w.this, (exp.AggFunc, exp.RowNumber)):
-                raise Unsupported(f"window item {w.sql(dialect='spark')}")
+                raise Unsupported(f"window item {w.sql(dialect=DIALECT)}")
             spec = w.args.get("spec")
             order = w.args.get("order")
             frame = _frame(spec, order)
@@ -324,7 +325,7 @@ def _frame(spec, order) -> str:
         return "whole"
     if kind == "ROWS" and order is not None and start == "UNBOUNDED PRECEDING" and end == "CURRENT ROW":
         return "rows"
-    raise Unsupported(f"window frame {spec.sql(dialect='spark')}")
+    raise Unsupported(f"window frame {spec.sql(dialect=DIALECT)}")
 
 
 def _at_or_before(ords, j: int, i: int) -> z3.BoolRef:

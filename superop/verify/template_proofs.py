@@ -146,7 +146,7 @@ class _Proof:
             raise ProofSetupError("the program has no partition key")
         self.kappa = [self._key_var(k, *kinds[k], "kappa") for k in program.keys]
         self.key_maps = []                    # per aggregate: its key positions -> κ positions
-        for agg, low in zip(self.aggs, self.lowers):
+        for agg in self.aggs:
             pos = key_sources(agg, src)
             src_keys = None if pos is None else [src.names[i] for i in pos]
             if src_keys is None or any(k not in program.keys for k in src_keys):
@@ -388,7 +388,8 @@ class _Proof:
         obs.append(Obligation(
             "emit.partition", "every key κ: the aggregate-side rows the plan outputs for κ (null-extended, "
             "semi or anti, decided by 'some row matched') and the program's partition emits agree",
-            z3.Implies(hyp_final, z3.Not(outcomes_differ(self.mj_key_rows(sp, t), self.prog_partition(sq, self.kappa))))))
+            z3.Implies(hyp_final, z3.Not(outcomes_differ(self.mj_key_rows(sp, t),
+                                                         self.prog_partition(sq, self.kappa))))))
         used = self.pe.state_read_by_row_emits()
         if self.p.memory == STREAMING and used:
             obs.append(self.running_step(used))

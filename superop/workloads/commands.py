@@ -8,6 +8,8 @@ import argparse
 
 def register(sub) -> None:
     register_bench(sub)
+    from .tpcds.commands import register as register_workload
+    register_workload(sub)
 
 
 # ---------------------------------------------------------------------------
@@ -84,6 +86,9 @@ def register_bench(sub) -> None:
     t.add_argument("--queries", help="comma list of query numbers (default 1..22)")
     _common(t, "out/bench/tpch")
     t.set_defaults(bench_func=run_tpch_cmd)
+
+    from .bench.tpcds_bench import register_cli as register_tpcds_bench, run_tpcds_cmd
+    register_tpcds_bench(bs, _common, run_tpcds_cmd)
 
     for name, what in (("mine", "the mining benchmark (queries/s, peak memory)"),
                        ("rewrite", "rewrite overhead vs Spark planning time")):

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
 EDGE_OPS = ("Select", "Project", "Rename")   # the optional operators σ, π, ρ (catalog names)
-# folds the template proofs model: order-independent with constant state (no COUNT(DISTINCT))
+# the folds the DU/DJ template proofs prove (constant-state folds, assumption A1 of the
+# proofs in superop.verify.template_proofs); COUNT(DISTINCT) keeps a set per partition, not
+# a constant state: only a bounded certificate covers it
 STREAMING_FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
 
 

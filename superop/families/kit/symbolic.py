@@ -56,9 +56,3 @@ def aggregate_branch_functions(i: int) -> dict[str, str]:
     fs = {f"p{i}": "bool", f"q{i}": "bool", f"g{i}": "int"}
     fs.update({f"f{i}{j}": "int" for j in range(1, 6)})
     return fs
-
-
-def join_keyword(kind: str) -> str:
-    """The SQL of an IR join kind."""
-    return {"semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN", "full": "FULL OUTER JOIN"}.get(
-        kind, f"{kind.upper()} JOIN")
