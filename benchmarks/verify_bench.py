@@ -19,10 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from superop.ir import lower  # noqa: E402
 from superop.cliutil import deprecated, seconds_as_ms  # noqa: E402
-from superop.families import build_program, first_match  # noqa: E402
+from superop.families import build_program  # noqa: E402
 from superop.verify.check import check_equivalence  # noqa: E402
 from superop.verify.corpus import OPS_SCHEMA, TABLE2  # noqa: E402
-from superop.verify.inductive import all_templates, prove_template  # noqa: E402
+from superop.verify.instances import all_instances  # noqa: E402
+from superop.verify.streamability import find_match  # noqa: E402
+from superop.verify.template_proofs import prove_instance  # noqa: E402
 
 
 def _pct(xs, q):
@@ -35,8 +37,8 @@ def bounded(Ks, timeout_ms, only=None):
     for name, fam, _ps, sql in TABLE2:
         if only and name not in only:
             continue
-        m = first_match(lower(sql, OPS_SCHEMA).plan, finished=True)
-        cases.append((name, fam, m.root, build_program(m)))
+        d = find_match(lower(sql, OPS_SCHEMA).plan)
+        cases.append((name, fam, d.root, build_program(d)))
     rows, summary = [], {}
     for K in Ks:
         times, statuses = [], {}
@@ -58,12 +60,14 @@ def bounded(Ks, timeout_ms, only=None):
 
 def inductive(timeout_ms):
     out = []
-    for params in all_templates():
-        r = prove_template(timeout_ms=timeout_ms, **params)
-        out.append({"template": r.details["template"], "status": r.status, "seconds": round(r.seconds, 3),
-                    "obligations": len(r.details["obligations"])})
-        print(f"  {r.details['template']:24s} {r.status:9s} {r.seconds:6.3f}s "
-              f"({len(r.details['obligations'])} obligations)", flush=True)
+    for inst in all_instances():
+        r = prove_instance(inst, timeout_ms=timeout_ms)
+        obs = r.details["obligations"]
+        failed = [o["name"] for o in obs if o["status"] != "proved"]
+        out.append({"template": inst.name, "status": r.status, "seconds": round(r.seconds, 3),
+                    "obligations": len(obs), "not_proved": failed})
+        print(f"  {inst.name:34s} {r.status:9s} {r.seconds:6.3f}s ({len(obs)} obligations"
+              f"{'; not proved: ' + ', '.join(failed) if failed else ''})", flush=True)
     return out
 
 

@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _trust_store(tmp_path_factory):
+    """Records of re-checked catalogs (superop.rules_out.trust) go to a throwaway store."""
+    os.environ["SUPEROP_TRUST_DIR"] = str(tmp_path_factory.mktemp("trust"))
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from superop.sparkutil import get_spark

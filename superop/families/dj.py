@@ -12,16 +12,17 @@ whose inner two-input diamond is an instance of its own.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from sqlglot import exp
 
 from ..ir.nodes import Join
 from ..ir.render import JOIN_SYMBOL
 from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
-from .kit.covers import EDGE_OPS, PROVED_FOLDS, Covers
+from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check, positions_carrying
-from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
+from .kit import symbolic
+from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
                           not_null_keys_prefilter, null, same_keys)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
@@ -123,14 +124,26 @@ class DiamondJoin(Family):
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
-    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
-        return [dict(join_kind=skeleton[2])]
-
-    def proof_covers(self, params: dict[str, Any]) -> Covers:
-        """verify.inductive's DJ proof for one join kind: every σ/π/ρ instantiation of the
-        four edges and any order-independent fold (assumption A1, COUNT(DISTINCT) included)."""
-        return Covers.make(self.name, join_kinds=[params["join_kind"]], branches=2,
-                           aggregates=PROVED_FOLDS, edges=[EDGE_OPS] * 4)
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        """DJ/<kind> for every join kind: two branches as DU's joined
+        ``ON l.k = r.k AND theta(l.x, r.y)`` (the residual reads both aggregate
+        projections). Covers every σ/π/ρ instantiation of the four edges and every
+        streaming fold."""
+        out = []
+        for kind in self.join_kinds:
+            cols = "l.k, l.x" if kind in ("semi", "anti") else "l.k, l.x, r.k AS rk, r.y"
+            sql = (f"SELECT {cols} FROM ({symbolic.aggregate_branch(1, 'x')}) l {JOIN_SQL[kind]} "
+                   f"({symbolic.aggregate_branch(2, 'y')}) r ON l.k = r.k AND theta(l.x, r.y)")
+            fns = {**symbolic.aggregate_branch_functions(1), **symbolic.aggregate_branch_functions(2),
+                   "theta": "bool"}
+            out.append(ProofInstance(
+                f"DJ/{kind}", sql, symbolic.SCHEMA,
+                Covers.make(self.name, join_kinds=[kind], branches=2, aggregates=STREAMING_FOLDS,
+                            edges=[EDGE_OPS] * 4),
+                fns, symbolic.COMMON_ASSUMPTIONS + (
+                    symbolic.SUBSET_OF_FOLDS, "the join's equalities are on the grouping key; every other "
+                    "conjunct is the residual theta (an arbitrary function of both sides' outputs)")))
+        return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------
     def examples(self) -> tuple[ExampleSpec, ...]:

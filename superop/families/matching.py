@@ -86,7 +86,7 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     try:
         program = fam.build_program(m)
     except TemplateError as e:
-        return _near(m, Reason.TEMPLATE_REFUSED, str(e))
+        return _near(m, e.code or Reason.TEMPLATE_REFUSED, str(e))
     return replace(m, program=program)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import families
-from ..families import Covers, Side, first_match
+from ..families import Side, first_match
 from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
         if m is not None:
             target = m.root
             out.sql = to_sql(m.root)
+            out.example_sql = c.example_sql     # what the runtime rewrites (certified)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
         res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
@@ -130,43 +131,44 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
 
 
 def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
-    """The bounded certificate of one verified pattern, in superop.verify's self-contained
-    form (it carries the sub-query SQL, schema and program, so `superop verify` re-checks
-    it with nothing else)."""
-    from ..synth.dsl import Program
-    from ..verify.certificate import bounded_certificate
-    from ..verify.result import Result
-    v = o.verifier or {}
-    if not o.verified or v.get("status") != "verified" or not o.program:
+    """The bounded certificate of one verified pattern: about the program the RUNTIME builds
+    for it (``build_program`` of the matched diamond, K >= 4), with how the SQL the runtime
+    emits is covered (``emitted_sql``). The synthesizer's program and its verification stay
+    in synthesis.json as the synthesis stage's evidence; they are not the certificate."""
+    if not o.verified:
         return None
-    r = Result(v["status"], method=v.get("method", "bounded"), K=v.get("K", K),
-               seconds=float(v.get("seconds") or 0.0), reason=v.get("reason", ""))
-    cert = bounded_certificate(o.sql, schema, Program.from_json(o.program), r,
-                               timeout_ms=int(verify_timeout_s * 1000))
-    if o.edges is not None:
-        cert["covers"] = Covers.make(o.family, join_kinds=[o.join_kind] if o.join_kind else [],
-                                     branches=o.branches, agg_side=o.agg_side, aggregates=o.aggregates,
-                                     edges=o.edges).to_json()
+    from ..verify.certificate import check_and_certify
+    cert = None
+    # the example query as mined (the runtime rewrites its match in place); its match's
+    # sub-query alone when the example reads more than the encoder models
+    for sql in dict.fromkeys(x for x in (o.example_sql, o.sql) if x):
+        try:
+            cert = check_and_certify(sql, schema, K=max(K, 4), timeout_ms=int(verify_timeout_s * 1000),
+                                     emitted=True)
+        except Exception as e:  # e.g. the template refuses the pattern: nothing the runtime would run
+            log.warning("no certificate for %s: %s", o.candidate, e)
+            continue
+        if cert["status"] != "unsupported":
+            return cert
     return cert
 
 
 def _template_proofs(timeout_ms: int = 20000):
     """Unbounded (inductive) proofs of the template instances a rule's members need (the
-    family says which: ``Family.proof_params``), each certificate with what it covers."""
+    family says which: ``Family.proofs_for``), each certificate with what its instance
+    covers."""
     from ..verify.certificate import prove_and_certify
 
     def proofs(skeleton: tuple, members: list) -> list[dict]:
         fam = families.get(skeleton[0])
         aggs = sorted({a for m in members for a in m.aggregates})
         out = []
-        for p in fam.proof_params(skeleton, aggs):
+        for inst in fam.proofs_for(skeleton, aggs):
             try:
-                cert = prove_and_certify(fam.name, timeout_ms=timeout_ms, **p)
+                out.append(prove_and_certify(inst, timeout_ms=timeout_ms))
             except Exception as e:  # a failing proof means "bounded only", never "verified"
-                log.warning("template proof %s %s failed: %s", fam.name, p, e)
+                log.warning("template proof %s failed: %s", inst.name, e)
                 return []
-            cert["covers"] = fam.proof_covers(p).to_json()
-            out.append(cert)
         return out
     return proofs
 

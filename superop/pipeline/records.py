@@ -59,7 +59,8 @@ class Outcome:
     candidate: str
     family: str
     shape: str
-    sql: str
+    sql: str                             # the matched sub-query (what synthesis is about)
+    example_sql: Optional[str] = None    # the mined example the runtime rewrites (certified)
     join_kind: Optional[str] = None
     status: OutcomeStatus = OutcomeStatus.CRASHED
     reason: str = ""

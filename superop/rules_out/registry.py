@@ -116,8 +116,13 @@ def promote(version: str, tracking_uri: Optional[str] = None, name: str = MODEL_
         c.get_model_version(name, str(version))
     except Exception:
         raise SuperopError(f"no version {version} of registered model {name}") from None
-    if check:
-        load_version(str(version), tracking_uri, name)
+    if check:   # re-check the certificates (always, not a recorded verdict) and tag the version
+        from ..tracking import tracking_uri as using
+        from .catalog import load_catalog
+        from .trust import recheck_and_record
+        with using(tracking_uri):
+            uri = f"models:/{name}/{version}"
+            recheck_and_record(load_catalog(uri, require_verified=False), uri)
     c.set_registered_model_alias(name, alias, str(version))
     return f"models:/{name}@{alias}"
 
@@ -137,12 +142,3 @@ def versions(tracking_uri: Optional[str] = None, name: str = MODEL_NAME) -> list
                     "aliases": sorted(aliases.get(str(mv.version), [])),
                     "tags": dict(mv.tags or {})})
     return sorted(out, key=lambda d: int(d["version"]))
-
-
-# Kept for callers of the first version of this module.
-def _tracking_uri_compat(uri):
-    from ..tracking import tracking_uri
-    return tracking_uri(uri)
-
-
-_TrackingUri = _tracking_uri_compat

@@ -35,7 +35,11 @@ log = logging.getLogger("superop.runtime")
 
 def _load(catalog, require_verified: bool) -> dict:
     if isinstance(catalog, dict):
-        return validate(catalog, require_verified)
+        cat = validate(catalog, require_verified)
+        if require_verified:   # an in-memory catalog is trusted like a file (rules_out/trust.py)
+            from ..rules_out.trust import ensure_trusted
+            ensure_trusted(cat, origin="(in-memory)")
+        return cat
     return load_catalog(catalog, require_verified)
 
 

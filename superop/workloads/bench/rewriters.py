@@ -47,8 +47,8 @@ def identity_rewriter() -> Rewriter:
 
 def default_catalog() -> dict:
     """Every registered family as abstract rules (one per family and branch count), each
-    admitting exactly what ``superop.verify``'s template proofs cover (``Family.proof_params``
-    over every join kind and aggregate side the family supports; Z3, ~0.2 s each, run here),
+    admitting exactly what ``superop.verify``'s template proofs cover (``Family.proofs_for``
+    over every join kind and aggregate side the family supports; Z3, 0.4-3 s each, run here),
     built with ``superop.rules_out.catalog.make_rule``.
 
     Used only when no ``--catalog`` is given; pass the nightly job's catalog
