@@ -57,7 +57,7 @@ class Node:
         return self.text[len(self.name):].strip()
 
 
-_GLYPH = re.compile(r"^(?P<pre>[ :|]*)(?P<mark>[+:]- )?(?P<body>.*)$")
+_GLYPH = re.compile(r"^(?P<pre>(?:   |:  )*)(?P<mark>[+:]- )?(?P<body>.*)$")
 _CODEGEN = re.compile(r"^\*\(\d+\) ")
 _NAME = re.compile(r"^(\w+)")
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,

@@ -1,0 +1,207 @@
+"""Calibrate the benefit gate's cost model (superop/runtime/cost.py) against measured times.
+
+    python benchmarks/cost_calibration.py [--rows 1m] [--repeat 3] [--out DIR] [--from-json FILE]
+
+For every micro-benchmark query (superop.workloads.bench.micro) the runtime's rewrite is
+generated with the gate OFF (so refused rewrites are measured too), and the original, the
+rewrite and the limit query are timed side by side (same harness as `superop bench micro`).
+Min-Join queries also run with broadcast joins off (the plan shape of large aggregates).
+Each plan's cost features come from `EXPLAIN COST` through superop.runtime.plan/cost.
+
+Then the per-unit constants are fitted by non-negative least squares on relative error
+(every side's time, weighted by 1/time) and the script reports, per query, the predicted
+original/rewritten ratio next to the measured one, their correlation (Pearson on log
+ratios, Spearman), and how often the gate's decision (apply iff predicted >= MIN_SPEEDUP)
+agrees with the measurement — in-sample and leave-one-query-out. `--from-json` refits
+from a previous run's points without running Spark.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from superop.runtime.cost import CONSTANTS, FEATURES  # noqa: E402
+
+
+def _rows(s: str) -> int:
+    s = s.lower().replace("_", "")
+    mult = 1_000_000 if s.endswith("m") else 1_000 if s.endswith("k") else 1
+    return int(float(s.rstrip("mk")) * mult)
+
+
+def measure(args) -> list[dict]:
+    from superop.runtime import SuperOpSession
+    from superop.runtime.plan import analyze_plan
+    from superop.sparkutil import get_spark
+    from superop.workloads.bench.harness import check_equal
+    from superop.workloads.bench.micro import MICRO_QUERIES, measure_triple, ops_data, register_ops
+    from superop.workloads.bench.rewriters import default_catalog
+
+    spark = get_spark("superop-cost-calibration", conf={})
+    path = ops_data(spark, args.rows, args.data_dir)
+    register_ops(spark, path)
+    so = SuperOpSession(spark, default_catalog(), gate="off", cache=False)
+    passes = [("default", {}, MICRO_QUERIES),
+              ("no-broadcast", {"spark.sql.autoBroadcastJoinThreshold": "-1"},
+               [q for q in MICRO_QUERIES if q.family == "MJ"])]
+    points = []
+    for pname, conf, queries in passes:
+        old = {k: spark.conf.get(k) for k in conf}
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        try:
+            for q in queries:
+                r = so.rewrite(q.sql)
+                if not r.changed:
+                    print(f"{q.name} [{pname}]: not rewritten ({r.explanation[:120]})", flush=True)
+                    continue
+                eq = check_equal(spark, q.sql, r.sql)
+                if not eq.equal:
+                    print(f"{q.name} [{pname}]: RESULTS DIFFER — skipped", flush=True)
+                    continue
+                sides = {"original": q.sql, "rewritten": r.sql, "limit": q.limit_sql}
+                feats = {k: analyze_plan(spark, s).estimate.features for k, s in sides.items()}
+                t = measure_triple(spark, f"{q.name}-{pname}", sides, args.repeat, args.warmup)
+                rec = {"query": q.name, "family": q.family, "pass": pname, "rows": args.rows,
+                       "sides": {k: {"seconds": t[k]["median_s"], "all_seconds": t[k]["seconds"],
+                                     "features": feats[k]} for k in sides}}
+                points.append(rec)
+                o, w = t["original"]["median_s"], t["rewritten"]["median_s"]
+                print(f"{q.name:16s} [{pname}] original {o:.2f}s rewritten {w:.2f}s ratio {o / w:.2f}", flush=True)
+        finally:
+            for k, v in old.items():
+                spark.conf.set(k, v)
+    spark.stop()
+    return points
+
+
+# ---------------------------------------------------------------------------
+# fitting
+# ---------------------------------------------------------------------------
+COLS = ["query"] + list(FEATURES)
+
+
+def _row(features: dict) -> list[float]:
+    return [1.0] + [float(features.get(f, 0.0)) for f in FEATURES]
+
+
+def fit(points: list[dict]):
+    """Non-negative constants minimizing Σ ((predicted - t) / t)²."""
+    import numpy as np
+    from scipy.optimize import nnls
+    A, b = [], []
+    for p in points:
+        for side in p["sides"].values():
+            t = side["seconds"]
+            A.append([x / t for x in _row(side["features"])])
+            b.append(1.0)
+    A = np.array(A)
+    scale = np.where(A.max(axis=0) > 0, A.max(axis=0), 1.0)
+    x, _ = nnls(A / scale, np.array(b))
+    x = x / scale
+    c = replace(CONSTANTS, query_s=float(x[0]),
+                **{FEATURES[f]: float(v) for f, v in zip(FEATURES, x[1:])})
+    return c
+
+
+def predict(c, features: dict) -> float:
+    return c.query_s + sum(features.get(f, 0.0) * getattr(c, k) for f, k in FEATURES.items())
+
+
+def _pearson(xs, ys):
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+    return None if sx == 0 or sy == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+
+
+def _ranks(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    for rank, i in enumerate(order):
+        r[i] = float(rank)
+    return r
+
+
+def evaluate(points: list[dict], c, loo: bool = False) -> dict:
+    rows = []
+    for i, p in enumerate(points):
+        cc = c
+        if loo:
+            rest = [q for j, q in enumerate(points) if q["query"] != p["query"]]
+            cc = fit(rest)
+        o, w = p["sides"]["original"], p["sides"]["rewritten"]
+        pred = predict(cc, o["features"]) / predict(cc, w["features"])
+        meas = o["seconds"] / w["seconds"]
+        accept = pred >= c.min_speedup
+        rows.append({"query": p["query"], "pass": p["pass"], "predicted": pred, "measured": meas,
+                     "accept": accept, "right": accept == (meas >= 1.0),
+                     "harmful": accept and meas < 0.95, "missed": (not accept) and meas > 1.05})
+    lp = [math.log(r["predicted"]) for r in rows]
+    lm = [math.log(r["measured"]) for r in rows]
+    return {"rows": rows, "pearson_log": _pearson(lp, lm), "spearman": _pearson(_ranks(lp), _ranks(lm)),
+            "right": sum(r["right"] for r in rows), "n": len(rows),
+            "harmful_accepts": [f"{r['query']}[{r['pass']}]" for r in rows if r["harmful"]],
+            "missed_wins": [f"{r['query']}[{r['pass']}]" for r in rows if r["missed"]]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=_rows, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--data-dir", default=".superop/bench-data")
+    ap.add_argument("--out", default="out/bench/cost-calibration")
+    ap.add_argument("--from-json", help="refit from a previous run's calibration.json")
+    args = ap.parse_args(argv)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load = os.getloadavg()
+    if args.from_json:
+        doc = json.loads(Path(args.from_json).read_text())
+        points = doc["points"]
+    else:
+        points = measure(args)
+        doc = {"started_at": started, "rows": args.rows, "repeat": args.repeat,
+               "load_avg_start": load, "command": "python " + " ".join(sys.argv)}
+    c = fit(points)
+    ins = evaluate(points, c)
+    shipped = evaluate(points, CONSTANTS)
+    loo = evaluate(points, c, loo=True)
+    doc.update(points=points, fitted=c.to_json(), in_sample=ins, leave_one_query_out=loo,
+               shipped_constants=shipped, load_avg_end=os.getloadavg())
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str))
+    print("\nfitted constants (seconds per unit):")
+    for k in COLS:
+        attr = "query_s" if k == "query" else FEATURES[k]
+        print(f"  {attr:18s} {getattr(c, attr):.4g}")
+    print(f"\n{'query':18s} {'pass':13s} {'measured':>9s} {'fit':>7s} {'loo':>7s} {'shipped':>8s}  decision(fit)")
+    for a, b, s in zip(ins["rows"], loo["rows"], shipped["rows"]):
+        print(f"{a['query']:18s} {a['pass']:13s} {a['measured']:9.2f} {a['predicted']:7.2f} {b['predicted']:7.2f} "
+              f"{s['predicted']:8.2f}  {'apply' if a['accept'] else 'refuse'}{'' if a['right'] else '  WRONG'}")
+    for name, e in (("in-sample (fitted)", ins), ("leave-one-query-out", loo), ("shipped constants", shipped)):
+        pr = "n/a" if e["pearson_log"] is None else f"{e['pearson_log']:.2f}"
+        sp = "n/a" if e["spearman"] is None else f"{e['spearman']:.2f}"
+        print(f"{name:22s}: decisions right {e['right']}/{e['n']}; Pearson(log ratios) {pr}; "
+              f"Spearman {sp}; harmful accepts {e['harmful_accepts'] or 'none'}; "
+              f"missed wins {e['missed_wins'] or 'none'}")
+    print(f"load average start {tuple(round(x, 1) for x in load)} end "
+          f"{tuple(round(x, 1) for x in os.getloadavg())}; wrote {out / 'calibration.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
