@@ -71,9 +71,9 @@ def measure(args) -> list[dict]:
                 sides = {"original": q.sql, "rewritten": r.sql, "limit": q.limit_sql}
                 feats = {k: analyze_plan(spark, s).estimate.features for k, s in sides.items()}
                 t = measure_triple(spark, f"{q.name}-{pname}", sides, args.repeat, args.warmup)
-                rec = {"query": q.name, "family": q.family, "pass": pname, "rows": args.rows,
+                rec = {"query": q.name, "family": q.family, "pass": pname, "rows": args.rows, "conf": conf,
                        "sides": {k: {"seconds": t[k]["median_s"], "all_seconds": t[k]["seconds"],
-                                     "features": feats[k]} for k in sides}}
+                                     "features": feats[k], "sql": sides[k]} for k in sides}}
                 points.append(rec)
                 o, w = t["original"]["median_s"], t["rewritten"]["median_s"]
                 print(f"{q.name:16s} [{pname}] original {o:.2f}s rewritten {w:.2f}s ratio {o / w:.2f}", flush=True)
@@ -82,6 +82,37 @@ def measure(args) -> list[dict]:
                 spark.conf.set(k, v)
     spark.stop()
     return points
+
+
+def replan(args, points: list[dict]) -> None:
+    """Recompute every side's features with the current cost code (planning only: the
+    measured times are kept). The rewritten SQL is generated again the same way."""
+    from superop.runtime import SuperOpSession
+    from superop.runtime.plan import analyze_plan
+    from superop.sparkutil import get_spark
+    from superop.workloads.bench.micro import MICRO_QUERIES, ops_data, register_ops
+    from superop.workloads.bench.rewriters import default_catalog
+    spark = get_spark("superop-cost-calibration", conf={})
+    register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
+    so = SuperOpSession(spark, default_catalog(), gate="off", cache=False)
+    by = {q.name: q for q in MICRO_QUERIES}
+    for p in points:
+        conf = p.get("conf") or ({"spark.sql.autoBroadcastJoinThreshold": "-1"}
+                                 if p["pass"] == "no-broadcast" else {})
+        old = {k: spark.conf.get(k) for k in conf}
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        try:
+            q = by[p["query"]]
+            sql = {"original": q.sql, "rewritten": p["sides"]["rewritten"].get("sql") or so.rewrite(q.sql).sql,
+                   "limit": q.limit_sql}
+            for k, side in p["sides"].items():
+                side["sql"] = sql[k]
+                side["features"] = analyze_plan(spark, sql[k]).estimate.features
+        finally:
+            for k, v in old.items():
+                spark.conf.set(k, v)
+    spark.stop()
 
 
 # ---------------------------------------------------------------------------
@@ -165,12 +196,17 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=".superop/bench-data")
     ap.add_argument("--out", default="out/bench/cost-calibration")
     ap.add_argument("--from-json", help="refit from a previous run's calibration.json")
+    ap.add_argument("--replan", action="store_true",
+                    help="with --from-json: recompute the plan features with the current code (Spark "
+                         "plans only; the measured times are kept)")
     args = ap.parse_args(argv)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     load = os.getloadavg()
     if args.from_json:
         doc = json.loads(Path(args.from_json).read_text())
         points = doc["points"]
+        if args.replan:
+            replan(args, points)
     else:
         points = measure(args)
         doc = {"started_at": started, "rows": args.rows, "repeat": args.repeat,

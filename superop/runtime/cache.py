@@ -88,7 +88,7 @@ def _operand(lit: exp.Literal) -> bool:
 def parameters(tree: exp.Expression) -> list[tuple[exp.Literal, str]]:
     """The literals a template parameterizes, in document order, with their kinds."""
     out = []
-    for lit in tree.find_all(exp.Literal):
+    for lit in tree.find_all(exp.Literal, bfs=False):      # document order
         if _operand(lit):
             k = _kind(lit)
             if k is not None:

@@ -88,13 +88,13 @@ def _classic_version(spark, name: str) -> str:
     parts = [p.strip("`") for p in name.split(".")]
     TI = jvm.org.apache.spark.sql.catalyst.TableIdentifier
     if len(parts) == 1:
-        view = cat.getTempView(parts[0])
+        view = cat.getRawTempView(parts[0])      # the stored relation (getTempView wraps anew)
         if view.isDefined():
             return f"view:{jvm.System.identityHashCode(view.get())}"
         ident = TI.apply(parts[0])
     else:
         if parts[-2].lower() == str(cat.globalTempDatabase()).lower():
-            view = cat.getGlobalTempView(parts[-1])
+            view = cat.globalTempViewManager().get(parts[-1])
             if view.isDefined():
                 return f"gview:{jvm.System.identityHashCode(view.get())}"
         ident = TI.apply(parts[-1], jvm.scala.Option.apply(parts[-2]))
