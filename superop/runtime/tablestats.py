@@ -6,8 +6,9 @@ Two implementations behind one interface, chosen by the session kind:
 * classic sessions read the session catalog through the JVM (a few py4j calls per table:
   a temp view's plan identity, a table's creation time, DDL time and stored statistics);
 * Spark Connect sessions (no JVM access) ask SQL: ``DESCRIBE TABLE EXTENDED`` for catalog
-  tables and the optimized plan of ``SELECT * FROM view`` for temporary views (its
-  expression ids are new whenever the view is replaced, and it carries the statistics).
+  tables and the optimized plan of ``SELECT * FROM view`` (without expression ids) for
+  temporary views — a view replaced by the same definition keeps its version, which is
+  right for the cache (same plan, same decision).
 """
 from __future__ import annotations
 
@@ -115,7 +116,8 @@ def _connect_version(spark, name: str) -> str:
     except Exception:
         pass
     text = spark.sql(f"EXPLAIN COST SELECT * FROM {name}").collect()[0][0]
-    logical = text.split("== Physical Plan ==")[0]
+    # expression ids are new at every analysis of a SQL view: the plan without them
+    logical = re.sub(r"#\d+L?", "", text.split("== Physical Plan ==")[0])
     return "view:" + _digest(logical)
 
 
