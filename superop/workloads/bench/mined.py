@@ -57,7 +57,7 @@ def mined_catalog(data_dir: str | os.PathLike, log: Optional[str | os.PathLike] 
     """The nightly job's catalog for ``log`` (default: the bundled log), mined once and cached
     under ``data_dir/mined-catalogs/<log hash>-<code version>/``. ``nightly_kw`` go to
     ``run_nightly`` (e.g. ``max_candidates`` for small test runs; they are part of the key)."""
-    from ...rules_out.nightly import content_hash, run_nightly
+    from ...pipeline.nightly import content_hash, run_nightly
     from ..bundled import LOG
     log = str(log or LOG)
     lh = content_hash(log)
