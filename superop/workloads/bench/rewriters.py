@@ -68,7 +68,7 @@ HAND_BUILT = "bench-default"     # --catalog value for the hand-built catalog (h
 
 
 def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".superop/bench-data",
-                     log: Optional[str] = None) -> Rewriter:
+                     log: Optional[str] = None, mine_kw: Optional[dict] = None) -> Rewriter:
     """The production rewriter (``SuperOpSession.rewrite``) with ``catalog`` (file or MLflow
     URI); by default the catalog the nightly job mines from ``log`` (the bundled log), mined
     once and cached under ``data_dir`` (bench/mined.py). ``catalog="bench-default"`` is the
@@ -84,7 +84,7 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
         cat, desc = catalog, catalog
     else:
         from .mined import mined_catalog
-        m = mined_catalog(data_dir, log, spark=spark)
+        m = mined_catalog(data_dir, log, spark=spark, **(mine_kw or {}))
         cat, desc = str(m.path), m.describe()
     so = SuperOpSession(spark, cat)
     info = {"catalog": desc, "catalog_version": so.catalog.get("version"),
