@@ -182,7 +182,8 @@ def _new_literals(q: str, k: int):
     ps = parameters(tree)
     if not ps:
         return None
-    for lit, kind in ps:
+    for node, kind in ps:
+        lit = node.this if isinstance(node, exp.Neg) else node      # the digits of -100
         if kind == "s":
             lit.replace(exp.Literal.string(lit.this + "z" * k))
         elif kind in ("i", "l"):

@@ -69,11 +69,15 @@ def _kind(lit: exp.Literal) -> Optional[str]:
     return None
 
 
+def _signed(lit: exp.Literal) -> exp.Expression:
+    """The literal with its sign: ``-100`` parses as ``Neg(100)``, and the sign is part of the
+    value (``b > -100`` and ``b > 3`` are one template)."""
+    return lit.parent if isinstance(lit.parent, exp.Neg) else lit
+
+
 def _operand(lit: exp.Literal) -> bool:
-    """Is the literal a plain operand of a comparison against a non-constant?"""
-    node = lit
-    if isinstance(node.parent, exp.Neg):
-        node = node.parent
+    """Is the (signed) literal a plain operand of a comparison against a non-constant?"""
+    node = _signed(lit)
     par = node.parent
     if isinstance(par, _COMPARE):
         other = par.expression if par.this is node else par.this
@@ -85,14 +89,16 @@ def _operand(lit: exp.Literal) -> bool:
     return False
 
 
-def parameters(tree: exp.Expression) -> list[tuple[exp.Literal, str]]:
-    """The literals a template parameterizes, in document order, with their kinds."""
+def parameters(tree: exp.Expression) -> list[tuple[exp.Expression, str]]:
+    """The literals a template parameterizes, in document order, with their kinds: the
+    node to replace (the literal, or its ``Neg`` for a negative number) and the kind of
+    the literal (Spark types ``-2147483648`` by its digits: bigint, as the kind says)."""
     out = []
     for lit in tree.find_all(exp.Literal, bfs=False):      # document order
         if _operand(lit):
             k = _kind(lit)
             if k is not None:
-                out.append((lit, k))
+                out.append((_signed(lit), k))
     return out
 
 

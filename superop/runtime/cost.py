@@ -76,6 +76,15 @@ class CostConstants:
     default_width: float = 8.0          # bytes of a column of unknown type
     row_overhead: float = 8.0           # bytes per row (UnsafeRow header)
 
+    def __post_init__(self):
+        # a negative price would make a plan cheaper for doing more; a threshold below 1
+        # would apply rewrites the model itself calls slower
+        bad = [k for k, v in asdict(self).items() if not (isinstance(v, (int, float)) and v >= 0)]
+        if bad:
+            raise ValueError(f"cost constants must be non-negative numbers: {', '.join(bad)}")
+        if self.min_speedup < 1.0:
+            raise ValueError(f"min_speedup must be >= 1 (never slower), not {self.min_speedup:g}")
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -491,9 +500,20 @@ def compare(before: PlanCost, after: PlanCost, top: int = 3) -> str:
 
 def judge(label: str, before: PlanCost, after: PlanCost,
           constants: Optional[CostConstants] = None) -> Verdict:
+    """Apply iff the predicted speed-up ``cost(before) / cost(after)`` is at least
+    ``min_speedup``. Both plans are priced with ``constants`` (default: those of
+    ``before``). What the estimate had to assume (a scan without statistics, ...) is part
+    of the reason; a plan the model cannot price (cost <= 0) is refused."""
     c = constants or before.constants
-    speedup = before.total / after.total if after.total > 0 else math.inf
+    if before.constants is not c:
+        before, after = with_constants(before, c), with_constants(after, c)
+    assumed = sorted(set(before.notes) | set(after.notes))
+    note = f"; estimate assumed: {'; '.join(assumed)}" if assumed else ""
+    if before.total <= 0 or after.total <= 0:
+        return Verdict(label, False, None, f"the cost model gives no positive estimate "
+                                           f"({before.total:.3g} s -> {after.total:.3g} s){note}")
+    speedup = before.total / after.total
     ok = speedup >= c.min_speedup
     why = (f"cost {before.total:.3g} s -> {after.total:.3g} s, predicted {speedup:.2f}x "
-           f"{'>=' if ok else '<'} {c.min_speedup:g}x ({compare(before, after)})")
+           f"{'>=' if ok else '<'} {c.min_speedup:g}x ({compare(before, after)}){note}")
     return Verdict(label, ok, speedup, why)

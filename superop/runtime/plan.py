@@ -177,17 +177,19 @@ def parse_explain(text: str) -> PlanInfo:
     return info
 
 
-def analyze_plan(spark, sql: str, stats=None) -> PlanInfo:
+def analyze_plan(spark, sql: str, stats=None, constants=None) -> PlanInfo:
     """Plan ``sql`` with Spark (analysis, optimization, physical planning; nothing runs),
-    with the cost model's estimate. ``stats``: a :class:`superop.runtime.cost.ColumnStats`
-    source for grouping-key NDVs (ANALYZE TABLE results); None = Spark's plan only."""
+    with the cost model's estimate. ``stats``: a :class:`superop.runtime.cost.TableStats`
+    source of row counts and grouping-key NDVs (ANALYZE TABLE results); None = Spark's
+    plan only. ``constants``: the :class:`superop.runtime.cost.CostConstants` that price
+    it (None = the shipped, calibrated ones)."""
     from .cost import estimate
     df = spark.sql(sql)
     st = df.schema
     info = parse_explain(explain_text(spark, sql))
     info.columns = [f.name for f in st.fields]
     info.types = [f.dataType.simpleString() for f in st.fields]
-    info.estimate = estimate(info, stats=stats)
+    info.estimate = estimate(info, stats=stats, constants=constants)
     info.cost = info.estimate.total
     info.shuffled_bytes = info.estimate.features.get("shuffle_bytes", 0.0)
     return info

@@ -224,7 +224,7 @@ class SuperOpSession:
             why = "no rule matches: " + " | ".join(trace)
             return unchanged(sql, why, timings), Decision(False, explanation=why)
         stats = CatalogStats(self.spark) if self.analyze_tables else None
-        before = analyze_plan(self.spark, sql, stats)
+        before = analyze_plan(self.spark, sql, stats, self.constants)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
         cands = candidates_for(self.rewriter, low.plan, matches, names=before.columns,
@@ -234,7 +234,7 @@ class SuperOpSession:
         ranked, ok = [], []
         for c in cands:
             try:
-                c.plan = analyze_plan(self.spark, c.sql, stats)
+                c.plan = analyze_plan(self.spark, c.sql, stats, self.constants)
             except Exception as e:
                 log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
                 ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
@@ -268,7 +268,7 @@ class SuperOpSession:
         if self.gate == "exchanges":
             best, v = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
         else:
-            best, v = max(ok, key=lambda cv: (cv[1].speedup, len(cv[0].matches)))
+            best, v = max(ok, key=lambda cv: (cv[1].speedup or 0.0, len(cv[0].matches)))
         expl = (f"applied {', '.join(m.describe() for m in best.matches)}; benefit gate ({self.gate}): "
                 f"{v.reason}; shuffle exchanges {before.exchanges} -> {best.plan.exchanges} "
                 f"(reused {before.reused} -> {best.plan.reused})")
@@ -297,10 +297,11 @@ class SuperOpSession:
         """The gate's decision and reason, and Spark's physical plans and the cost model's
         estimate before and after."""
         r = self.rewrite(sql)
-        b = analyze_plan(self.spark, sql)
+        stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
+        b = analyze_plan(self.spark, sql, stats, self.constants)
         lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
                  _plan_line("before:", b)]
-        a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql) if r.changed else None
+        a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql, stats, self.constants) if r.changed else None
         if a is not None:
             lines.append(_plan_line("after: ", a))
         for c in r.candidates or []:

@@ -7,10 +7,12 @@ plans them (nothing at that size runs). Results are checked on tiny data by re-p
 the same view name at the test's ops table."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from superop.runtime import SuperOpSession
-from superop.runtime.cost import CONSTANTS, estimate, selectivity
+from superop.runtime.cost import CONSTANTS, FEATURES, PlanCost, estimate, judge, selectivity
 from superop.runtime.plan import analyze_plan, parse_explain
 from superop.sparkutil import bag
 
@@ -112,3 +114,30 @@ def test_plan_info_counts_exchanges_like_spark(spark, ops):
     p = analyze_plan(spark, "SELECT a, sum(s) FROM ops GROUP BY a UNION ALL SELECT a, max(b) FROM ops GROUP BY a")
     assert p.exchanges == 2 and p.columns == ["a", "sum(s)"] and p.types == ["int", "bigint"]
     assert p.estimate.features["stages"] == 2 and p.cost > 0
+
+
+def test_the_sessions_constants_price_the_plans(spark, catalog, big):
+    # the constants a session is given are the ones its decision uses (costs and threshold)
+    strict = replace(CONSTANTS, min_speedup=50.0)
+    r = SuperOpSession(spark, catalog, cache=False, cost_constants=strict).rewrite(DU_Q)
+    assert not r.changed and "< 50x" in r.explanation, r.explanation
+    doubled = replace(CONSTANTS, **{k: 2 * getattr(CONSTANTS, k) for k in
+                                    ("query_s", "stage_s", "scan_byte_s", "shuffle_byte_s", "agg_row_s")})
+    r2 = SuperOpSession(spark, catalog, cache=False, cost_constants=doubled).rewrite(DU_Q)
+    base = SuperOpSession(spark, catalog, cache=False).rewrite(DU_Q)
+    assert r2.cost_before > base.cost_before
+
+
+def test_constants_that_would_apply_slower_rewrites_are_rejected():
+    with pytest.raises(ValueError, match="min_speedup"):
+        replace(CONSTANTS, min_speedup=0.9)
+    with pytest.raises(ValueError, match="window_row_s"):
+        replace(CONSTANTS, window_row_s=-1e-9)
+
+
+def test_a_plan_the_model_cannot_price_is_refused_and_assumptions_are_named():
+    zero = replace(CONSTANTS, **{k: 0.0 for k in ("query_s",) + tuple(FEATURES.values())})
+    unknown = PlanCost(features={}, total=0.0, notes=["no statistics for Scan: 1 row assumed"])
+    v = judge("x", unknown, unknown, zero)
+    assert not v.accepted and v.speedup is None
+    assert "no positive estimate" in v.reason and "1 row assumed" in v.reason
