@@ -78,15 +78,42 @@ def test_exchange_counting(spark, small_view):
     assert (t.shuffle_exchanges, t.broadcast_exchanges, t.reused_exchanges) == (1, 1, 1)
 
 
+def _bundled_slice(path: Path) -> int:
+    """The lines of the bundled log that run one template of its simplest Diamond Union
+    variant, ``(γ, γ)∪`` (found through the log's own truth file, matched on the mining
+    job's literal normalization). Returns how many lines were written."""
+    import gzip
+
+    from superop.mining.normalize import normalize
+    from superop.workloads.bundled import LOG, TRUTH
+    truth = json.loads(Path(TRUTH).read_text())
+    du = [v for v in truth["variants"] if v["family"] == "DU" and v["shape"] == "(γ, γ)∪"]
+    assert du, "the bundled log has no (γ, γ)∪ variant to slice"
+    want = normalize(du[0]["example_sql"])
+    n = 0
+    with gzip.open(LOG, "rt", encoding="utf-8", errors="surrogateescape") as f, open(path, "w") as out:
+        for line in f:
+            try:
+                text = json.loads(line).get("statement_text", "")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(text, str) and normalize(text) == want:
+                out.write(line)
+                n += 1
+    return n
+
+
 @pytest.fixture(scope="module")
 def mined(spark, tmp_path_factory):
-    """The nightly job on a small generated log (one candidate), as `superop bench` mines it."""
+    """The nightly job (real Spark mining, synthesis, Z3, generalization) on a small slice
+    of the bundled log: the executions of one DU template, so k=1 makes it one candidate
+    (cheap: the rest of `tests/bench` uses it; the whole bundled log is mined by `superop
+    bench`, not by tests)."""
     from superop.workloads.bench.mined import mined_catalog
-    from superop.workloads.loggen import write_log
     d = tmp_path_factory.mktemp("bench-mined")
     log = d / "log.jsonl"
-    write_log(log, n_queries=200, seed=3)
-    kw = dict(max_candidates=1, synth_timeout_s=30, verify_timeout_s=10)
+    assert _bundled_slice(log) >= 2
+    kw = dict(k=1, max_candidates=1, synth_timeout_s=20, verify_timeout_s=10)
     m = mined_catalog(d / "data", log, spark=spark, **kw)
     return m, d, log, kw
 
@@ -109,9 +136,8 @@ def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined):
     m, d, log, kw = mined
     rw = runtime_rewriter(spark, None, d / "data", log, mine_kw=kw)       # the default: mined
     assert "mined by the nightly job" in rw.info["catalog"] and "cached" in rw.info["catalog"]
-    import json as _json
-    fams = {r["family"] for r in _json.loads(m.path.read_text())["rules"]}
-    assert fams, "the mined catalog has no rules"
+    fams = {r["family"] for r in json.loads(m.path.read_text())["rules"]}
+    assert fams == {"DU"} and m.rules >= 1, "the nightly job mined no DU rule from the slice"
     qs = [next(q for q in select_queries(None) if q.family in fams and q.variant == "core")]
     doc = run_micro(spark, rw, rows=[2000], repeat=1, warmup=0,
                     data_dir=tmp_path / "data", queries=qs, progress=Progress(enabled=False))
@@ -132,6 +158,11 @@ def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined):
         assert du["equal"]["equal"] is True
     else:   # the cost gate kept the original: no self-comparison reported as "equal"
         assert du["equal"]["equal"] is None and "benefit gate" in du["rewrite"]["explanation"]
+    # either way the mined rule covers the query: without the gate it is rewritten
+    from superop.runtime import SuperOpSession
+    off = SuperOpSession(spark, str(m.path), gate=False, cache=False).rewrite(qs[0].sql)
+    assert off.changed and off.applied == [r["id"] for r in json.loads(m.path.read_text())["rules"]], \
+        off.explanation
     outs = write_outputs(doc, tmp_path / "out", "micro")
     assert json.loads(Path(outs["json"]).read_text())["results"][0]["name"] == "du_core"
     md = Path(outs["markdown"]).read_text()
