@@ -59,7 +59,7 @@ def default_catalog() -> dict:
     try:
         rules = builtin_rules(per="family")
     except ImportError as e:  # z3 missing
-        raise SuperopError(f"no --catalog given and the built-in rules cannot be proved here ({e})") from None
+        raise SuperopError(f"the hand-built catalog (--catalog {HAND_BUILT}) cannot be proved here ({e})") from None
     return make_catalog(rules, version="bench-default",
                         source={"log": None, "window": None, "content_hash": None})
 

@@ -155,7 +155,8 @@ def run_tpcds_cmd(args) -> int:
     base = _spark(args)
     spark = base.newSession()          # TPC-DS table names must not replace others' views
     progress = Progress(enabled=not args.quiet)
-    doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog), sf=args.sf,
+    doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log),
+                    sf=args.sf,
                     queries=names, repeat=args.repeat, warmup=args.warmup,
                     data_dir=args.data_dir, progress=progress)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
