@@ -61,7 +61,9 @@ def _kind(lit: exp.Literal) -> Optional[str]:
         return "s"
     t = lit.this
     if re.fullmatch(r"\d+", t):
-        return "i" if int(t) <= _INT_MAX else "l"
+        # Spark's grammar reads the sign as part of the number: -2147483648 is an int
+        limit = _INT_MAX + 1 if isinstance(lit.parent, exp.Neg) else _INT_MAX
+        return "i" if int(t) <= limit else "l"
     m = re.fullmatch(r"(\d*)\.(\d+)", t)
     if m:
         p, s = len((m.group(1) or "").lstrip("0")) + len(m.group(2)), len(m.group(2))
@@ -92,7 +94,7 @@ def _operand(lit: exp.Literal) -> bool:
 def parameters(tree: exp.Expression) -> list[tuple[exp.Expression, str]]:
     """The literals a template parameterizes, in document order, with their kinds: the
     node to replace (the literal, or its ``Neg`` for a negative number) and the kind of
-    the literal (Spark types ``-2147483648`` by its digits: bigint, as the kind says)."""
+    the literal."""
     out = []
     for lit in tree.find_all(exp.Literal, bfs=False):      # document order
         if _operand(lit):

@@ -33,6 +33,9 @@ def test_templates_parameterize_only_comparison_operands():
     # the sign belongs to the value: -100 is a parameter like 3 (Spark parses it as -(100))
     neg = template_of(DU_Q.replace("b > 0", "b > -100"))
     assert neg.key == template_of(DU_Q).key and neg.literals == ("-100", "'x'")
+    # Spark types -2147483648 as an int, 2147483648 as a bigint
+    assert template_of("SELECT * FROM t WHERE x > -2147483648").types == ("i",)
+    assert template_of("SELECT * FROM t WHERE x > 2147483648").types == ("l",)
     # a literal of another type is another template (bigint vs int, decimal scale)
     assert template_of(DU_Q.replace("b > 0", "b > 3000000000")).key != template_of(DU_Q).key
     assert template_of("SELECT * FROM t WHERE x < 12.50").key != template_of("SELECT * FROM t WHERE x < 12.500").key
