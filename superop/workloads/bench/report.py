@@ -140,7 +140,8 @@ def micro_markdown(doc: dict) -> str:
             f"{_mb(o and o['shuffle_write_bytes'])}→{_mb(w and w['shuffle_write_bytes'])} | "
             f"{_mb(o and o['shuffle_read_bytes'])}→{_mb(w and w['shuffle_read_bytes'])} |")
     lines += ["", "Unchanged queries (equal: n/a) run the original: their rewritten time is the original's "
-              "run and their ratio 1.00.", "Times: median of the timed runs ± (max−min)/median. Exchanges: shuffle exchanges in "
+              "run and their ratio 1.00.",
+              "Times: median of the timed runs ± (max−min)/median. Exchanges: shuffle exchanges in "
               "Spark's physical plan (broadcasts in the JSON). Shuffle MB: Spark's stage metrics, median run.",
               ""]
     if doc.get("skipped"):
@@ -179,8 +180,9 @@ def tpch_markdown(doc: dict) -> str:
     lines += _header(doc)
     s = doc.get("summary") or {}
     lines += [f"SF {doc['params'].get('sf')}: {s.get('rewritten', 0)}/{s.get('queries', 0)} queries rewritten; "
-              f"results equal for {s.get('equal', 0)}/{s.get('rewritten', 0)} rewritten; median original/rewritten over "
-              f"rewritten queries: {_f(s.get('median_original_over_rewritten_changed'))}.", ""]
+              f"results equal for {s.get('equal', 0)}/{s.get('rewritten', 0)} rewritten; "
+              "median original/rewritten over rewritten queries: "
+              f"{_f(s.get('median_original_over_rewritten_changed'))}.", ""]
     lines += ["| query | rules | equal | original s | rewritten s | orig/rew | exchanges o→r "
               "| shuffle write MB o→r | rewriter says |", "|---|---|---|---:|---:|---:|---|---|---|"]
     for r in doc.get("results", []):
