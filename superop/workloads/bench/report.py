@@ -130,7 +130,7 @@ def micro_markdown(doc: dict) -> str:
         p = r["plans"]
         ra = r.get("ratios") or {}
         rules = ", ".join(r["rewrite"]["applied"]) or ("error" if r["rewrite"].get("error") else "none")
-        eq = _equal_cell(r["equal"])
+        eq = equal_cell(r["equal"])
         o, w, lim = t.get("original"), t.get("rewritten"), t.get("limit")
         lines.append(
             f"| {r['rows']:,} | {r['name']} | {rules} | {eq} | {_spread(o)} | {_spread(w)} | {_spread(lim)} | "
@@ -192,7 +192,7 @@ def tpch_markdown(doc: dict) -> str:
         if r.get("error"):
             lines.append(f"| Q{r['query']} | {rules} | error: {r['error']} | | | | | | |")
             continue
-        eq = _equal_cell(r["equal"])
+        eq = equal_cell(r["equal"])
         o, w = t.get("original"), t.get("rewritten")
         lines.append(
             f"| Q{r['query']} | {rules} | {eq} | {_spread(o)} | {_spread(w)} | "
@@ -204,7 +204,7 @@ def tpch_markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _equal_cell(e: dict) -> str:
+def equal_cell(e: dict) -> str:
     if e.get("equal") is None:
         return "n/a (unchanged)"
     return "yes" if e["equal"] else f"**NO** ({e['detail']})"
