@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "runtime"))
+sys.path.insert(0, str(ROOT))    # the corpus is the runtime tests' queries (tests.runtime)
 
 from superop.ir.lower import lower  # noqa: E402
 from superop.rules_out.catalog import certificate, make_catalog, make_rule  # noqa: E402
@@ -51,9 +50,8 @@ def catalog_of(n: int) -> dict:
 
 
 def corpus() -> dict[str, tuple[str, dict]]:
-    import test_differential as td
-    import test_runtime as tr
-    from runtime_fixtures import SCHEMA
+    from tests.runtime import test_differential as td, test_runtime as tr
+    from tests.runtime.runtime_fixtures import SCHEMA
     out = {name: (q, SCHEMA) for name, _, q in td.CASES}
     out.update({f"uncovered-{i}": (q, SCHEMA) for i, q in enumerate(tr.UNCOVERED)})
     try:
@@ -214,7 +212,7 @@ def cache_bench(args) -> int:
     queries = corpus()
     _empty_views(spark, queries)
     so = SuperOpSession(spark, catalog_of(args.rules))
-    first, same, lits, rows = [], [], [], []
+    first, same, lits, rows, cpu = [], [], [], [], []
     for name, (q, _) in queries.items():
         t = time.perf_counter()
         r0 = so.rewrite(q)
@@ -224,14 +222,16 @@ def cache_bench(args) -> int:
         gc.collect()
         gc.disable()
         for k in range(args.repeat):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             r = so.rewrite(q)
             hs.append((time.perf_counter() - t) * 1e3)
+            cpu.append((time.thread_time() - c) * 1e3)
             assert r.timings_ms.get("cache_hit") == 1.0 and r.sql == r0.sql, (name, r.explanation)
             if variants[k] is not None:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.thread_time()
                 r = so.rewrite(variants[k])
                 hl.append((time.perf_counter() - t) * 1e3)
+                cpu.append((time.thread_time() - c) * 1e3)
                 assert r.timings_ms.get("cache_hit") == 1.0, (name, r.explanation)
         gc.enable()
         same += hs
@@ -249,11 +249,15 @@ def cache_bench(args) -> int:
                "hit_new_literals_ms_p99": pct(lits, 99) if lits else None,
                "cache_entries": len(so.cache), "load_average_1m": os.getloadavg()[0]}
     all_hits = same + lits
-    summary.update(cached_path_ms_p50=pct(all_hits, 50), cached_path_ms_p99=pct(all_hits, 99))
+    # wall clock includes preemption on a shared machine and the JVM side of the table-version
+    # check (py4j); this thread's CPU time includes neither
+    summary.update(cached_path_ms_p50=pct(all_hits, 50), cached_path_ms_p99=pct(all_hits, 99),
+                   cached_path_cpu_ms_p50=pct(cpu, 50), cached_path_cpu_ms_p99=pct(cpu, 99))
     print(json.dumps(summary, indent=2))
     print(f"goal cached p99 <= 5 ms: {'MET' if summary['cached_path_ms_p99'] <= 5 else 'NOT MET'} "
           f"(p99 {summary['cached_path_ms_p99']:.2f} ms over {len(all_hits)} cached calls at load average "
-          f"{summary['load_average_1m']:.1f}; first decision p50 {summary['first_decision_ms_p50']:.0f} ms)")
+          f"{summary['load_average_1m']:.1f}; Python-thread CPU p99 {summary['cached_path_cpu_ms_p99']:.2f} ms; "
+          f"first decision p50 {summary['first_decision_ms_p50']:.0f} ms)")
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "queries": rows}, indent=2))
     spark.stop()
