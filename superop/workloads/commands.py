@@ -49,7 +49,10 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
     p.add_argument("--data-dir", default=".superop/bench-data",
                    help="where generated data is cached (default .superop/bench-data)")
-    p.add_argument("--catalog", help="rule catalog file or MLflow URI (default: the built-in bench catalog)")
+    p.add_argument("--catalog", help="rule catalog file or MLflow URI (default: the catalog the nightly job "
+                   "mines from --log, mined once and cached under --data-dir; 'bench-default' = the "
+                   "hand-built catalog, for harness tests only)")
+    p.add_argument("--log", help="query log the default catalog is mined from (default: the bundled log)")
     p.add_argument("--rewriter", choices=["runtime", "identity"], default="runtime",
                    help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
     p.add_argument("--shuffle-partitions", type=_positive, help="spark.sql.shuffle.partitions (default: Spark's)")
@@ -74,8 +77,8 @@ def register_bench(sub) -> None:
     bs = p.add_subparsers(dest="bench_command", metavar="BENCH")
 
     m = bs.add_parser("micro", help="DU/DJ/MJ micro set: original vs rewritten vs limit query")
-    m.add_argument("--rows", type=_rows, default=[10_000_000],
-                   help="rows of ops, or a comma list for time-vs-rows (default 10m)")
+    m.add_argument("--rows", type=_rows, default=[1_000_000, 10_000_000],
+                   help="rows of ops, or a comma list for time-vs-rows (default 1m,10m)")
     m.add_argument("--queries", help="comma list of query names or families (du,dj,mj); default all")
     m.add_argument("--seed", type=int, default=7)
     m.add_argument("--budget-min", type=float,
@@ -167,7 +170,7 @@ def run_micro_cmd(args) -> int:
     started = now()
     machine = machine_info()
     spark = _spark(args)
-    rw = make_rewriter(spark, args.rewriter, args.catalog)
+    rw = make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log)
     progress = Progress(enabled=not args.quiet)
     doc = run_micro(spark, rw, rows=args.rows, repeat=args.repeat, warmup=args.warmup,
                     data_dir=args.data_dir, queries=queries, seed=args.seed, progress=progress,
@@ -191,7 +194,8 @@ def run_tpch_cmd(args) -> int:
     machine = machine_info()
     spark = _spark(args)
     progress = Progress(enabled=not args.quiet)
-    doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog), sf=args.sf,
+    doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log),
+                   sf=args.sf,
                    queries=qs, repeat=args.repeat, warmup=args.warmup, data_dir=args.data_dir,
                    progress=progress)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,

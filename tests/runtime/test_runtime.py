@@ -91,7 +91,7 @@ def test_benefit_gate_refuses_when_no_shuffle_is_saved(spark, so):
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     assert not r.changed and r.sql == MJ_Q
-    assert "benefit gate" in r.explanation and r.exchanges_before == 1
+    assert "benefit gate (exchanges)" in r.explanation and r.exchanges_before == 1
     assert so.rewrite(MJ_Q).changed
 
 
