@@ -128,18 +128,20 @@ def test_runtime_without_z3_and_mlflow(tmp_path, trust_dir, honest_rules):
 def test_promote_rechecks_and_tags_the_version(tmp_path, trust_dir, honest_rules, monkeypatch):
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
-    from superop.rules_out.registry import promote, register_catalog
+    from superop.rules_out.registry import MODEL_NAME, promote
     from superop.tracking import tracking_uri
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     c = MlflowClient(tracking_uri=uri)
     exp_id = c.create_experiment("trust", artifact_location=(tmp_path / "art").as_uri())
+    c.create_registered_model(MODEL_NAME)
 
     def version_of(rules) -> str:
         run = c.create_run(exp_id)
         src = _write(tmp_path, rules)
         c.log_artifact(run.info.run_id, str(src), "catalog")
         c.set_terminated(run.info.run_id)
-        return register_catalog(run.info.run_id, run.info.artifact_uri + "/catalog", uri)
+        return str(c.create_model_version(MODEL_NAME, source=run.info.artifact_uri + "/catalog",
+                                          run_id=run.info.run_id).version)
 
     v1 = version_of(honest_rules)
     other = copy.deepcopy(honest_rules)
