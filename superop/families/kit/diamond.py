@@ -85,6 +85,41 @@ def trace(node: Node, idx: int, stop: Node) -> Optional[int]:
     return None
 
 
+def field_type(node: Node, idx: int) -> Optional[str]:
+    """The declared (scan) type of output column ``idx`` of ``node`` when it carries a base
+    table's column unchanged (through renames, bare projections, grouping keys, join sides,
+    filters, UNION ALL inputs that all agree); None otherwise."""
+    for _ in range(_MAX_TRACE):
+        if isinstance(node, Scan):
+            return node.columns[idx][1].lower()
+        if isinstance(node, UnionAll):
+            ts = {field_type(c, idx) for c in node.inputs}
+            return ts.pop() if len(ts) == 1 else None
+        child = node.children[0] if len(node.children) == 1 else None
+        if isinstance(node, (Select, Sort, Limit)):
+            node = node.children[0]
+            continue
+        if isinstance(node, Join):
+            nl = len(node.left.fields)
+            node, idx = (node.left, idx) if idx < nl else (node.right, idx - nl)
+            continue
+        if isinstance(node, Rename) and child is not None:
+            j = find_field(child.fields, node.mapping[idx][0].column())
+        elif isinstance(node, (Project, Aggregate)) and child is not None:
+            c = bare_column(node.items[idx][0])
+            j = None if c is None else find_field(child.fields, c)
+            if j is not None and isinstance(node, Aggregate) and not any(
+                    (k := bare_column(key)) is not None and find_field(child.fields, k) == j
+                    for key in node.keys):
+                j = None
+        else:
+            return None
+        if j is None or child is None:
+            return None
+        node, idx = child, j
+    return None
+
+
 class PlanContext:
     """One plan: its parents, its shared nodes, and column tracing over it."""
 
