@@ -52,8 +52,8 @@ from ..ir.generate import substitute_columns
 from ..ir.nodes import Aggregate, Join, UnionAll, is_nondeterministic_expr
 from ..synth.dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, Covers
-from .kit.diamond import (PlanContext, Shape, bare_column, field_type, find_field, keys_implied,
-                          positions_carrying)
+from .kit.diamond import (PlanContext, Shape, bare_column, equi_pairs, field_type, find_field,
+                          keys_implied, positions_carrying)
 from .kit.family import Family, ProofInstance, Slot, Streamability
 from .kit.program import AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, same_keys
 from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
@@ -297,8 +297,15 @@ class PivotJoin(Family):
         join's with union-find in :meth:`premise_failure`)."""
         j = m.join
         assert j is not None
-        return KeyPremise(j, tuple((positions_carrying(j.left, k, m.source),
-                                    positions_carrying(j.right, k, m.source)) for k in m.keys))
+        eq = equi_pairs(j)
+        pairs = []
+        for k in m.keys:
+            ls, rs = positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source)
+            # a sub-tree carries the key in several columns (one per use): the verifier asks
+            # for the pair the condition equates
+            direct = [(i, r) for i, r in eq if i in ls and r in rs]
+            pairs.append((frozenset([direct[0][0]]), frozenset([direct[0][1]])) if direct else (ls, rs))
+        return KeyPremise(j, tuple(pairs))
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -467,17 +474,17 @@ _COLS = "k, c, n, s, mn, mx, av"
 STREAMING_FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
 
 
-def _use_sql(i: int, const: int, alias: str) -> str:
-    return (f"SELECT k, y, g{i}({_COLS}) AS x FROM t WHERE y = {const} AND q{i}({_COLS})")
+def _use_sql(i: int, const: int) -> str:
+    return f"SELECT k, y, g{i}({_COLS}) AS x FROM t WHERE y = {const} AND q{i}({_COLS})"
 
 
 def proof_instance_sql(kind: str, n: int) -> str:
     join = {"semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}.get(kind, f"{kind.upper()} JOIN")
     cols = ", ".join(f"u{i}.k AS k{i}, u{i}.y AS y{i}, u{i}.x AS x{i}"
                      for i in (range(1, 2) if kind in ("semi", "anti") else range(1, n + 1)))
-    frm = f"({_use_sql(1, 2001, 'u1')}) u1"
+    frm = f"({_use_sql(1, 2001)}) u1"
     for i in range(2, n + 1):
-        frm += (f" {join} ({_use_sql(i, 2000 + i, f'u{i}')}) u{i} "
+        frm += (f" {join} ({_use_sql(i, 2000 + i)}) u{i} "
                 f"ON u1.k = u{i}.k AND theta{i}(u1.x, u{i}.x)")
     return (f"WITH t AS (SELECT k, y, {_AGG} FROM f WHERE p(k, y, a) GROUP BY k, y) "
             f"SELECT {cols} FROM {frm}")
@@ -496,7 +503,8 @@ def _instances() -> tuple[ProofInstance, ...]:
         for n in ((2, 3) if kind in ("inner", "left") else (2,)):
             cov = Covers.make("PJ", join_kinds=[kind], branches=n, aggregates=STREAMING_FOLDS,
                               edges=[EDGE_OPS] * (n + 1))
-            out.append(ProofInstance(f"PJ/{kind}/{n}", proof_instance_sql(kind, n), PROOF_SCHEMA, cov))
+            out.append(ProofInstance(f"PJ/{kind}/{n}", proof_instance_sql(kind, n), PROOF_SCHEMA, cov,
+                                     proof_functions(n)))
     return tuple(out)
 
 

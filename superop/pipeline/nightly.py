@@ -108,15 +108,23 @@ def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float
             return out
         m = first_match(low.plan, finished=True)
         # Synthesize for the diamond itself (the part a rule replaces), not the whole
-        # example query around it; its SQL is what the certificate re-checks.
-        target = low.plan
+        # example query around it; its SQL is what the certificate re-checks. A source that
+        # is not a table (a join with dimensions, a union) is read as one table of its
+        # columns: the program reads the source's rows, and a check for every such table
+        # covers the rows the source produces.
+        target, tschema = low.plan, schema
         if m is not None:
-            from ..ir import to_sql
+            from ..families.kit.diamond import over_source
+            from ..ir import Scan, to_sql
             target = m.root
-            out["sql"] = to_sql(m.root)
+            src = None if isinstance(m.source, Scan) else over_source(m.root, m.source)
+            if src is not None:
+                target, tschema = src
+                out["schema"] = tschema
+            out["sql"] = to_sql(target)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
-        res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
+        res = synth_fn(target, schema=tschema, K=K, timeout_s=synth_timeout_s,
                        verify_timeout_s=verify_timeout_s)
         out.update(status=res.status, reason=res.reason, streaming=res.streaming,
                    checked_by=res.checked_by, candidates_tried=res.candidates_tried,
@@ -155,7 +163,7 @@ def _certificate(o: dict, schema: dict, K: int, verify_timeout_s: float) -> Opti
         return None
     r = Result(v["status"], method=v.get("method", "bounded"), K=v.get("K", K),
                seconds=float(v.get("seconds") or 0.0), reason=v.get("reason", ""))
-    return bounded_certificate(o["sql"], schema, Program.from_json(o["program"]), r,
+    return bounded_certificate(o["sql"], o.get("schema") or schema, Program.from_json(o["program"]), r,
                                timeout_ms=int(verify_timeout_s * 1000))
 
 

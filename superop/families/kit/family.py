@@ -26,7 +26,7 @@ Families import only the IR, the DSL and this kit — never a stage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from sqlglot import exp
@@ -73,6 +73,7 @@ class ProofInstance:
     sql: str
     schema: dict[str, dict[str, str]]
     covers: Covers
+    functions: dict[str, str] = field(default_factory=dict)   # uninterpreted function -> result kind
 
 
 class Family:
