@@ -109,12 +109,14 @@ def analyze_use(b: Branch, source_types: dict[str, Optional[str]]) -> Union[Use,
     items = [low.substitute(e, in_fields) for e, _ in agg.items]
 
     def kind(i: int) -> str:
+        """key (a grouping key), keys (computed from grouping keys and constants only: a
+        filter on it commutes with the γ too) or value (reads an aggregate)."""
         e = items[i]
         c = bare_column(e)
         if c is not None and c.name in keys:
             return "key"
-        if not list(e.find_all(exp.Column)) and not list(e.find_all(exp.AggFunc)):
-            return "const"
+        if not list(e.find_all(exp.AggFunc)) and all(x.name in keys for x in e.find_all(exp.Column)):
+            return "keys"
         return "value"
     up = capture_parameters(b.upper)
     pushed: list[exp.Expression] = []
