@@ -99,11 +99,28 @@ def pv(spark):
     return SCHEMA
 
 
+@pytest.fixture(scope="module")
+def so(spark, pv):
+    """The production entry point with its benefit gate. Broadcast joins are off so the
+    plans look like plans over large tables (a broadcast join has no shuffle to save)."""
+    from superop.runtime import SuperOpSession
+    old = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    yield SuperOpSession(spark, CATALOG)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", old)
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_rewritten_returns_the_original_bag(pv, spark, name):
+def test_session_rewrites_and_returns_the_original_bag(so, spark, name):
+    """SuperOpSession applies the rule (the gate sees fewer shuffles) and the rewritten SQL
+    returns the original's bag. The rewritten SQL is run as is: ``so.sql`` would fall back
+    to the original on an error and hide a broken rewrite."""
     sql = CASES[name]
-    r = rewrite_structural(Rewriter(CATALOG), sql, SCHEMA)
+    r = so.rewrite(sql)
+    assert r.error is None and r.changed, r.explanation
     assert r.applied == [EXPECTED_RULE[name]], r.explanation
+    assert r.exchanges_after is not None and r.exchanges_before is not None
+    assert r.exchanges_after < r.exchanges_before
     want = bag(spark.sql(sql).collect())
     assert want, "the case must return rows to compare"
     assert bag(spark.sql(r.sql).collect()) == want
@@ -157,13 +174,13 @@ TRAPS = {
 
 
 @pytest.mark.parametrize("name", list(TRAPS))
-def test_traps_are_kept_unchanged_with_their_reason(pv, spark, name):
+def test_traps_are_kept_unchanged_with_their_reason(so, name):
     sql, reason = TRAPS[name]
     reasons = [f.reason.value for f in families.scan(lower(sql, SCHEMA).plan) if isinstance(f, families.NearMiss)]
     assert reason in reasons, reasons
-    r = rewrite_structural(Rewriter(CATALOG), sql, SCHEMA)
-    assert not r.changed and r.sql == sql, r.applied
-    spark.sql(sql).collect()      # the query itself runs
+    r = so.rewrite(sql)
+    assert r.error is None and not r.changed and r.sql == sql, r.explanation
+    so.sql(sql)      # the session hands back the user's query as written (analyzed by Spark)
 
 
 # ---------------------------------------------------------------------------
