@@ -48,8 +48,10 @@ from typing import Any, Optional, Sequence, Union
 from sqlglot import exp
 
 from ..ir.analysis import Edge, capture_parameters, walk_edge
-from ..ir.generate import substitute_columns
-from ..ir.nodes import Aggregate, Join, UnionAll, is_nondeterministic_expr
+from ..ir.dialect import DIALECT
+from ..ir.generate import translate_columns
+from ..ir.functions import is_nondeterministic_expr
+from ..ir.nodes import Join, UnionAll
 from ..synth.dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import (PlanContext, Shape, bare_column, equi_pairs, field_type, find_field,
@@ -86,9 +88,9 @@ class Use:
     """A use's upper-edge filter split at the γ: ``pushed`` (over source columns: the
     conjuncts reading only grouping keys, now below the γ), ``kept`` (over the γ's fields:
     the rest, above it) and ``fixed`` (key source column -> the constant it equals)."""
-    pushed: Optional[exp.Expression]
-    kept: Optional[exp.Expression]
-    fixed: dict[str, exp.Expression]
+    pushed: Optional[exp.Expr]
+    kept: Optional[exp.Expr]
+    fixed: dict[str, exp.Expr]
     key_only_cols: frozenset[str]       # grouping keys the pushed conjuncts read
 
 
@@ -104,7 +106,7 @@ def analyze_use(b: Branch, source_types: dict[str, Optional[str]]) -> Union[Use,
     for k in agg.keys:
         c = bare_column(low.substitute(k, in_fields))
         if c is None:
-            return Reason.COMPUTED_GROUPING_KEY, k.sql(dialect="spark")
+            return Reason.COMPUTED_GROUPING_KEY, k.sql(dialect=DIALECT)
         keys.append(c.name)
     items = [low.substitute(e, in_fields) for e, _ in agg.items]
 
@@ -119,16 +121,16 @@ def analyze_use(b: Branch, source_types: dict[str, Optional[str]]) -> Union[Use,
             return "keys"
         return "value"
     up = capture_parameters(b.upper)
-    pushed: list[exp.Expression] = []
-    kept: list[exp.Expression] = []
-    fixed: dict[str, exp.Expression] = {}
+    pushed: list[exp.Expr] = []
+    kept: list[exp.Expr] = []
+    fixed: dict[str, exp.Expr] = {}
     read: set[str] = set()
-    for c in conjuncts(up.predicate):
-        idx = [find_field(agg.fields, col) for col in c.find_all(exp.Column)]
+    for cj in conjuncts(up.predicate):
+        idx = [find_field(agg.fields, col) for col in cj.find_all(exp.Column)]
         if any(i is None for i in idx) or any(kind(i) == "value" for i in idx if i is not None):
-            kept.append(c)
+            kept.append(cj)
             continue
-        src = substitute_columns(c, agg.fields, items)
+        src = translate_columns(cj, agg.fields, items)
         pushed.append(src)
         read |= {col.name for col in src.find_all(exp.Column)}
         fix = _fixes(src, keys)
@@ -136,12 +138,12 @@ def analyze_use(b: Branch, source_types: dict[str, Optional[str]]) -> Union[Use,
             col, const = fix
             why = constant_refused(source_types.get(col), const)
             if why:
-                return PivotReason.CONSTANT_TYPE, f"{col} = {const.sql(dialect='spark')}: {why}"
+                return PivotReason.CONSTANT_TYPE, f"{col} = {const.sql(dialect=DIALECT)}: {why}"
             fixed.setdefault(col, const)
     return Use(and_all(pushed), and_all(kept), fixed, frozenset(read))
 
 
-def _fixes(c: exp.Expression, keys: Sequence[str]) -> Optional[tuple[str, exp.Expression]]:
+def _fixes(c: exp.Expr, keys: Sequence[str]) -> Optional[tuple[str, exp.Expr]]:
     """``key = constant`` (either order) -> (key, constant)."""
     while isinstance(c, exp.Paren):
         c = c.this
@@ -154,12 +156,12 @@ def _fixes(c: exp.Expression, keys: Sequence[str]) -> Optional[tuple[str, exp.Ex
     return None
 
 
-def is_constant(e: exp.Expression) -> bool:
+def is_constant(e: exp.Expr) -> bool:
     return (not list(e.find_all(exp.Column)) and not list(e.find_all(exp.AggFunc))
             and not any(isinstance(x, exp.Query) for x in e.walk()) and not is_nondeterministic_expr(e))
 
 
-def constant_value(e: exp.Expression) -> Optional[tuple[str, Any]]:
+def constant_value(e: exp.Expr) -> Optional[tuple[str, Any]]:
     """A constant's kind and value: integer arithmetic of integer literals is folded;
     ("int"|"decimal"|"string"|"bool", value) or None when it is anything else."""
     while isinstance(e, exp.Paren):
@@ -179,19 +181,18 @@ def constant_value(e: exp.Expression) -> Optional[tuple[str, Any]]:
     if isinstance(e, exp.Neg):
         v = constant_value(e.this)
         return (v[0], -v[1]) if v is not None and v[0] in ("int", "decimal") else None
-    ops = {exp.Add: lambda a, b: a + b, exp.Sub: lambda a, b: a - b, exp.Mul: lambda a, b: a * b}
-    f = ops.get(type(e))
-    if f is not None:
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul)):
         a, b = constant_value(e.this), constant_value(e.expression)
         if a is not None and b is not None and a[0] == b[0] == "int":
-            return "int", f(a[1], b[1])
+            x, y = int(a[1]), int(b[1])
+            return "int", x + y if isinstance(e, exp.Add) else x - y if isinstance(e, exp.Sub) else x * y
     return None
 
 
 _INTEGRAL = ("tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte")
 
 
-def constant_refused(col_type: Optional[str], const: exp.Expression) -> str:
+def constant_refused(col_type: Optional[str], const: exp.Expr) -> str:
     """Why ``key = const`` may hold for two different grouping values (so the key cannot
     leave the partition): "" when equality is the grouping's own."""
     v = constant_value(const)
@@ -355,7 +356,7 @@ class PivotJoin(Family):
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         """The rows some use reads: ``Y IN (c1, ..)`` when each use is one ``y = c`` on the
         same key, else the OR of the uses' row filters; keys NOT NULL for inner/semi."""
         preds = []
@@ -365,7 +366,7 @@ class PivotJoin(Family):
         single = [_single_fix(p) for p in preds]
         if all(s is not None for s in single) and len({s[0] for s in single if s is not None}) == 1:
             col = next(s[0] for s in single if s is not None)
-            vals: list[exp.Expression] = []
+            vals: list[exp.Expr] = []
             for s in single:
                 assert s is not None
                 if not any(v == s[1] for v in vals):
@@ -449,7 +450,7 @@ def fixed_keys_problem(uses: Sequence[Use]) -> Optional[Refusal]:
     return None
 
 
-def _single_fix(p: Optional[exp.Expression]) -> Optional[tuple[str, exp.Expression]]:
+def _single_fix(p: Optional[exp.Expr]) -> Optional[tuple[str, exp.Expr]]:
     if p is None:
         return None
     while isinstance(p, exp.Paren):

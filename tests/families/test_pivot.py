@@ -153,7 +153,7 @@ TRAPS = {
                             "SELECT t1.k, t2.s FROM t t1 JOIN t t2 ON t1.k = t2.k WHERE t1.y1 = 2002 AND t2.y = 2002",
                             "use_filter_not_constant"),
     "nondeterministic": (T + "SELECT t1.k, t2.s FROM (SELECT * FROM t WHERE y = 2001 AND rand() < 2) t1 "
-                         "JOIN (SELECT * FROM t WHERE y = 2002) t2 ON t1.k = t2.k", "unsafe_construct"),
+                         "JOIN (SELECT * FROM t WHERE y = 2002) t2 ON t1.k = t2.k", "nondeterministic"),
     "two_aggregates": ("WITH t AS (SELECT k, y, SUM(x) AS s FROM pv GROUP BY k, y), "
                        "u AS (SELECT k, y, MAX(x) AS m FROM pv GROUP BY k, y) "
                        "SELECT t.k, t.s, u.m FROM t JOIN u ON t.k = u.k WHERE t.y = 2001 AND u.y = 2002",

@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import Edge, walk_edge
+from ...ir.dialect import DIALECT
 from ...ir.nodes import (Aggregate, Field, Join, Limit, Node, Project, Rename, Scan, Select, Sort,
                          UnionAll, parents, replace, resolve_field, walk)
 from .records import Branch, Reason
@@ -37,7 +38,7 @@ def find_field(fields: Sequence[Field], col: exp.Column) -> Optional[int]:
         return None
 
 
-def bare_column(e: Optional[exp.Expression]) -> Optional[exp.Column]:
+def bare_column(e: Optional[exp.Expr]) -> Optional[exp.Column]:
     """The column ``e`` is (through parentheses), else None."""
     while isinstance(e, exp.Paren):
         e = e.this
@@ -240,7 +241,7 @@ def key_sources(agg: Aggregate, stop: Node) -> Optional[tuple[int, ...]]:
 def equi_pairs(j: Join) -> list[tuple[int, int]]:
     """(left field index, right field index) of every ``column = column`` conjunct of the
     ON clause between the two inputs (from ``equi`` and from ``residual``)."""
-    conj: list[exp.Expression] = [exp.EQ(this=a, expression=b) for a, b in j.equi]
+    conj: list[exp.Expr] = [exp.EQ(this=a, expression=b) for a, b in j.equi]
     stack = [j.residual] if j.residual is not None else []
     while stack:
         e = stack.pop()
@@ -347,7 +348,7 @@ def agg_paths_check(paths: Sequence[Path]) -> tuple[Optional[Reason], tuple[int,
     return None, keys[0]
 
 
-def source_dependencies(e: exp.Expression, fields: Sequence[Field], edge: Edge) -> Optional[frozenset[int]]:
+def source_dependencies(e: exp.Expr, fields: Sequence[Field], edge: Edge) -> Optional[frozenset[int]]:
     """The positions of ``edge.bottom``'s fields an expression over ``fields`` (the edge
     top's fields) is computed from; None if a column does not resolve."""
     idx: set[int] = set()
@@ -415,14 +416,15 @@ def inferred_types(node: Node) -> list[Optional[str]]:
 
     from ...ir.generate import to_sql
     from ...ir.lower import qualified
-    schema = {n.table: dict(n.columns) for n in walk(node) if isinstance(n, Scan)}
+    # a qualified table is not found in this flat mapping: its types are unknown (None)
+    schema: dict[str, object] = {n.table: dict(n.columns) for n in walk(node) if isinstance(n, Scan)}
     try:
-        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect="spark")
+        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect=DIALECT)
     except Exception:  # a type is a convenience here: unknown means "cannot"
         return [None] * len(node.fields)
     out: list[Optional[str]] = []
     for e in ast.selects:
         t = e.type
         out.append(None if t is None or t.this == exp.DataType.Type.UNKNOWN
-                   else t.sql(dialect="spark").lower())
+                   else t.sql(dialect=DIALECT).lower())
     return out if len(out) == len(node.fields) else [None] * len(node.fields)

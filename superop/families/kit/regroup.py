@@ -36,8 +36,10 @@ from typing import Optional, Sequence, cast
 from sqlglot import exp
 
 from ...ir.analysis import Edge, capture_parameters, walk_edge
+from ...ir.dialect import DIALECT
+from ...ir.functions import is_nondeterministic_expr
 from ...ir.nodes import (Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll,
-                         is_nondeterministic_expr, walk)
+                         walk)
 from .diamond import PlanContext, find_field, join_tree
 
 # ON-clause conjunct reading only one side: may it filter that side's input instead?
@@ -50,9 +52,9 @@ _WHERE_PUSH = {"inner": (True, True), "left": (True, False), "right": (False, Tr
 _BY_NAME = (Project, Aggregate, Rename)
 
 
-def conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
+def conjuncts(e: Optional[exp.Expr]) -> list[exp.Expr]:
     """The AND-ed parts of ``e`` (through parentheses)."""
-    out: list[exp.Expression] = []
+    out: list[exp.Expr] = []
     stack = [e] if e is not None else []
     while stack:
         x = stack.pop()
@@ -65,13 +67,13 @@ def conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
     return out
 
 
-def and_all(parts: Sequence[exp.Expression]) -> Optional[exp.Expression]:
-    out: Optional[exp.Expression] = None
+def and_all(parts: Sequence[exp.Expr]) -> Optional[exp.Expr]:
+    out: Optional[exp.Expr] = None
     for p in parts:
         p = p.copy()
         if isinstance(p, (exp.Or, exp.Xor)):
             p = exp.Paren(this=p)
-        out = p if out is None else cast(exp.Expression, exp.and_(out, p, copy=False))
+        out = p if out is None else cast(exp.Expr, exp.and_(out, p, copy=False))
     return out
 
 
@@ -102,13 +104,13 @@ def shared_aggregate(leaf: Node, ctx: PlanContext) -> Optional[Node]:
 # ---------------------------------------------------------------------------
 @dataclass
 class _Conj:
-    expr: exp.Expression            # as written (columns resolve where it was)
+    expr: exp.Expr            # as written (columns resolve where it was)
     leaves: frozenset[int]
     cols: list[tuple[exp.Column, int, int]]   # each column: (column, leaf, position in leaf)
     home: Optional[int] = None      # index of the join it was in (None: the WHERE)
     equi: Optional[int] = None      # its position among that join's equi pairs
 
-    def side_leaves(self, part: exp.Expression) -> set[int]:
+    def side_leaves(self, part: exp.Expr) -> set[int]:
         """The leaves a sub-expression of ``expr`` reads."""
         ids = {id(c): leaf for c, leaf, _ in self.cols}
         return {ids[id(c)] for c in part.find_all(exp.Column) if id(c) in ids}
@@ -149,7 +151,7 @@ def _input_slots(j: Join, reg: _Region) -> list[tuple[int, int]]:
     return _slots(j.left, reg) + _slots(j.right, reg)
 
 
-def _attribute(e: exp.Expression, fields: Sequence[Field], slots: Sequence[tuple[int, int]],
+def _attribute(e: exp.Expr, fields: Sequence[Field], slots: Sequence[tuple[int, int]],
                home: Optional[int], equi: Optional[int] = None) -> Optional[_Conj]:
     if is_nondeterministic_expr(e) or any(isinstance(x, exp.Query) for x in e.walk()):
         return None
@@ -165,7 +167,7 @@ def _attribute(e: exp.Expression, fields: Sequence[Field], slots: Sequence[tuple
     return _Conj(e, frozenset(leaf for _, leaf, _ in cols), cols, home, equi)
 
 
-def _requalified(cj: _Conj, leaves: Sequence[Node], scope: Sequence[tuple[int, Field]]) -> Optional[exp.Expression]:
+def _requalified(cj: _Conj, leaves: Sequence[Node], scope: Sequence[tuple[int, Field]]) -> Optional[exp.Expr]:
     """The conjunct with each column written as its leaf field; None if that name does
     not resolve to exactly that field among ``scope`` ((leaf, field) pairs in order)."""
     fields = [f for _, f in scope]
@@ -230,7 +232,8 @@ def _rebuild(reg: _Region, ctx: PlanContext, memo: dict[int, Node],
     cjs: list[_Conj] = []
     for k, j in enumerate(reg.joins):
         fields = j.left.fields + j.right.fields
-        parts = [(exp.EQ(this=a.copy(), expression=b.copy()), q) for q, (a, b) in enumerate(j.equi)]
+        parts: list[tuple[exp.Expr, Optional[int]]] = [
+            (exp.EQ(this=a.copy(), expression=b.copy()), q) for q, (a, b) in enumerate(j.equi)]
         parts += [(x, None) for x in conjuncts(j.residual)]
         for p, q in parts:
             c = _attribute(p, fields, _input_slots(j, reg), k, q)
@@ -259,7 +262,7 @@ def _rebuild(reg: _Region, ctx: PlanContext, memo: dict[int, Node],
             preds = [_requalified(c, reg.leaves, scope) for c in mine]
             if any(p is None for p in preds):
                 return None
-            node = Select(node, cast(exp.Expression, and_all([p for p in preds if p is not None])))
+            node = Select(node, cast(exp.Expr, and_all([p for p in preds if p is not None])))
         u = uses[i]
         g = None if u is None else (id(u), -1)
         if isinstance(u, UnionAll):
@@ -323,7 +326,7 @@ def _rebuild_outer(reg: _Region, leaves: list[Node], rest: list[_Conj]) -> Node:
         return Join(go(n.left), go(n.right), n.kind, equi, resid)
     body = go(reg.root)
     where = [c.expr for c in rest if c.home is None]
-    return Select(body, cast(exp.Expression, and_all(where))) if where else body
+    return Select(body, cast(exp.Expr, and_all(where))) if where else body
 
 
 def _regroup_inner(reg: _Region, ctx: PlanContext, leaves: list[Node],
@@ -342,7 +345,7 @@ def _regroup_inner(reg: _Region, ctx: PlanContext, leaves: list[Node],
         if not ps or not all(isinstance(p, _BY_NAME) for p in ps):
             return None                       # a new column order would be visible
     scope_all = [(i, f) for i in range(len(reg.leaves)) for f in reg.leaves[i].fields]
-    placed: list[tuple[_Conj, exp.Expression]] = []
+    placed: list[tuple[_Conj, exp.Expr]] = []
     for c in rest:
         e = _requalified(c, reg.leaves, scope_all)
         if e is None:
@@ -359,7 +362,7 @@ def _regroup_inner(reg: _Region, ctx: PlanContext, leaves: list[Node],
             classes.union((la, pa), (lb, pb))
     crosses = [0]
 
-    def implied(lset: set[int], rset: set[int]) -> Optional[tuple[exp.Expression, exp.Expression]]:
+    def implied(lset: set[int], rset: set[int]) -> Optional[tuple[exp.Expr, exp.Expr]]:
         for a in classes.members():
             if a[0] not in lset:
                 continue
@@ -408,7 +411,7 @@ def _regroup_inner(reg: _Region, ctx: PlanContext, leaves: list[Node],
     if crosses[0] > sum(1 for j in reg.joins if j.kind == "cross" or (not j.equi and j.residual is None)):
         return None                           # would add a cartesian product
     top = [e for k, (_, e) in enumerate(placed) if not used[k]]
-    return Select(body, cast(exp.Expression, and_all(top))) if top else body
+    return Select(body, cast(exp.Expr, and_all(top))) if top else body
 
 
 class _UnionFind:
@@ -485,11 +488,11 @@ def branch_columns(b: Node, ctx: PlanContext) -> Optional[list[tuple[Optional[ex
     src = low.bottom
     items = [lp.substitute(e, low.top.fields) for e, _ in agg.items]
     out: list[tuple[Optional[exp.Literal], str]] = []
-    for _, e in capture_parameters(up).projection:
-        e = _sub(e, agg.fields, items)
+    for _, written in capture_parameters(up).projection:
+        e = _sub(written, agg.fields, items)
         if e is None:
             return None
-        def typed(x: exp.Expression) -> exp.Expression:
+        def typed(x: exp.Expr) -> exp.Expr:
             if isinstance(x, exp.Column):
                 i = find_field(src.fields, x)
                 t = field_type(src, i) if i is not None else None
@@ -504,19 +507,19 @@ def branch_columns(b: Node, ctx: PlanContext) -> Optional[list[tuple[Optional[ex
         except KeyError:
             return None
         bare = e.unnest() if isinstance(e, exp.Paren) else e
-        out.append((bare if isinstance(bare, exp.Literal) else None, sig.sql(dialect="spark")))
+        out.append((bare if isinstance(bare, exp.Literal) else None, sig.sql(dialect=DIALECT)))
     return out
 
 
-def _sub(e: exp.Expression, fields: Sequence[Field], items: Sequence[exp.Expression]) -> Optional[exp.Expression]:
-    from ...ir.generate import substitute_columns
+def _sub(e: exp.Expr, fields: Sequence[Field], items: Sequence[exp.Expr]) -> Optional[exp.Expr]:
+    from ...ir.generate import translate_columns
     try:
-        return substitute_columns(e, fields, items)
+        return translate_columns(e, fields, items)
     except KeyError:
         return None
 
 
-def _refutes(p: exp.Expression, fields: Sequence[Field], consts: Sequence[Optional[exp.Literal]]) -> bool:
+def _refutes(p: exp.Expr, fields: Sequence[Field], consts: Sequence[Optional[exp.Literal]]) -> bool:
     """Is ``p`` (over the union's columns) FALSE on every row of a branch whose columns
     carry ``consts``? Only ``column = literal`` against a different literal counts."""
     while isinstance(p, exp.Paren):
