@@ -71,7 +71,7 @@ CASES = {
                             "JOIN (SELECT k, y, SUM(x) AS s FROM pv GROUP BY k, y) v ON u.k = v.k "
                             "WHERE u.y = 2001 AND v.y = 2003",
     "inner_union_branch": "WITH u AS (SELECT k, y, SUM(x) AS v, 'p' AS kind FROM pv GROUP BY k, y UNION ALL "
-                          "SELECT k, y, SUM(q) AS v, 'q' AS kind FROM pv WHERE q > 1 GROUP BY k, y) "
+                          "SELECT k, y, SUM((q)) AS v, 'q' AS kind FROM pv WHERE q > 1 GROUP BY k, y) "
                           "SELECT a.k, a.v, b.v AS v2 FROM u a, u b WHERE a.k = b.k AND a.kind = 'p' "
                           "AND b.kind = 'p' AND a.y = 2001 AND b.y = 2002",
     "left_2": T + "SELECT t1.k, t1.s, t2.s AS s2 FROM t t1 LEFT JOIN t t2 ON t1.k = t2.k AND t2.y = 2002 "
