@@ -193,7 +193,7 @@ REGIONS = [
     CASES["inner_union_branch"],
     T + "SELECT t1.k, d.region, t2.s FROM t t1 JOIN pdim d ON t1.k = d.k AND d.region <> 'us' "
         "LEFT JOIN t t2 ON t1.k = t2.k AND t2.y = 2002 WHERE t1.y = 2001 AND d.k IS NOT NULL",
-    T + "SELECT t1.k, t2.s FROM t t1 LEFT SEMI JOIN t t2 ON t1.k = t2.k AND t2.y = 2002 AND t1.c > 1 "
+    T + "SELECT t1.k, t1.s FROM t t1 LEFT SEMI JOIN t t2 ON t1.k = t2.k AND t2.y = 2002 AND t1.c > 1 "
         "WHERE t1.y = 2001",
     T + "SELECT * FROM t a, t b, t c WHERE a.k = c.k AND b.k = c.k AND a.y = 2001 AND b.y = 2002 "
         "AND c.y = 2003 AND a.s + b.s > c.s",
