@@ -18,13 +18,13 @@ from sqlglot import exp
 
 from ..ir.nodes import Join
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from ..synth.dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check, positions_carrying
 from .kit import symbolic
 from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
-from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
-                          not_null_keys_prefilter, null, same_keys)
+from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits,
+                          not_null_keys_prefilter, same_keys)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode)
@@ -87,28 +87,15 @@ class DiamondJoin(Family):
     def build_program(self, m: Match) -> Program:
         """SuperOp_DJ: the folds of DU; emits guarded by matched = present_L ∧ present_R ∧
         keys NOT NULL ∧ ψ (NULL keys never join) and, per join kind, null-extended emits
-        under present ∧ ¬matched."""
+        under present ∧ ¬matched (the kit's join-tree emission)."""
         j = m.join
         assert j is not None
         accs = Accs()
         left, right = (AggBranch(b, accs) for b in m.branches)
         keys = same_keys([left, right])
-        psi = join_split(j, ((left.top_fields, left.outputs), (right.top_fields, right.outputs)),
-                         [(f"key.{k}", f"key.{k}") for k in keys])
-        matched = conj(is_true(left.present), is_true(right.present), keys_not_null(keys), is_true(psi))
-        nl, nr = [null() for _ in left.outputs], [null() for _ in right.outputs]
-        kind = m.join_kind
-        emits = []
-        if kind in ("inner", "left", "right", "full"):
-            emits.append(PartitionEmit(matched, tuple(left.outputs + right.outputs)))
-        if kind == "semi":
-            emits.append(PartitionEmit(matched, tuple(left.outputs)))
-        if kind == "anti":
-            emits.append(PartitionEmit(conj(left.present, negate(matched)), tuple(left.outputs)))
-        if kind in ("left", "full"):
-            emits.append(PartitionEmit(conj(left.present, negate(matched)), tuple(left.outputs + nr)))
-        if kind in ("right", "full"):
-            emits.append(PartitionEmit(conj(right.present, negate(matched)), tuple(nl + right.outputs)))
+        inputs = {id(j.left): TreeInput(tuple(left.top_fields), tuple(left.outputs), left.present),
+                  id(j.right): TreeInput(tuple(right.top_fields), tuple(right.outputs), right.present)}
+        emits = join_tree_emits(j, inputs, keys)
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
 

@@ -8,11 +8,13 @@ from .dj import DJ
 from .du import DU
 from .kit.family import Family
 from .mj import MJ
+from .pivot import PJ
 
 REGISTRY: tuple[Family, ...] = (
     DU,      # diamond-union-all  (du.py)
     DJ,      # diamond-join       (dj.py)
     MJ,      # min-join           (mj.py)
+    PJ,      # pivot-join         (pivot.py)
 )
 
 _BY_NAME = {f.name: f for f in REGISTRY}

@@ -319,8 +319,11 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
             raise ValueError("an opaque plan must carry a query")
         return whole
     ps = parents(plan)
+    # a shared sub-plan is written once, as a CTE: a nondeterministic one must be evaluated
+    # once, and a shared one stays one node when the SQL is lowered again (Spark inlines a
+    # deterministic CTE: the plan it runs is the same). A shared table is just read twice.
     once = frozenset(id(n) for n in walk(plan)
-                     if len(ps.get(id(n), ())) >= 2 and _nondet_below(n))
+                     if len(ps.get(id(n), ())) >= 2 and not isinstance(n, Scan))
     g = _Gen(once)
     rel = g.gen(plan)
     out = list(names) if names is not None else [f.name for f in plan.fields]

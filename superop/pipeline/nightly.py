@@ -96,15 +96,24 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
             return out
         m = first_match(low.plan, finished=True)
         # Synthesize for the diamond itself (the part a rule replaces), not the whole
-        # example query around it; its SQL is what the certificate re-checks.
-        target = low.plan
+        # example query around it; its SQL is what the certificate re-checks. A source that
+        # is not a table (a join with dimensions, a union) is read as one table of its
+        # columns: the program reads the source's rows, and a check for every such table
+        # covers the rows the source produces.
+        target, tschema = low.plan, schema
         if m is not None:
+            from ..families.kit.diamond import over_source
+            from ..ir import Scan
             target = m.root
-            out.sql = to_sql(m.root)
+            src = None if isinstance(m.source, Scan) else over_source(m.root, m.source)
+            if src is not None:
+                target, tschema = src
+                out.schema = tschema
+            out.sql = to_sql(target)
             out.example_sql = c.example_sql     # what the runtime rewrites (certified)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
-        res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
+        res = synth_fn(target, schema=tschema, K=K, timeout_s=synth_timeout_s,
                        verify_timeout_s=verify_timeout_s)
         out.status, out.reason, out.streaming = OutcomeStatus(res.status), res.reason, res.streaming
         out.checked_by, out.candidates_tried = res.checked_by, res.candidates_tried
@@ -116,7 +125,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
             # what the certificate covers is read off the certified SQL, exactly as
             # `superop verify` re-derives it; the σ/π/ρ as written in the log are kept
             # for the report
-            again = first_match(lower(out.sql, schema).plan)
+            again = first_match(lower(out.sql, tschema).plan)
             if again is not None:
                 point = families.get(again.family).point(again)
                 out.edges = [list(e) for e in point.edges]
@@ -139,11 +148,15 @@ def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> O
         return None
     from ..verify.certificate import check_and_certify
     cert = None
-    # the example query as mined (the runtime rewrites its match in place); its match's
-    # sub-query alone when the example reads more than the encoder models
-    for sql in dict.fromkeys(x for x in (o.example_sql, o.sql) if x):
+    # the example query as mined (the runtime rewrites its match in place); else its match's
+    # sub-query alone (over its source read as one table) when the example reads more than
+    # the encoder models
+    tries = [(o.example_sql, schema), (o.sql, o.schema or schema)]
+    for sql, sch in tries:
+        if not sql:
+            continue
         try:
-            cert = check_and_certify(sql, schema, K=max(K, 4), timeout_ms=int(verify_timeout_s * 1000),
+            cert = check_and_certify(sql, sch, K=max(K, 4), timeout_ms=int(verify_timeout_s * 1000),
                                      emitted=True)
         except Exception as e:  # e.g. the template refuses the pattern: nothing the runtime would run
             log.warning("no certificate for %s: %s", o.candidate, e)

@@ -81,6 +81,7 @@ class Outcome:
     traceback: Optional[str] = None
     support: Optional[Support] = None
     template_ids: list[str] = field(default_factory=list)
+    schema: Optional[dict[str, dict[str, str]]] = None     # of ``sql`` when it reads a source as one table
 
     @property
     def verified(self) -> bool:

@@ -35,6 +35,7 @@ import time
 from typing import Optional, Union
 
 
+from .. import families
 from ..ir.generate import to_sql
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema
@@ -211,7 +212,8 @@ class SuperOpSession:
         low = lower(sql, schema)
         t1 = time.perf_counter()
         trace: list[str] = []
-        matches = self.rewriter.match(low.plan, trace)
+        plan = families.regroup(low.plan)     # the plan matches are nodes of
+        matches = self.rewriter.match(plan, trace)
         t2 = time.perf_counter()
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
         if not matches:
@@ -226,7 +228,7 @@ class SuperOpSession:
         before = analyze_plan(self.spark, sql, stats, self.constants)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
-        cands = candidates_for(self.rewriter, low.plan, matches, names=before.columns,
+        cands = candidates_for(self.rewriter, plan, matches, names=before.columns,
                                types_of=self._types_of, limit=self.max_alternatives)
         t3 = time.perf_counter()
         timings["generate_ms"] = (t3 - t2b) * 1e3   # incl. Spark analysis for output types

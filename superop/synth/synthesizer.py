@@ -335,6 +335,46 @@ class Synthesizer:
             from ..verify.result import UNKNOWN as _U, Result
             return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
+    def _family_template(self, res: SynthResult) -> bool:
+        """A sub-plan outside the search space (the space enumerates DU/DJ/MJ-shaped
+        choices) that a registered family matches as a whole: its template program is the
+        one candidate, checked by the bounded verifier like any other (statuses as above;
+        ``checked_by`` z3)."""
+        from .. import families
+        m = families.first_match(self.plan, finished=True)
+        if m is None or m.program is None or m.root != families.regroup(self.plan):
+            return False
+        searched = res.reason
+        res.family = m.family
+        prog = m.program
+        if not self.use_verifier:
+            res.status, res.program = UNKNOWN, prog
+            res.reason = f"{m.family} template; NOT verified (verification disabled)"
+            return True
+        from ..verify import check_equivalence
+        try:
+            v = check_equivalence(m.root, prog, self.K, timeout_ms=int(1000 * self.verify_timeout_s))
+        except Exception as e:  # a verifier crash is "not decided", never "verified"
+            res.status, res.reason = UNKNOWN, f"{m.family} template; verifier error: {type(e).__name__}: {e}"
+            return True
+        res.verifier = v.to_json()
+        res.checked_by = "z3"
+        if v.status == VERIFIED:
+            res.status, res.program = VERIFIED, replace(prog, output_types=prog.output_types or output_types(m.root))
+            res.streaming = res.program.memory == STREAMING
+            res.counterexample = None
+            res.reason = (f"the {m.family} template (the search space has no program for this shape: "
+                          f"{searched}); verified by Z3 for every input of at most {self.K} rows")
+            return True
+        if v.status == REFUTED:
+            res.status = NO_PROGRAM
+            res.counterexample = v.counterexample.to_json() if v.counterexample is not None else None
+            res.reason = f"{searched}; the {m.family} template is refuted by Z3: {v.reason}"
+            return True
+        res.status, res.program = UNKNOWN, prog
+        res.reason = f"{searched}; the {m.family} template: Z3 {v.status}: {v.reason}"
+        return True
+
     def run(self) -> SynthResult:
         t0 = time.perf_counter()
         self.deadline = t0 + self.timeout_s
@@ -343,6 +383,7 @@ class Synthesizer:
             self.parts = analyze(self.plan)
         except NotSupported as why:
             res.reason = str(why)
+            self._family_template(res)
             res.seconds = time.perf_counter() - t0
             return res
         parts = self.parts
@@ -485,6 +526,8 @@ class Synthesizer:
             if not parts.shared:
                 res.reason = (f"the inputs are not one shared source ({', '.join(s.table for s in parts.sources)}); "
                               + res.reason)
+        if res.status == NO_PROGRAM and self._family_template(res):
+            last_cex = last_stream_cex = None
         if res.status == NO_PROGRAM and last_cex is not None:
             res.counterexample = self._minimal_cex(*last_cex)
             if self.require_streaming:

@@ -82,7 +82,7 @@ class ProofInstance:
     sql: str
     schema: dict[str, dict[str, str]]
     covers: Covers
-    functions: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, str] = field(default_factory=dict)   # uninterpreted function -> result kind
     assumptions: tuple[str, ...] = ()
 
     @property
