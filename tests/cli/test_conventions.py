@@ -121,13 +121,19 @@ def test_spark_settings_from_the_usual_places_are_kept(tmp_path, monkeypatch):
     assert "spark.driver.extraJavaOptions" not in settings and "log4j2" not in chosen
 
 
-def test_runtime_commands_work_without_the_mining_stack(tmp_path):
-    """What a runtime-only install has: no z3, mlflow, pandas, pyarrow, numpy, matplotlib."""
-    from superop.rules_out.catalog import make_catalog, make_rule
-    cert = {"status": "verified", "method": "unbounded", "produced_by": "test",
-            "checked_at": "2026-01-01T00:00:00Z"}
-    (tmp_path / "c.json").write_text(json.dumps(make_catalog(
-        [make_rule("DJ", join_kinds=["inner"], certificates=[cert])], version="t")))
+def test_runtime_commands_work_without_the_mining_stack(tmp_path, monkeypatch):
+    """What a runtime-only install has: no z3, mlflow, pandas, pyarrow, numpy, matplotlib. It
+    accepts only a catalog whose re-check was recorded (superop.rules_out.trust), so the
+    catalog here is real (template proofs + a bounded certificate) and re-checked first."""
+    from superop.rules_out import trust
+    from superop.rules_out.catalog import make_catalog
+    from superop.rules_out.coverage import covered_rule
+    from tests.runtime.runtime_fixtures import rule_certificates
+    monkeypatch.setenv("SUPEROP_TRUST_DIR", str(tmp_path / "trust"))
+    catalog = make_catalog([covered_rule("DJ", rule_certificates("dj-inner"), rule_id="dj-inner")],
+                           version="t")
+    trust.recheck_and_record(catalog, "test")
+    (tmp_path / "c.json").write_text(json.dumps(catalog))
     (tmp_path / "s.json").write_text(json.dumps({"ops": {"a": "int", "b": "int"}}))
     sql = ("SELECT x.a, x.n, y.m FROM (SELECT a, COUNT(*) AS n FROM ops GROUP BY a) x "
            "JOIN (SELECT a, MAX(b) AS m FROM ops GROUP BY a) y ON x.a = y.a")
