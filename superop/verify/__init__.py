@@ -18,5 +18,31 @@ def check_equivalence(sub_plan, program, K: int = 4, timeout_ms: int = 20000) ->
     return _check(sub_plan, program, K=K, timeout_ms=timeout_ms)
 
 
-__all__ = ["check_equivalence", "Result", "Counterexample", "Unsupported",
+def check_plans_equivalent(plan_a, plan_b, K: int = 3, timeout_ms: int = 20000) -> Result:
+    from .plans import check_plans_equivalent as _check
+    return _check(plan_a, plan_b, K=K, timeout_ms=timeout_ms)
+
+
+# The IR encoder pieces other modules build on (plan-vs-plan checks in ``plans.py``),
+# exported lazily so importing ``superop.verify`` stays z3-free. name -> (module, attribute)
+_ENCODER_EXPORTS = {
+    "PlanEncoder": ("encode", "PlanEncoder"), "Table": ("encode", "Table"),
+    "Rel": ("encode", "Rel"), "V": ("encode", "V"), "Ctx": ("encode", "Ctx"),
+    "ev": ("encode", "ev"), "is_true": ("encode", "is_true"), "fresh": ("encode", "fresh"),
+    "kind_of_type": ("encode", "kind_of_type"), "not_distinct": ("encode", "not_distinct"),
+    "bags_differ": ("encode", "bags_differ"), "concrete_rel": ("encode", "concrete_rel"),
+    "nonlinear_flags": ("encode", "ABSTRACT_NONLINEAR"), "nonlinear_used": ("encode", "NONLINEAR_USED"),
+    "new_solver": ("check", "_new_solver"),
+}
+
+
+def __getattr__(name):
+    if name in _ENCODER_EXPORTS:
+        import importlib
+        mod, attr = _ENCODER_EXPORTS[name]
+        return getattr(importlib.import_module(f"{__name__}.{mod}"), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["check_equivalence", "check_plans_equivalent", "Result", "Counterexample", "Unsupported",
            "VERIFIED", "REFUTED", "UNKNOWN", "UNSUPPORTED"]
