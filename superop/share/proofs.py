@@ -1,0 +1,144 @@
+"""Proof obligations of a sharing plan: no consumer reads a CE without a proof.
+
+Per consumer (:func:`prove_consumer`):
+* ``extraction`` — bounded (Z3, K rows per table, NULLs and bags): the extraction plan
+  with the CE inlined (exactly the plan that runs, the temp view replaced by the SQL it
+  names) equals the consumer's own sub-plan: for an aggregate consumer the aggregate as
+  the query wrote it; for a select-project-join consumer its tables joined and filtered
+  by the conjuncts that read only them (the pushed-down form of its sub-plan).
+* ``template`` — unbounded, once per template (:mod:`superop.share.templates`).
+* ``placement`` (select-project-join consumers) — unbounded, per instance
+  (:func:`superop.verify.plans.prove_spj_equivalent`): the consumer's block regenerated
+  over the extraction (CE inlined) equals the block as the query wrote it. This covers the
+  pushdown of its filters and the re-placement of the rest of the block. It is proved for
+  each consumer alone before selection, and again for every block in which several
+  chosen consumers are combined (:func:`prove_placement`).
+
+A refuted, unknown or unsupported obligation means the consumer is never rewritten.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from ..ir.generate import to_sql
+from ..ir.nodes import Node
+from ..verify import UNSUPPORTED, VERIFIED, Result
+from .blocks import Block
+from .covering import Consumer, rewrite_block
+from .templates import prove_template
+
+DEFAULT_K = 3
+DEFAULT_TIMEOUT_MS = 20000
+
+
+@dataclass
+class Obligation:
+    name: str                       # extraction | template | placement
+    status: str
+    method: str                     # bounded | template | rowwise
+    seconds: float
+    reason: str = ""
+    certificate: dict = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        return self.status == VERIFIED
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "method": self.method,
+                "seconds": round(self.seconds, 4), "reason": self.reason, "certificate": self.certificate}
+
+
+@dataclass
+class ConsumerProof:
+    ce: str
+    query: int
+    unit: str
+    obligations: list[Obligation] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.obligations) and all(o.verified for o in self.obligations)
+
+    @property
+    def status(self) -> str:
+        bad = [o for o in self.obligations if not o.verified]
+        return VERIFIED if not bad else bad[0].status
+
+    def why(self) -> str:
+        bad = [o for o in self.obligations if not o.verified]
+        return "; ".join(f"{o.name} {o.status}: {o.reason}" for o in bad)
+
+    def to_json(self) -> dict:
+        return {"ce": self.ce, "query": self.query, "unit": self.unit, "status": self.status,
+                "obligations": [o.to_json() for o in self.obligations]}
+
+
+def _sql(node: Node) -> str:
+    try:
+        return to_sql(node)
+    except Exception as e:  # a certificate without SQL text is still a certificate
+        return f"<not renderable: {type(e).__name__}>"
+
+
+def _obligation(name: str, r: Result, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
+    from ..verify.plans import certificate
+    cert = certificate(r, {"a": what_a, "b": what_b, "a_sql": _sql(a), "b_sql": _sql(b)})
+    return Obligation(name, r.status, r.method, r.seconds, r.reason, cert)
+
+
+class Prover:
+    """Runs and caches the obligations of one planning run."""
+
+    def __init__(self, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 leaf_types: Optional[Callable[[Node], Sequence[str]]] = None):
+        if K < 1:
+            raise ValueError("K must be at least 1")
+        self.K = K
+        self.timeout_ms = timeout_ms
+        self.leaf_types = leaf_types
+        self.cache: dict[tuple, Obligation] = {}
+
+    def _bounded(self, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
+        from ..verify.plans import check_plans_equivalent
+        key = ("bounded", _sql(a), _sql(b))
+        if key not in self.cache:
+            r = check_plans_equivalent(a, b, K=self.K, timeout_ms=self.timeout_ms)
+            self.cache[key] = _obligation(name, r, a, b, what_a, what_b)
+        return self.cache[key]
+
+    def _rowwise(self, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
+        from ..verify.plans import prove_spj_equivalent
+        key = ("rowwise", _sql(a), _sql(b))
+        if key not in self.cache:
+            r = prove_spj_equivalent(a, b, timeout_ms=self.timeout_ms, leaf_types=self.leaf_types)
+            self.cache[key] = _obligation(name, r, a, b, what_a, what_b)
+        return self.cache[key]
+
+    def prove_consumer(self, c: Consumer) -> ConsumerProof:
+        out = ConsumerProof(c.ce.id, c.query, c.unit.describe())
+        out.obligations.append(self._bounded(
+            "extraction", c.ce.inline(c.extraction), c.original,
+            "the extraction over the covering expression (inlined)", "the consumer's own sub-plan"))
+        tp = prove_template(c.ce.template)
+        out.obligations.append(Obligation("template", tp.status, "template", tp.seconds,
+                                          "" if tp.verified else "template proof failed",
+                                          tp.certificate()))
+        if c.unit.kind == "spj":
+            out.obligations.append(self.prove_placement(c.unit.block, [c]))
+        return out
+
+    def prove_placement(self, block: Block, consumers: list[Consumer]) -> Obligation:
+        """The block regenerated over these consumers' extractions (CEs inlined) equals
+        the block as written."""
+        t0 = time.perf_counter()
+        try:
+            rw = rewrite_block(block, consumers, expand=lambda c: c.ce.inline(c.extraction))
+        except (ValueError, KeyError) as e:
+            return Obligation("placement", UNSUPPORTED, "rowwise", time.perf_counter() - t0,
+                              f"cannot regenerate the block: {e}")
+        return self._rowwise("placement", rw.proof_rewritten, rw.proof_original,
+                             "the block over the extraction(s) (covering expressions inlined)",
+                             "the block as the query wrote it")
