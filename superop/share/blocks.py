@@ -274,14 +274,13 @@ class Unit:
     def query(self) -> int:
         return self.block.query
 
-    def footprint(self) -> frozenset[int]:
-        """ids of the plan nodes this unit replaces or reads: two units of one query that
-        overlap cannot both be rewritten."""
+    def footprint(self) -> frozenset:
+        """The plan positions this unit replaces or reads — (block, leaf) occurrences, and
+        the aggregate it replaces. Two units of one query whose footprints meet cannot
+        both be rewritten. (Occurrences, not node ids: the IR interns identical scans.)"""
+        out = {(id(self.block.root), i) for i in self.S}
         if self.kind == "agg":
-            return frozenset(id(n) for n in walk(self.block.anchor))
-        out = set()
-        for i in self.S:
-            out.update(id(n) for n in walk(self.block.flat.leaves[i]))
+            out.add(("anchor", id(self.block.anchor)))
         return frozenset(out)
 
     def describe(self) -> str:

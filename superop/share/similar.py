@@ -59,22 +59,24 @@ def units_of_plan(plan: Node, query: int) -> list[Unit]:
     return units_of(blocks_of(plan, query))
 
 
-def label(units: list[Unit], fp: Fingerprinter) -> None:
-    """Canonical form, fingerprint and SE key of every eligible unit."""
+def label(units: list[Unit]) -> None:
+    """Canonical form, fingerprint and SE key of every eligible unit. (One Fingerprinter
+    per tree: it memoizes by node identity, and these trees are short-lived.)"""
     for u in units:
-        if u.why_not:
+        if u.why_not or u.key is not None:
             continue
         u.canon = canon_of(u)
-        u.fingerprint = fp(fingerprint_tree(u))
+        u.fingerprint = Fingerprinter()(fingerprint_tree(u))
         u.key = (u.fingerprint, strict_signature(u))
 
 
-def identify(forests: list[list[Unit]], k: int = 2) -> list[SimilarSubexpression]:
-    """Algorithm 1 (module doc). ``forests[q]`` are query q's units, top-down."""
-    fp = Fingerprinter()
+def identify(forests: list[list[Unit]], k: int = 2, blocked: frozenset = frozenset()) -> list[SimilarSubexpression]:
+    """Algorithm 1 (module doc). ``forests[q]`` are query q's units, top-down. Keys in
+    ``blocked`` (SEs that got no sound CE) count as not shared, so the lookup goes below."""
     for forest in forests:
-        label(list(all_units(forest)), fp)
-    counts = Counter(u.key for forest in forests for u in all_units(forest) if u.key is not None)
+        label([u for u in all_units(forest) if u.key is None])
+    counts = Counter(u.key for forest in forests for u in all_units(forest)
+                     if u.key is not None and u.key not in blocked)
     table: dict[tuple, list[Unit]] = {}
     for forest in forests:
         stack = list(reversed(forest))
@@ -85,11 +87,14 @@ def identify(forests: list[list[Unit]], k: int = 2) -> list[SimilarSubexpression
                 table.setdefault(u.key, []).append(u)
             if not shared or len(u.S) >= 2:
                 stack.extend(reversed(u.children))
-    out = []
+    out, ids = [], set()
     for key, members in table.items():
         if len(members) < k:
             continue
         m0 = members[0]
-        out.append(SimilarSubexpression(f"se{len(out) + 1}", m0.kind, key[0],
-                                        tuple(t for t, _ in m0.canon.tables), members))
+        sid = f"se-{key[0][:8]}"          # stable across lookups: from the fingerprint
+        while sid in ids:
+            sid += "'"
+        ids.add(sid)
+        out.append(SimilarSubexpression(sid, m0.kind, key[0], tuple(t for t, _ in m0.canon.tables), members))
     return out
