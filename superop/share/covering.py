@@ -43,6 +43,36 @@ TEMPLATE_AGG_SAME = "same-aggregate"        # π over γ(σ_c(R)), every member'
 
 
 @dataclass
+class OverJoin:
+    """What a CE or a consumer computes on top of the unit's join J: σ(filters), then
+    π(items) or γ(keys; agg_items) — over canonical ``_c{j}`` columns. The bounded
+    extraction check evaluates both over J taken as one symbolic table."""
+    filters: list
+    items: Optional[list] = None
+    keys: Optional[list] = None
+    agg_items: Optional[list] = None
+    qualifier: Optional[str] = None
+
+    def over(self, source: Node, column: Callable[[int, str], exp.Expression]) -> Node:
+        """This shape over ``source``; ``column(j, name)`` is ``_c{j}.name`` there."""
+        def rl(e):
+            e = e.copy()
+            targets = [e] if isinstance(e, exp.Column) else columns_outside_queries(e)
+            for c in targets:
+                if c.table and c.table.startswith("_c") and c.table[2:].isdigit():
+                    r = column(int(c.table[2:]), c.name)
+                    if c is e:
+                        return r
+                    c.replace(r)
+            return e
+        node = Select(source, and_all([rl(f) for f in self.filters])) if self.filters else source
+        if self.items is not None:
+            return Project(node, tuple((rl(e), n) for e, n in self.items), self.qualifier)
+        return Aggregate(node, tuple(rl(k) for k in self.keys or ()),
+                         tuple((rl(e), n) for e, n in self.agg_items or ()), self.qualifier)
+
+
+@dataclass
 class Consumer:
     """One member of an SE served by a CE."""
     unit: Unit
@@ -51,6 +81,7 @@ class Consumer:
     original: Node                  # the consumer's own sub-plan it replaces
     qualifier: str = ""             # spj: the extraction's qualifier inside the block
     colmap: dict = field(default_factory=dict)   # spj: (leaf, column) -> CE column
+    own: Optional[OverJoin] = None  # the consumer's own σ/π or γ over the unit's join
 
     @property
     def query(self) -> int:
@@ -69,10 +100,15 @@ class CoveringExpression:
     view_scan: Scan
     consumers: list[Consumer] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
+    tables: tuple = ()                  # canonical (table, columns) of the unit's join J
+    joins: list = field(default_factory=list)   # J's join conditions (``_c{j}`` columns)
+    top: Optional[OverJoin] = None      # the CE over J
+    proved: bool = False                # every consumer in ``consumers`` has a full proof
 
-    def inline(self, node: Node) -> Node:
-        """``node`` with the view's scan replaced by the CE plan (what the proofs compare)."""
-        hits = {id(n): self.plan for n in walk(node) if n is self.view_scan}
+    def inline(self, node: Node, plan: Optional[Node] = None) -> Node:
+        """``node`` with the view's scan replaced by the CE plan (what the proofs
+        compare), or by ``plan``."""
+        hits = {id(n): plan or self.plan for n in walk(node) if n is self.view_scan}
         return replace(node, hits) if hits else node
 
     @property
@@ -171,6 +207,7 @@ class Builder:
         items = [(exp.column(c, f"_c{j}"), names[(j, c)]) for j, c in cols]
         if same:
             plan = normalized_plan(tables, joins_ref, parts[0][1], items=items)
+            top = OverJoin(list(parts[0][2]), items=items)
             template = TEMPLATE_IDENTITY
         else:
             if any(not p[2] for p in parts):
@@ -186,9 +223,11 @@ class Builder:
                 if all(set(p[1]) == set(per_leaf) for p in parts) and len(per_leaf) == 1:
                     extra = []      # every filter is on one table: its OR is the whole OR
             plan = normalized_plan(tables, joins_ref, per_leaf, extra=extra, items=items)
+            top = OverJoin([f for j in sorted(per_leaf) for f in per_leaf[j]] + list(extra), items=items)
             template = TEMPLATE_FILTER
         scan = Scan(view, tuple((names[k], _type_of(tables, *k)) for k in cols))
-        ce = CoveringExpression(cid, se, "spj", template, plan, view, scan, columns=[names[k] for k in cols])
+        ce = CoveringExpression(cid, se, "spj", template, plan, view, scan, columns=[names[k] for k in cols],
+                                tables=tables, joins=joins_ref, top=top)
         for u, filters, flat_f, needed in parts:
             ce.consumers.append(self._spj_consumer(ce, u, flat_f, needed, names, same))
         return ce, ""
@@ -203,7 +242,10 @@ class Builder:
         extraction = Project(node, tuple(out), q)
         idx = u.canon.index()
         colmap = {(i, c): names[(idx[i], c)] for i, c in needed_columns(u.block, u.S)}
-        return Consumer(u, ce, extraction, local_plan(u, q, names), q, colmap)
+        first = next(iter(names))
+        own = OverJoin(list(flat_f), items=[(exp.column(c, f"_c{j}"), names[(j, c)]) for j, c in needed]
+                       or [(exp.column(first[1], f"_c{first[0]}"), names[first])], qualifier=q)
+        return Consumer(u, ce, extraction, local_plan(u, q, names), q, colmap, own)
 
     # -- covering aggregate ----------------------------------------------------
     def _agg(self, se, cid, view):
@@ -251,16 +293,19 @@ class Builder:
         plan = normalized_plan(tables, joins_ref, {}, extra=extra, keys=keys_ref, agg_items=agg_items)
         template = TEMPLATE_AGG_SAME if not any(rests) else TEMPLATE_AGG_KEYS
         scan = Scan(view, tuple((n, "unknown") for _, n in agg_items))
-        ce = CoveringExpression(cid, se, "agg", template, plan, view, scan, columns=[n for _, n in agg_items])
+        ce = CoveringExpression(cid, se, "agg", template, plan, view, scan, columns=[n for _, n in agg_items],
+                                tables=tables, joins=joins_ref,
+                                top=OverJoin(extra, keys=keys_ref, agg_items=agg_items))
         kname = {k: f"_k{i}" for k, i in key_cols.items()}
-        for (u, _, _, items), rest in zip(parts, rests):
+        for (u, conj, keys, items), rest in zip(parts, rests):
             node: Node = scan
             if rest:
                 pred = and_all([relabel_keys(c, kname) for c in rest])
                 node = Select(node, pred)
             a: Aggregate = u.block.anchor
             out = tuple((exp.column(item_name[text(e)]), n) for e, n in items)
-            ce.consumers.append(Consumer(u, ce, Project(node, out, a.qualifier), a))
+            own = OverJoin(list(conj), keys=keys, agg_items=items, qualifier=a.qualifier)
+            ce.consumers.append(Consumer(u, ce, Project(node, out, a.qualifier), a, own=own))
         return ce, ""
 
 

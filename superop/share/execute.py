@@ -128,30 +128,35 @@ def run_batch(spark, sqls: Sequence, budget: Union[None, int, str] = None, *,
 
 
 def analyze(spark, sqls: Sequence) -> list[str]:
-    """``ANALYZE TABLE .. COMPUTE STATISTICS FOR ALL COLUMNS`` for every catalog table
-    the batch reads (temp views have no statistics and are skipped). Returns the tables."""
+    """``ANALYZE TABLE .. COMPUTE STATISTICS FOR COLUMNS ..`` (row count + the columns
+    the batch mentions) for every catalog table the batch reads; temp views have no
+    statistics and are skipped. Returns the tables analysed."""
     from sqlglot import exp
 
     from ..ir.lower import parse
     from .planner import as_batch
-    seen = []
+    tables, names = [], set()
     for q in as_batch(sqls):
         try:
             tree = parse(q.sql)
         except Exception:
             continue
         ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        names |= {c.name.lower() for c in tree.find_all(exp.Column)}
         for t in tree.find_all(exp.Table):
-            if not t.name or t.name.lower() in ctes:
-                continue
             full = ".".join(p for p in (t.catalog, t.db, t.name) if p)
-            if full in seen:
+            if t.name and t.name.lower() not in ctes and full not in tables:
+                tables.append(full)
+    done = []
+    temp = {x.name for x in spark.catalog.listTables() if x.isTemporary}
+    for full in tables:
+        try:
+            if full in temp or not spark.catalog.tableExists(full):
                 continue
-            seen.append(full)
-            try:
-                if spark.catalog.tableExists(full) and not any(
-                        x.name == t.name and x.isTemporary for x in spark.catalog.listTables()):
-                    spark.sql(f"ANALYZE TABLE {full} COMPUTE STATISTICS FOR ALL COLUMNS")
-            except Exception:   # statistics are an optimization, never a failure
-                pass
-    return seen
+            cols = [f.name for f in spark.table(full).schema.fields if f.name.lower() in names]
+            spark.sql(f"ANALYZE TABLE {full} COMPUTE STATISTICS"
+                      + (" FOR COLUMNS " + ", ".join(f"`{c}`" for c in cols) if cols else ""))
+            done.append(full)
+        except Exception:   # statistics are an optimization, never a failure
+            pass
+    return done

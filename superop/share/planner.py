@@ -199,39 +199,51 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     prefix = view_prefix or f"_superop_ce_{uuid.uuid4().hex[:8]}_"
     builder = Builder(prefix)
     prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark))
+    est = Estimator(spark, cost) if spark is not None else None
+    if spark is not None:
+        plan.budget, plan.budget_source = (int(budget), "given") if budget is not None else storage_budget(spark)
     blocked: set = set()
     notes: list[CEDecision] = []
-    n_ce = 0
-    built: dict[tuple, tuple] = {}       # (SE key, members) -> (CE or None, why, proofs)
+    built: dict[tuple, _Built] = {}
     for _ in range(6):
         ses = identify(forests, k, frozenset(blocked))
         ces, proofs, changed = [], [], False
         for se in ses:
             members = se.members
-            for _attempt in range(2):         # once more with the proved members only
+            for _attempt in range(2):          # once more with the proved members only
                 bkey = (se.members[0].key, tuple(id(m) for m in members))
                 if bkey not in built:
-                    n_ce += 1
                     ce, why = builder.build(SimilarSubexpression(se.id, se.kind, se.fingerprint, se.tables,
-                                                                 members), n_ce)
-                    built[bkey] = (ce, why, [prover.prove_consumer(c) for c in ce.consumers] if ce else [],
-                                   list(ce.consumers) if ce else [])
-                ce, why, last, everyone = built[bkey]
-                if ce is None:
+                                                                 members), len(built) + 1)
+                    built[bkey] = _Built(ce, why, list(ce.consumers) if ce else [])
+                b = built[bkey]
+                if b.ce is None:
                     break
-                ok = [c.unit for c, p in zip(everyone, last) if p.verified]
+                if est is not None and b.estimate is None:
+                    b.estimate = est.estimate(b.ce, b.everyone)
+                if b.estimate is not None and not _may_pay(b.estimate, plan.budget):
+                    break                      # cannot be chosen: no proof needed
+                if b.proofs is None:
+                    b.proofs = [prover.prove_consumer(c) for c in b.everyone]
+                ok = [c.unit for c, p in zip(b.everyone, b.proofs) if p.verified]
                 if len(ok) == len(members) or len(ok) < k:
                     break
                 members = ok
-            proofs += last
+            ce = b.ce
             if ce is None:
-                notes.append(CEDecision(se.id, Verdict.NO_COVER, why))
-            elif sum(p.verified for p in last) < k:
-                bad = "; ".join(f"q{p.query}: {p.why()}" for p in last if not p.verified)
-                notes.append(CEDecision(ce.id, Verdict.NOT_PROVED, f"{sum(p.verified for p in last)} proved "
-                                        f"consumer(s) of {len(last)} ({bad})"))
+                notes.append(CEDecision(se.id, Verdict.NO_COVER, b.why))
+            elif b.proofs is None:             # decided on its (optimistic) estimate alone
+                ce.consumers, ce.proved = list(b.everyone), False
+                ces.append(ce)
+                continue
+            elif sum(p.verified for p in b.proofs) < k:
+                proofs += b.proofs
+                bad = "; ".join(f"q{p.query}: {p.why()}" for p in b.proofs if not p.verified)
+                notes.append(CEDecision(ce.id, Verdict.NOT_PROVED, f"{sum(p.verified for p in b.proofs)} "
+                                        f"proved consumer(s) of {len(b.proofs)} ({bad})"))
             else:
-                ce.consumers = [c for c, p in zip(everyone, last) if p.verified]
+                proofs += b.proofs
+                ce.consumers, ce.proved = [c for c, p in zip(b.everyone, b.proofs) if p.verified], True
                 ces.append(ce)
                 continue
             blocked.add(se.members[0].key)
@@ -240,8 +252,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
             break
     plan.ses, plan.ces, plan.proofs = ses, ces, proofs
     t["prove"] = time.perf_counter()
-    if spark is not None:
-        _estimate_and_choose(plan, spark, budget, cost)
+    if est is not None:
+        _choose(plan, est)
     plan.decisions = notes + plan.decisions
     t["choose"] = time.perf_counter()
     _rewrite(plan, spark, prover)
@@ -251,13 +263,22 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     return plan
 
 
-def _estimate_and_choose(plan: SharingPlan, spark, budget, cost: CostModel) -> None:
-    if budget is None:
-        plan.budget, plan.budget_source = storage_budget(spark)
-    else:
-        plan.budget, plan.budget_source = int(budget), "given"
-    est = Estimator(spark, cost)
-    for ce in plan.ces:
+@dataclass
+class _Built:
+    ce: Optional[CoveringExpression]
+    why: str
+    everyone: list                       # every consumer, before proofs
+    proofs: Optional[list] = None        # None: not proved (it cannot be chosen anyway)
+    estimate: Optional[Estimate] = None  # with every consumer (optimistic)
+
+
+def _may_pay(e: Estimate, budget: Optional[int]) -> bool:
+    """Could the CE be chosen? Only then are its proofs worth running."""
+    return e.known and e.value > 0 and (budget is None or e.weight <= budget)
+
+
+def _choose(plan: SharingPlan, est: Estimator) -> None:
+    for ce in plan.ces:    # proved CEs: the value of the consumers that have a proof
         plan.estimates[ce.id] = est.estimate(ce, ce.consumers)
     conflicts = set()
     for a in plan.ces:
@@ -267,7 +288,9 @@ def _estimate_and_choose(plan: SharingPlan, spark, budget, cost: CostModel) -> N
     value = {c.id: plan.estimates[c.id].value for c in plan.ces}
     weight = {c.id: plan.estimates[c.id].weight for c in plan.ces}
     unknown = frozenset(c.id for c in plan.ces if not plan.estimates[c.id].known)
-    plan.selection = choose([c.id for c in plan.ces], conflicts, value, weight, plan.budget, unknown=unknown)
+    unproved = frozenset(c.id for c in plan.ces if not c.proved)
+    plan.selection = choose([c.id for c in plan.ces], conflicts, value, weight, plan.budget,
+                            unknown=unknown, never=unproved)
     plan.decisions = [plan.selection.decisions[c.id] for c in plan.ces]
 
 

@@ -164,12 +164,14 @@ class Selection:
 
 def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float],
            weight: dict[str, float], budget: float, resolution: int = 2000,
-           unknown: frozenset = frozenset()) -> Selection:
+           unknown: frozenset = frozenset(), never: frozenset = frozenset()) -> Selection:
     """Group the CEs, solve the MCKP under ``budget`` bytes and explain every decision.
-    CEs in ``unknown`` have no size estimate and are never chosen."""
+    CEs in ``unknown`` (no size estimate) or ``never`` (e.g. not proved) are offered in
+    no option, so they are never chosen."""
     sel = Selection(budget)
     comps = conflict_groups(list(ces), conflicts)
-    sel.groups = [group_options(g, conflicts, value, weight) for g in comps]
+    sel.groups = [group_options([c for c in g if c not in unknown | never], conflicts, value, weight)
+                  for g in comps]
     unit = max(float(budget) / resolution, 1e-9) if budget > 0 else 1.0
     cap = resolution if budget > 0 else 0
     scaled = [[Item(it.ces, it.value, math.ceil(it.weight / unit - 1e-9)) for it in g] for g in sel.groups]
@@ -186,6 +188,8 @@ def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float
                 d = CEDecision(c, Verdict.CHOSEN, f"value {v:.3g} for {w:.3g} bytes"
                                + (f" (with {', '.join(x for x in chosen.ces if x != c)})" if len(chosen.ces) > 1 else ""),
                                v, w, gi, chosen.ces)
+            elif c in never and v > 0 and w <= budget:
+                d = CEDecision(c, Verdict.NOT_PROVED, "its consumers have no full proof", v, w, gi)
             elif c in unknown:
                 d = CEDecision(c, Verdict.NO_ESTIMATE, "Spark has no size estimate for its inputs "
                                "(e.g. a DataFrame built from an RDD); not cached", v, w, gi)
