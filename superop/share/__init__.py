@@ -15,7 +15,7 @@ Family entry points (for a registry declaration): :func:`detect` (similar
 sub-expressions and covering expressions), :func:`prove` (proof obligations of one
 consumer), :func:`generate` (the rewritten consumer query) — see ``family.py``.
 """
-from .execute import BatchResult, QueryRun, analyze, execute, run_batch
+from .run import BatchResult, QueryRun, analyze, execute, run_batch
 from .family import detect, generate, prove
 from .opportunities import SharingOpportunity, sharing_opportunities
 from .planner import BatchQuery, RewrittenQuery, SharingPlan, plan_batch

@@ -44,7 +44,7 @@ def run(args) -> int:
     from ..errors import SuperopError
     from ..sparkutil import get_spark
     from .estimate import parse_budget
-    from .execute import analyze, execute
+    from .run import analyze, execute
     from .inputs import read_sql_dir, read_sql_file, register_tables_dir
     from .planner import plan_batch
     if args.min_consumers < 2:

@@ -250,7 +250,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
             changed = True
         if not changed:
             break
-    plan.ses, plan.ces, plan.proofs = ses, ces, proofs
+    plan.ses, plan.ces = ses, ces
+    plan.proofs = [p for b in built.values() for p in (b.proofs or [])]   # every proof that ran
     t["prove"] = time.perf_counter()
     if est is not None:
         _choose(plan, est)

@@ -22,10 +22,20 @@ SCHEMA = {"st": {"a": "int", "b": "string", "c": "int", "f": "double"},
 
 @pytest.fixture(scope="session")
 def share_tables(spark):
-    spark.sql(f"SELECT * FROM VALUES {T_ROWS} AS st(a, b, c, f)").createOrReplaceTempView("st")
+    spark.sql(f"SELECT a, b, c, CAST(f AS DOUBLE) AS f FROM VALUES {T_ROWS} AS st(a, b, c, f)"
+              ).createOrReplaceTempView("st")
     spark.sql(f"SELECT * FROM VALUES {U_ROWS} AS su(a, d, e)").createOrReplaceTempView("su")
     spark.sql(f"SELECT * FROM VALUES {V_ROWS} AS sv(a, w)").createOrReplaceTempView("sv")
     return SCHEMA
+
+
+@pytest.fixture(scope="session")
+def share_schema(spark, share_tables):
+    """The views' schema as Spark has it (it must equal SCHEMA)."""
+    from superop.ir.schema import schema_from_spark
+    got = schema_from_spark(spark, sorted(SCHEMA))
+    assert got == SCHEMA, got
+    return got
 
 
 @pytest.fixture(scope="session")
