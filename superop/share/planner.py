@@ -100,7 +100,7 @@ class SharingPlan:
             lines.append(f"  {d.ce} {what}: {d.verdict.value} — {d.reason}")
         for p in self.proofs:
             if not p.verified:
-                lines.append(f"  proof {p.ce} q{p.query}: {p.status} — {p.why()}")
+                lines.append(f"  proof {p.ce} {self.queries[p.query].name}: {p.status} — {p.why()}")
         for r in self.rewrites:
             if r.changed:
                 lines.append(f"  {r.name}: reads {', '.join(r.ces)}")
@@ -205,56 +205,59 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     blocked: set = set()
     notes: list[CEDecision] = []
     built: dict[tuple, _Built] = {}
+
+    def prove(b: _Built) -> None:
+        b.proofs = [prover.prove_consumer(c) for c in b.everyone]
+        b.ce.consumers = [c for c, p in zip(b.everyone, b.proofs) if p.verified]
+        b.ce.proved = True
+
+    cands: list[_Built] = []
     for _ in range(6):
         ses = identify(forests, k, frozenset(blocked))
-        ces, proofs, changed = [], [], False
+        cands, changed = [], False
         for se in ses:
-            members = se.members
-            for _attempt in range(2):          # once more with the proved members only
-                bkey = (se.members[0].key, tuple(id(m) for m in members))
-                if bkey not in built:
-                    ce, why = builder.build(SimilarSubexpression(se.id, se.kind, se.fingerprint, se.tables,
-                                                                 members), len(built) + 1)
-                    built[bkey] = _Built(ce, why, list(ce.consumers) if ce else [])
-                b = built[bkey]
-                if b.ce is None:
-                    break
-                if est is not None and b.estimate is None:
-                    b.estimate = est.estimate(b.ce, b.everyone)
-                if b.estimate is not None and not _may_pay(b.estimate, plan.budget):
-                    break                      # cannot be chosen: no proof needed
-                if b.proofs is None:
-                    b.proofs = [prover.prove_consumer(c) for c in b.everyone]
-                ok = [c.unit for c, p in zip(b.everyone, b.proofs) if p.verified]
-                if len(ok) == len(members) or len(ok) < k:
-                    break
-                members = ok
-            ce = b.ce
-            if ce is None:
+            bkey = (se.members[0].key, tuple(id(m) for m in se.members))
+            if bkey not in built:
+                ce, why = builder.build(se, len(built) + 1)
+                built[bkey] = _Built(se.members[0].key, ce, why, list(ce.consumers) if ce else [])
+            b = built[bkey]
+            if b.ce is None:
                 notes.append(CEDecision(se.id, Verdict.NO_COVER, b.why))
-            elif b.proofs is None:             # decided on its (optimistic) estimate alone
-                ce.consumers, ce.proved = list(b.everyone), False
-                ces.append(ce)
-                continue
-            elif sum(p.verified for p in b.proofs) < k:
-                proofs += b.proofs
-                bad = "; ".join(f"q{p.query}: {p.why()}" for p in b.proofs if not p.verified)
-                notes.append(CEDecision(ce.id, Verdict.NOT_PROVED, f"{sum(p.verified for p in b.proofs)} "
-                                        f"proved consumer(s) of {len(b.proofs)} ({bad})"))
+                blocked.add(b.key)
+                changed = True
             else:
-                proofs += b.proofs
-                ce.consumers, ce.proved = [c for c, p in zip(b.everyone, b.proofs) if p.verified], True
-                ces.append(ce)
-                continue
-            blocked.add(se.members[0].key)
-            changed = True
+                cands.append(b)
+        if changed:
+            continue
+        if est is None:                     # no estimates: prove every consumer
+            for b in cands:
+                if b.proofs is None:
+                    prove(b)
+        else:
+            # Choose on optimistic values (unproved consumers counted), prove what was
+            # chosen, choose again: only CEs that may be cached are ever proved.
+            for _round in range(12):
+                _choose(plan, est, [b.ce for b in cands if len(b.ce.consumers) >= k])
+                todo = [b for b in cands if b.ce.id in plan.selection.chosen and b.proofs is None]
+                if not todo:
+                    break
+                for b in todo:
+                    prove(b)
+        for b in cands:
+            if b.proofs is not None and len(b.ce.consumers) < k:
+                bad = "; ".join(f"{plan.queries[p.query].name}: {p.why()}" for p in b.proofs if not p.verified)
+                notes.append(CEDecision(b.ce.id, Verdict.NOT_PROVED, f"{len(b.ce.consumers)} proved "
+                                        f"consumer(s) of {len(b.proofs)} ({bad})"))
+                blocked.add(b.key)
+                changed = True
         if not changed:
             break
-    plan.ses, plan.ces = ses, ces
+    plan.ses = ses
+    plan.ces = [b.ce for b in cands if len(b.ce.consumers) >= k]
     plan.proofs = [p for b in built.values() for p in (b.proofs or [])]   # every proof that ran
     t["prove"] = time.perf_counter()
     if est is not None:
-        _choose(plan, est)
+        _choose(plan, est, plan.ces, final=True)
     plan.decisions = notes + plan.decisions
     t["choose"] = time.perf_counter()
     _rewrite(plan, spark, prover)
@@ -266,33 +269,31 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
 
 @dataclass
 class _Built:
+    key: tuple
     ce: Optional[CoveringExpression]
     why: str
     everyone: list                       # every consumer, before proofs
-    proofs: Optional[list] = None        # None: not proved (it cannot be chosen anyway)
-    estimate: Optional[Estimate] = None  # with every consumer (optimistic)
+    proofs: Optional[list] = None        # None: not proved (never chosen so far)
 
 
-def _may_pay(e: Estimate, budget: Optional[int]) -> bool:
-    """Could the CE be chosen? Only then are its proofs worth running."""
-    return e.known and e.value > 0 and (budget is None or e.weight <= budget)
-
-
-def _choose(plan: SharingPlan, est: Estimator) -> None:
-    for ce in plan.ces:    # proved CEs: the value of the consumers that have a proof
+def _choose(plan: SharingPlan, est: Estimator, ces: list, final: bool = False) -> None:
+    """Estimates and the knapsack choice over ``ces``. A CE not proved yet counts all its
+    consumers (optimistic); in the ``final`` choice it cannot be chosen."""
+    plan.estimates = {}
+    for ce in ces:
         plan.estimates[ce.id] = est.estimate(ce, ce.consumers)
     conflicts = set()
-    for a in plan.ces:
-        for b in plan.ces:
+    for a in ces:
+        for b in ces:
             if a.id < b.id and _conflict(a, b):
                 conflicts.add(frozenset((a.id, b.id)))
-    value = {c.id: plan.estimates[c.id].value for c in plan.ces}
-    weight = {c.id: plan.estimates[c.id].weight for c in plan.ces}
-    unknown = frozenset(c.id for c in plan.ces if not plan.estimates[c.id].known)
-    unproved = frozenset(c.id for c in plan.ces if not c.proved)
-    plan.selection = choose([c.id for c in plan.ces], conflicts, value, weight, plan.budget,
+    value = {c.id: plan.estimates[c.id].value for c in ces}
+    weight = {c.id: plan.estimates[c.id].weight for c in ces}
+    unknown = frozenset(c.id for c in ces if not plan.estimates[c.id].known)
+    unproved = frozenset(c.id for c in ces if not c.proved) if final else frozenset()
+    plan.selection = choose([c.id for c in ces], conflicts, value, weight, plan.budget,
                             unknown=unknown, never=unproved)
-    plan.decisions = [plan.selection.decisions[c.id] for c in plan.ces]
+    plan.decisions = [plan.selection.decisions[c.id] for c in ces]
 
 
 def _conflict(a: CoveringExpression, b: CoveringExpression) -> bool:
