@@ -135,4 +135,5 @@ def read_log_window(spark, path: str, start=None, end=None, fmt: str = "auto",
         if (lo is not None and ts < lo) or (hi is not None and ts >= hi):
             continue
         out.append(BatchQuery(r.statement_id or f"q{len(out) + 1}", r.statement_text, ts))
+    out.sort(key=lambda q: (q.timestamp is None, q.timestamp or 0.0))   # batch order = time order
     return out

@@ -34,3 +34,18 @@ def test_opportunities_with_spark_say_whether_they_pay(spark, share_tables):
     assert o.estimated_value is not None
     assert o.would_pay == (o.estimated_value > 0)
     assert all(c.chosen is not None and c.value is not None for c in o.covering_expressions)
+
+
+def test_read_log_window(spark, tmp_path):
+    import json
+    from superop.share.opportunities import read_log_window
+    rows = [{"statement_id": "1", "statement_text": "SELECT a FROM st WHERE c > 1", "start_time": "2026-01-01T10:00:00Z"},
+            {"statement_id": "2", "statement_text": "SELECT a FROM st WHERE c > 2", "start_time": "2026-01-01T10:05:00Z"},
+            {"statement_id": "3", "statement_text": "SELECT a FROM st WHERE c > 3", "start_time": "2026-01-01T11:00:00Z"},
+            {"statement_id": "4", "statement_text": "SELECT 1", "start_time": "2026-01-01T10:06:00Z",
+             "execution_status": "FAILED"}]
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n{not json\n")
+    got = read_log_window(spark, str(log), "2026-01-01T10:00:00Z", "2026-01-01T10:30:00Z")
+    assert [q.name for q in got] == ["1", "2"]
+    assert got[0].sql == rows[0]["statement_text"] and got[1].timestamp - got[0].timestamp == 300
