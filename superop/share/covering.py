@@ -415,6 +415,19 @@ def rewrite_block(block: Block, consumers: list[Consumer],
     return BlockRewrite(Aggregate(pruned, a.keys, a.items, a.qualifier), original, pruned)
 
 
+def group_consumers(consumers) -> tuple[dict[int, tuple[Block, list[Consumer]]], dict[int, Consumer]]:
+    """(spj, agg) for :func:`rewrite_query`: select-project-join consumers by the anchor
+    of their block, aggregate consumers by the aggregate they replace."""
+    spj: dict[int, tuple[Block, list[Consumer]]] = {}
+    agg: dict[int, Consumer] = {}
+    for c in consumers:
+        if c.unit.kind == "agg":
+            agg[id(c.unit.block.anchor)] = c
+        else:
+            spj.setdefault(id(c.unit.block.anchor), (c.unit.block, []))[1].append(c)
+    return spj, agg
+
+
 def rewrite_query(plan: Node, spj: dict[int, tuple[Block, list[Consumer]]],
                   agg: dict[int, Consumer]) -> Node:
     """The query with every chosen consumer read from its CE. ``spj`` maps id(anchor) to

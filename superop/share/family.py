@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..ir.nodes import Node
-from .covering import Builder, Consumer, CoveringExpression, rewrite_query
+from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
 from .proofs import ConsumerProof, Prover
 from .similar import SimilarSubexpression, identify, units_of_plan
 
@@ -44,11 +44,4 @@ def generate(plan: Node, consumers: Sequence[Consumer]) -> Node:
     """``plan`` with the given (proved, non-overlapping) consumers reading their CEs.
     Several consumers in one block need the combined placement proof
     (``Prover.prove_placement``) before the result may run."""
-    spj: dict[int, tuple] = {}
-    agg: dict[int, Consumer] = {}
-    for c in consumers:
-        if c.unit.kind == "agg":
-            agg[id(c.unit.block.anchor)] = c
-        else:
-            spj.setdefault(id(c.unit.block.anchor), (c.unit.block, []))[1].append(c)
-    return rewrite_query(plan, spj, agg)
+    return rewrite_query(plan, *group_consumers(consumers))

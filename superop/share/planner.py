@@ -29,7 +29,7 @@ from ..errors import SqlError, SuperopError
 from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
-from .covering import Builder, Consumer, CoveringExpression, rewrite_query
+from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
 from .estimate import CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
@@ -334,13 +334,7 @@ def _rewrite(plan: SharingPlan, spark, prover: Prover) -> None:
 
 
 def _rewrite_one(q: QueryInfo, cons: list[Consumer], spark, prover: Prover) -> tuple[RewrittenQuery, list]:
-    spj: dict[int, tuple] = {}
-    agg: dict[int, Consumer] = {}
-    for c in cons:
-        if c.unit.kind == "agg":
-            agg[id(c.unit.block.anchor)] = c
-        else:
-            spj.setdefault(id(c.unit.block.anchor), (c.unit.block, []))[1].append(c)
+    spj, agg = group_consumers(cons)
     for key, (block, cs) in list(spj.items()):
         if len(cs) > 1:
             ob = prover.prove_placement(block, cs)

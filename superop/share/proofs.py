@@ -115,21 +115,20 @@ class Prover:
         self.leaf_types = leaf_types
         self.cache: dict[tuple, Obligation] = {}
 
-    def _bounded(self, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
-        from ..verify.plans import check_plans_equivalent
-        key = ("bounded", _sql(a), _sql(b))
+    def _check(self, method: str, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
+        from ..verify.plans import check_plans_equivalent, prove_spj_equivalent
+        key = (method, _sql(a), _sql(b))
         if key not in self.cache:
-            r = check_plans_equivalent(a, b, K=self.K, timeout_ms=self.timeout_ms)
+            r = check_plans_equivalent(a, b, K=self.K, timeout_ms=self.timeout_ms) if method == "bounded" else \
+                prove_spj_equivalent(a, b, timeout_ms=self.timeout_ms, leaf_types=self.leaf_types)
             self.cache[key] = _obligation(name, r, a, b, what_a, what_b)
         return self.cache[key]
 
-    def _rowwise(self, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
-        from ..verify.plans import prove_spj_equivalent
-        key = ("rowwise", _sql(a), _sql(b))
-        if key not in self.cache:
-            r = prove_spj_equivalent(a, b, timeout_ms=self.timeout_ms, leaf_types=self.leaf_types)
-            self.cache[key] = _obligation(name, r, a, b, what_a, what_b)
-        return self.cache[key]
+    def _bounded(self, *args) -> Obligation:
+        return self._check("bounded", *args)
+
+    def _rowwise(self, *args) -> Obligation:
+        return self._check("rowwise", *args)
 
     def prove_consumer(self, c: Consumer) -> ConsumerProof:
         out = ConsumerProof(c.ce.id, c.query, c.unit.describe())
