@@ -33,6 +33,7 @@ def register(sub) -> None:
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
     p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
                    help="what running a query means (default noop: computed, not shipped)")
+    p.add_argument("--results-dir", help="write each query's result as parquet to DIR/<query name>")
     p.add_argument("--plan-only", action="store_true", help="print the sharing plan, run nothing")
     p.add_argument("--json", help="write the plan (and the run) as JSON to this file")
     p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
@@ -69,7 +70,15 @@ def run(args) -> int:
     print(plan.report())
     out = {"plan": plan.to_json()}
     if not args.plan_only:
-        res = execute(spark, plan, args.consume)
+        consume = args.consume
+        if args.results_dir:
+            from pathlib import Path
+            names = iter([r.name for r in plan.rewrites])
+
+            def consume(df, _names=names):   # noqa: F811 - Spark commits each directory
+                df.write.mode("overwrite").parquet(str(Path(args.results_dir) / next(_names)))
+                return None
+        res = execute(spark, plan, consume)
         for r in res.runs:
             extra = f" reads {', '.join(r.ces)}" if r.rewritten else ""
             extra += f" (fell back: {r.fallback})" if r.fallback else ""

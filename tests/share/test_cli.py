@@ -24,6 +24,11 @@ def test_share_sql_dir_runs_and_writes_json(spark, tmp_path, capsys):
     out = tmp_path / "out.json"
     rc = main(["share", "--sql-dir", str(q), "--tables-dir", str(tables), "--budget", "64m",
                "--consume", "count", "--json", str(out)])
+    assert main(["share", "--sql-dir", str(q), "--tables-dir", str(tables), "--budget", "64m",
+                 "--results-dir", str(tmp_path / "res")]) == 0
+    from superop.sparkutil import bag
+    assert bag(spark.read.parquet(str(tmp_path / "res" / "q2")).collect()) == \
+        bag(spark.sql("SELECT a, b, c FROM cli_t WHERE b = 'x'").collect())
     text = capsys.readouterr().out
     assert rc == 0
     assert "similar sub-expressions" in text and "q1:" in text and "total" in text
