@@ -73,11 +73,9 @@ def run(args) -> int:
         consume = args.consume
         if args.results_dir:
             from pathlib import Path
-            names = iter([r.name for r in plan.rewrites])
 
-            def consume(df, _names=names):   # noqa: F811 - Spark commits each directory
-                df.write.mode("overwrite").parquet(str(Path(args.results_dir) / next(_names)))
-                return None
+            def consume(df, name):   # Spark writes a directory and commits it at the end
+                df.write.mode("overwrite").parquet(str(Path(args.results_dir) / name))
         res = execute(spark, plan, consume)
         for r in res.runs:
             extra = f" reads {', '.join(r.ces)}" if r.rewritten else ""

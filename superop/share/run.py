@@ -53,9 +53,14 @@ class BatchResult:
                 "cache_bytes": self.cache_bytes, "plan": self.plan.to_json()}
 
 
-def _consume(df, how: Union[str, Callable]):
+def _consume(df, how: Union[str, Callable], name: str):
     if callable(how):
-        return how(df), None
+        import inspect
+        try:
+            two = len(inspect.signature(how).parameters) >= 2
+        except (TypeError, ValueError):
+            two = False
+        return (how(df, name) if two else how(df)), None
     if how == COLLECT:
         rows = df.collect()
         return rows, len(rows)
@@ -77,7 +82,9 @@ def cached_bytes(spark) -> int:
 
 
 def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT) -> BatchResult:
-    """Run the plan's (rewritten) queries with its cached CEs (module doc)."""
+    """Run the plan's (rewritten) queries with its cached CEs (module doc). ``consume``:
+    "collect" (rows kept in ``QueryRun.rows``), "count", "noop", or a callable
+    ``f(df)`` / ``f(df, query_name)`` whose return value is kept in ``QueryRun.rows``."""
     from pyspark import StorageLevel
     result = BatchResult(plan)
     frames = []
@@ -92,12 +99,12 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT) -
             t = time.perf_counter()
             fallback = ""
             try:
-                rows, n = _consume(spark.sql(r.sql), consume)
+                rows, n = _consume(spark.sql(r.sql), consume, r.name)
             except Exception as e:
                 if not r.changed:
                     raise
                 fallback = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                rows, n = _consume(spark.sql(plan.queries[r.index].sql), consume)
+                rows, n = _consume(spark.sql(plan.queries[r.index].sql), consume, r.name)
             result.runs.append(QueryRun(r.index, r.name, time.perf_counter() - t, r.changed and not fallback,
                                         r.ces if not fallback else [], rows, n, fallback))
         result.seconds = time.perf_counter() - t0
