@@ -121,3 +121,16 @@ def test_cache_is_released_on_error(spark, share_tables, monkeypatch):
         ex.execute(spark, plan, consume=boom)
     assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
     assert ex.cached_bytes(spark) == before
+
+
+def test_covering_aggregate_over_a_join(spark, share_tables):
+    sqls = ["SELECT su.e, SUM(st.c) AS s, COUNT(*) AS n FROM st JOIN su ON st.a = su.a WHERE su.e = 'p' GROUP BY su.e",
+            "SELECT su.e, MAX(st.f) AS m, SUM(st.c) AS s FROM st JOIN su ON st.a = su.a "
+            "WHERE su.e IN ('q', 'r') OR su.e IS NULL GROUP BY su.e"]
+    res = run(spark, sqls)
+    assert_same_results(spark, res, sqls)
+    agg = [c for c in res.plan.cached if c.kind == "agg"]
+    assert agg and agg[0].template == "covering-aggregate", res.plan.report()
+    names = {o.name for p in res.plan.proofs if p.ce == agg[0].id for o in p.obligations}
+    assert names == {"extraction", "template", "input"}
+    assert shared_queries(res) == {0, 1}
