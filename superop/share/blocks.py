@@ -25,8 +25,9 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.nodes import (Aggregate, Field, Join, Node, Opaque, Project, Rename, Scan, Select, UnionAll,
-                        is_nondeterministic_expr, parents, resolve_field, walk)
+from ..ir.nodes import (Aggregate, Field, Join, Node, Project, Rename, Scan, Select, UnionAll,
+                        parents, resolve_field, walk)
+from ..ir.safety import source_blocker
 
 SPJ_JOINS = ("inner", "cross")
 # Functions whose value differs between two queries of a batch even though each query
@@ -37,31 +38,42 @@ VOLATILE = {"current_timestamp", "current_date", "now", "localtimestamp", "curre
             "session_user"}
 
 
-def is_volatile_expr(e: exp.Expression) -> bool:
-    """Nondeterministic (rand(), uuid(), ...) or time/session dependent: never shared."""
-    if is_nondeterministic_expr(e):
-        return True
+def time_dependent_reason(e: exp.Expression) -> str:
+    """Why ``e`` has one value per query but may differ between two queries of a batch
+    (current_timestamp(), current_user(), ...), or "". ``superop.ir.safety`` lets these
+    through — they are fixed within one query — but a covering expression computed once
+    must not serve two queries with them."""
     for n in e.walk():
         if isinstance(n, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
-            return True
+            return f"{n.sql_name().lower()}() is evaluated per query"
         if type(n).__name__ in ("CurrentUser", "UnixTimestamp", "CurrentSchema", "CurrentDatetime"):
-            return True
+            return f"{type(n).__name__} is evaluated per query"
         if isinstance(n, exp.Func) and n.sql_name().lower() in VOLATILE:
-            return True
+            return f"{n.sql_name().lower()}() is evaluated per query"
         if isinstance(n, exp.Anonymous) and str(n.this).lower() in VOLATILE:
-            return True
-    return False
+            return f"{str(n.this).lower()}() is evaluated per query"
+    return ""
+
+
+def sharing_blocker(n: Node) -> str:
+    """Why the sub-plan ``n`` must not be computed once for several queries, or "": the
+    one safety check of the matching path (``superop.ir.safety.source_blocker``: reading
+    it once must give what reading it once per query gives) plus expressions that are
+    fixed per query but not across queries."""
+    b = source_blocker(n)
+    if b is not None:
+        return str(b)
+    for x in walk(n):
+        for e in node_expressions(x):
+            why = time_dependent_reason(e)
+            if why:
+                return why
+    return ""
 
 
 def node_expressions(n: Node) -> list[exp.Expression]:
     from ..ir.nodes import expressions_of
     return expressions_of(n)
-
-
-def is_volatile_node(n: Node) -> bool:
-    if isinstance(n, Opaque):
-        return True          # unknown SQL: never inside a shared expression
-    return any(is_volatile_expr(e) for e in node_expressions(n))
 
 
 def is_spj(n: Node) -> bool:
@@ -250,7 +262,7 @@ class Block:
     anchor: Optional[Node]
     anchor_kind: Optional[str]
     used: list[int]                 # indices of root outputs the anchor reads
-    volatile: bool
+    volatile: str                   # why nothing of it may be shared ("" = it may)
     why_not: str = ""               # why the block cannot be rewritten ("" = it can)
 
     @property
@@ -325,8 +337,7 @@ def blocks_of(plan: Node, query: int) -> list[Block]:
     for r in reversed(roots):          # walk() is post-order: reversed = top-down-ish
         flat = flatten(r, shared)
         par = ps.get(id(r), [])
-        volatile = any(is_volatile_node(n) for n in _block_nodes(r, shared)) or \
-            any(any(is_volatile_node(x) for x in walk(leaf)) for leaf in flat.leaves if not isinstance(leaf, Scan))
+        volatile = sharing_blocker(r)
         anchor, kind, why = None, None, ""
         if isinstance(r, (Project, Rename)) and is_spj(r):
             anchor, kind = r, ANCHOR_PROJECTION
@@ -334,8 +345,7 @@ def blocks_of(plan: Node, query: int) -> list[Block]:
             anchor, kind = r, ANCHOR_POSITIONAL
         elif len(par) == 1 and isinstance(par[0], Aggregate):
             anchor, kind = par[0], ANCHOR_AGGREGATE
-            if is_volatile_node(par[0]):
-                volatile = True
+            volatile = volatile or sharing_blocker(par[0])
         else:
             why = f"the block under {par[0].op if par else '?'} has no anchor that keeps its columns"
         used = list(range(len(r.fields))) if kind in (ANCHOR_PROJECTION, ANCHOR_POSITIONAL) else \
@@ -345,16 +355,6 @@ def blocks_of(plan: Node, query: int) -> list[Block]:
             if len(set(names)) != len(names):
                 why = "the aggregate reads two block columns of the same name"
         out.append(Block(query, flat, anchor, kind, used, volatile, why))
-    return out
-
-
-def _block_nodes(root: Node, shared: frozenset) -> list[Node]:
-    out, stack = [], [root]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        if is_spj(n):
-            stack.extend(c for c in n.children if is_spj(c) and id(c) not in shared)
     return out
 
 
@@ -404,7 +404,7 @@ def _unit_why_not(b: Block, S: frozenset) -> str:
     if b.anchor is None:
         return b.why_not or "no anchor"
     if b.volatile:
-        return "nondeterministic or time-dependent expression in the block"
+        return f"not shareable: {b.volatile}"
     leaves = [b.flat.leaves[i] for i in S]
     if not all(isinstance(x, Scan) for x in leaves):
         return "reads an input that is not a base table scan"

@@ -11,7 +11,6 @@ prints each query's time. Tables come from the Spark catalog, or from ``--tables
 """
 from __future__ import annotations
 
-import json
 import sys
 
 
@@ -27,7 +26,8 @@ def register(sub) -> None:
     p.add_argument("--format", default="auto", help="log format (default auto)")
     p.add_argument("--tables-dir", help="register NAME.parquet files / NAME/ directories as views")
     p.add_argument("--budget", help="cache budget, e.g. 512m or 2g (default: from Spark's storage memory)")
-    p.add_argument("--min-consumers", type=int, default=2, help="sub-trees needed for a similar sub-expression (the paper's k, default 2)")
+    p.add_argument("--min-consumers", type=int, default=2,
+                   help="sub-trees needed for a similar sub-expression (the paper's k, default 2)")
     p.add_argument("--proof-rows", type=int, default=3, help="rows per table in the bounded proofs (K, default 3)")
     p.add_argument("--timeout-ms", type=int, default=20000, help="Z3 timeout per proof (default 20000)")
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")

@@ -29,11 +29,10 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Scan, Select, replace, resolve_field, walk
+from ..ir.nodes import Aggregate, Node, Project, Rename, Scan, Select, replace, resolve_field, walk
 from .blocks import (ANCHOR_AGGREGATE, ANCHOR_POSITIONAL, ANCHOR_PROJECTION, Block, Unit, and_all,
                      columns_outside_queries, leaf_alias, needed_columns, or_all, rename_columns, text)
-from .canonical import (agg_parts, canon_leaves, conjunct_text, join_tree, normalized_plan, relabel,
-                        unit_parts)
+from .canonical import (agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts)
 from .similar import SimilarSubexpression
 
 TEMPLATE_FILTER = "filter-project"          # σ_p over π_Y(σ_{p ∨ q}(R))
@@ -228,7 +227,7 @@ class Builder:
         scan = Scan(view, tuple((names[k], _type_of(tables, *k)) for k in cols))
         ce = CoveringExpression(cid, se, "spj", template, plan, view, scan, columns=[names[k] for k in cols],
                                 tables=tables, joins=joins_ref, top=top)
-        for u, filters, flat_f, needed in parts:
+        for u, _filters, flat_f, needed in parts:
             ce.consumers.append(self._spj_consumer(ce, u, flat_f, needed, names, same))
         return ce, ""
 

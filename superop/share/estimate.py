@@ -23,7 +23,7 @@ cost), R = 0.5 (reading a cached byte is cheaper than decoding parquet, not free
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Scan, walk
@@ -39,6 +39,9 @@ class CostModel:
     write_factor: float = 1.0        # W: cost of caching one byte, relative to decoding it in a scan
     read_factor: float = 0.5         # R: cost of reading one cached byte
     memory_factor: float = 1.0       # M: storage-memory bytes per estimated byte
+
+
+DEFAULT_COST = CostModel()
 
 
 @dataclass
@@ -107,7 +110,7 @@ def plan_stats(spark, sql: str) -> PlanStats:
 
 
 class Estimator:
-    def __init__(self, spark, model: CostModel = CostModel()):
+    def __init__(self, spark, model: CostModel = DEFAULT_COST):
         self.spark = spark
         self.model = model
         self._table: dict[str, PlanStats] = {}

@@ -30,7 +30,7 @@ from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
 from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
-from .estimate import CostModel, Estimate, Estimator, storage_budget
+from .estimate import DEFAULT_COST, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
 from .similar import SimilarSubexpression, identify, units_of_plan
@@ -182,7 +182,7 @@ def _leaf_types(spark):
 
 
 def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, budget: Optional[int] = None,
-               k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = CostModel(),
+               k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
                view_prefix: Optional[str] = None) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen)."""
@@ -354,5 +354,11 @@ def _rewrite_one(q: QueryInfo, cons: list[Consumer], spark, prover: Prover) -> t
                                       reason=f"rewritten output {got} differs from the original's {want}"), []
     except Exception as e:   # fail-safe: the query runs as written
         return RewrittenQuery(q.index, q.name, q.sql, False,
-                              reason=f"rewrite failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"), []
+                              reason=f"rewrite failed: {type(e).__name__}: {first_line(e)}"), []
     return RewrittenQuery(q.index, q.name, sql, True, ces), used
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (Spark's carry the whole plan after it)."""
+    text = str(e)
+    return text.splitlines()[0] if text else ""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
 from ..ir.generate import to_sql
-from .estimate import CostModel, parse_budget
+from .estimate import DEFAULT_COST, CostModel, parse_budget
 from .planner import SharingPlan, plan_batch
 
 COLLECT, NOOP, COUNT = "collect", "noop", "count"
@@ -121,7 +121,7 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT) -
 
 def run_batch(spark, sqls: Sequence, budget: Union[None, int, str] = None, *,
               consume: Union[str, Callable] = COLLECT, k: int = 2, K: int = 3, timeout_ms: int = 20000,
-              cost: CostModel = CostModel(), analyze_tables: bool = False) -> BatchResult:
+              cost: CostModel = DEFAULT_COST, analyze_tables: bool = False) -> BatchResult:
     """Plan and run a batch of SQL strings with work sharing. ``budget``: bytes for the
     cache (an int or '512m', '2g'); default: derived from Spark's storage memory.
     ``analyze_tables``: compute table and column statistics first (catalog tables only)

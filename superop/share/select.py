@@ -185,8 +185,9 @@ def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float
         for c in comps[gi]:
             v, w = value[c], weight[c]
             if chosen is not None and c in chosen.ces:
+                others = ', '.join(x for x in chosen.ces if x != c)
                 d = CEDecision(c, Verdict.CHOSEN, f"value {v:.3g} for {w:.3g} bytes"
-                               + (f" (with {', '.join(x for x in chosen.ces if x != c)})" if len(chosen.ces) > 1 else ""),
+                               + (f" (with {others})" if others else ""),
                                v, w, gi, chosen.ces)
             elif c in never and v > 0 and w <= budget:
                 d = CEDecision(c, Verdict.NOT_PROVED, "its consumers have no full proof", v, w, gi)

@@ -70,6 +70,18 @@ def test_nondeterministic_and_time_dependent_are_never_shared():
         assert all(0 not in s.queries for s in ses), bad
 
 
+def test_order_dependent_aggregates_and_udfs_are_never_shared():
+    """superop.ir.safety's classification blocks sharing too: first() depends on the row
+    order the cache would fix once; a UDF's determinism is unknown."""
+    other = "SELECT a, SUM(c) AS s FROM st WHERE a > 2 GROUP BY a"
+    good, _, _ = detect(plans("SELECT a, MAX(c) AS fc FROM st WHERE a > 1 GROUP BY a", other))
+    assert ("agg", ("st",), (0, 1)) in kinds(good)       # the control: shared without them
+    for bad in ("SELECT a, first(c) AS fc FROM st WHERE a > 1 GROUP BY a",
+                "SELECT a, my_udf(c) AS u FROM st WHERE c > 1"):
+        ses, _, _ = detect(plans(bad, other))
+        assert all(0 not in s.queries for s in ses), bad
+
+
 def test_covering_aggregate_when_keys_agree_and_filters_are_on_keys():
     ses, ces, why = detect(plans("SELECT a, SUM(c) AS s FROM st WHERE a > 1 GROUP BY a",
                                  "SELECT a, MAX(f) AS m, COUNT(*) AS n FROM st WHERE a IS NULL GROUP BY a"))
