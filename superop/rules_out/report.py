@@ -85,6 +85,8 @@ def to_markdown(catalog: dict, after: Optional[Callable[[str], str]] = None) -> 
                 out += ["After (runtime rewriter):", "", "```sql", rewritten, "```", ""]
             if e.get("pseudo_code"):
                 out += ["Verified super-operator program:", "", "```", e["pseudo_code"], "```", ""]
+    from ..share.opportunities import markdown_section   # the section's one renderer (issue 15)
+    out += markdown_section(catalog.get("sharing_opportunities"))
     rej = catalog.get("rejected") or []
     if rej:
         out += ["## Patterns not admitted", "", "| candidate | shape | reason |", "|---|---|---|"]

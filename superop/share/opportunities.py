@@ -79,13 +79,7 @@ def windows(queries: Sequence[BatchQuery], window_seconds: float) -> list[list[B
     return out
 
 
-def sharing_opportunities(queries_with_timestamps: Sequence, window_seconds: float = 300.0, *,
-                          spark=None, schema: Optional[dict] = None, k: int = 2, min_queries: int = 2,
-                          budget: Optional[int] = None, K: int = 3,
-                          timeout_ms: int = 20000) -> list[SharingOpportunity]:
-    """Typed records of the windows with sharing opportunities (module doc).
-    ``queries_with_timestamps``: ``(sql, timestamp)`` pairs or :class:`BatchQuery`;
-    timestamps are epoch seconds/milliseconds, datetimes or ISO strings."""
+def _as_timed(queries_with_timestamps: Sequence) -> list[BatchQuery]:
     batch = []
     for i, q in enumerate(queries_with_timestamps):
         if isinstance(q, BatchQuery):
@@ -93,29 +87,51 @@ def sharing_opportunities(queries_with_timestamps: Sequence, window_seconds: flo
         else:
             sql, ts = q[0], q[1]
             batch.append(BatchQuery(f"q{i + 1}", sql, _epoch(ts)))
-    out = []
-    for win in windows(batch, window_seconds):
-        if len(win) < min_queries:
-            continue
-        plan = plan_batch(win, spark, schema=schema, budget=budget, k=k, K=K, timeout_ms=timeout_ms)
-        if not plan.ces:
-            continue
-        names = [q.name for q in win]
-        opp = SharingOpportunity(win[0].timestamp, win[-1].timestamp, names, len(plan.ses))
-        chosen = set(plan.selection.chosen) if plan.selection is not None else set()
-        for ce in plan.ces:
-            est = plan.estimates.get(ce.id)
-            opp.covering_expressions.append(OpportunityCE(
-                ce.id, ce.kind, ce.template, list(ce.se.tables), [names[c.query] for c in ce.consumers],
-                (ce.id in chosen) if plan.selection is not None else None,
-                est.value if est else None, est.weight if est else None))
-        if plan.selection is not None:
-            opp.estimated_value = plan.selection.total_value
-            opp.would_pay = plan.selection.total_value > 0
-        else:
-            opp.would_pay = True
-        out.append(opp)
-    return out
+    return batch
+
+
+def candidate_windows(batch: Sequence[BatchQuery], window_seconds: float, min_queries: int = 2,
+                      max_windows: Optional[int] = None) -> tuple[list[list[BatchQuery]], int]:
+    """(the windows to plan, how many windows of ``min_queries`` or more there were).
+    ``max_windows`` keeps the largest windows (most queries; earlier first on ties) —
+    a bound on the proof work of a nightly run — returned in time order."""
+    big = [w for w in windows(batch, window_seconds) if len(w) >= min_queries]
+    if max_windows is None or len(big) <= max_windows:
+        return big, len(big)
+    keep = sorted(range(len(big)), key=lambda i: (-len(big[i]), i))[:max_windows]
+    return [big[i] for i in sorted(keep)], len(big)
+
+
+def sharing_opportunities(queries_with_timestamps: Sequence, window_seconds: float = 300.0, *,
+                          spark=None, schema: Optional[dict] = None, k: int = 2, min_queries: int = 2,
+                          budget: Optional[int] = None, K: int = 3, timeout_ms: int = 20000,
+                          max_windows: Optional[int] = None) -> list[SharingOpportunity]:
+    """Typed records of the windows with sharing opportunities (module doc).
+    ``queries_with_timestamps``: ``(sql, timestamp)`` pairs or :class:`BatchQuery`;
+    timestamps are epoch seconds/milliseconds, datetimes or ISO strings."""
+    wins, _ = candidate_windows(_as_timed(queries_with_timestamps), window_seconds, min_queries, max_windows)
+    return [o for o in (_opportunity(w, spark, schema, k, budget, K, timeout_ms) for w in wins) if o is not None]
+
+
+def _opportunity(win: list[BatchQuery], spark, schema, k, budget, K, timeout_ms) -> Optional[SharingOpportunity]:
+    plan = plan_batch(win, spark, schema=schema, budget=budget, k=k, K=K, timeout_ms=timeout_ms)
+    if not plan.ces:
+        return None
+    names = [q.name for q in win]
+    opp = SharingOpportunity(win[0].timestamp, win[-1].timestamp, names, len(plan.ses))
+    chosen = set(plan.selection.chosen) if plan.selection is not None else set()
+    for ce in plan.ces:
+        est = plan.estimates.get(ce.id)
+        opp.covering_expressions.append(OpportunityCE(
+            ce.id, ce.kind, ce.template, list(ce.se.tables), [names[c.query] for c in ce.consumers],
+            (ce.id in chosen) if plan.selection is not None else None,
+            est.value if est else None, est.weight if est else None))
+    if plan.selection is not None:
+        opp.estimated_value = plan.selection.total_value
+        opp.would_pay = plan.selection.total_value > 0
+    else:
+        opp.would_pay = True
+    return opp
 
 
 def read_log_window(spark, path: str, start=None, end=None, fmt: str = "auto",
@@ -137,3 +153,83 @@ def read_log_window(spark, path: str, start=None, end=None, fmt: str = "auto",
         out.append(BatchQuery(r.statement_id or f"q{len(out) + 1}", r.statement_text, ts))
     out.sort(key=lambda q: (q.timestamp is None, q.timestamp or 0.0))   # batch order = time order
     return out
+
+
+@dataclass
+class SharingReport:
+    """The "sharing opportunities" section of the nightly report and catalog: which log
+    windows would have paid for sharing, and how much of the log was examined."""
+    window_seconds: float
+    queries: int                            # successful statements read from the log
+    windows: int                            # windows of two or more queries
+    examined: int                           # windows planned (at most ``max_windows``)
+    estimated: bool                         # values from Spark's statistics (else: proved CEs only)
+    opportunities: list[SharingOpportunity] = field(default_factory=list)
+    error: str = ""                         # why the section is empty ("" = it ran)
+
+    @property
+    def paying(self) -> list[SharingOpportunity]:
+        return [o for o in self.opportunities if o.would_pay]
+
+    def to_json(self) -> dict:
+        from dataclasses import asdict
+        return asdict(self)
+
+
+def log_sharing_report(spark, log_path: str, *, window_seconds: float = 300.0, fmt: str = "auto",
+                       column_map: Optional[dict] = None, schema=None, k: int = 2, K: int = 3,
+                       timeout_ms: int = 20000, max_windows: Optional[int] = 20) -> SharingReport:
+    """The nightly job's sharing section for a query log. ``schema`` "spark" (or None)
+    plans against the session's catalog and estimates values with its statistics; a
+    ``{table: {column: type}}`` dict (tables that need not exist in Spark) plans against
+    it and reports proved covering expressions without values. Never raises: a failure
+    is the report's ``error``."""
+    rep = SharingReport(window_seconds, 0, 0, 0, estimated=not isinstance(schema, dict))
+    try:
+        batch = read_log_window(spark, str(log_path), fmt=fmt, column_map=column_map)
+        rep.queries = len(batch)
+        wins, rep.windows = candidate_windows(batch, window_seconds, 2, max_windows)
+        rep.examined = len(wins)
+        planner_spark, planner_schema = (None, schema) if isinstance(schema, dict) else (spark, None)
+        for w in wins:
+            o = _opportunity(w, planner_spark, planner_schema, k, None, K, timeout_ms)
+            if o is not None:
+                rep.opportunities.append(o)
+    except Exception as e:   # an advisory section must not fail the nightly run
+        rep.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return rep
+
+
+def _when(ts: Optional[float]) -> str:
+    if ts is None:
+        return "?"
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def markdown_section(section: Optional[dict]) -> list[str]:
+    """Markdown lines of a :class:`SharingReport` as stored in a catalog (``to_json``);
+    no lines when the catalog has none."""
+    if not section:
+        return []
+    out = ["## Sharing opportunities", ""]
+    if section.get("error"):
+        return out + [f"Not computed: {section['error']}", ""]
+    opps = section.get("opportunities") or []
+    paying = [o for o in opps if o.get("would_pay")]
+    how = "estimated from Spark's statistics" if section.get("estimated") else \
+        "proved covering expressions; value not estimated (tables not in the Spark catalog)"
+    out += [f"{len(paying)} of {section.get('examined')} examined log windows "
+            f"({section.get('windows')} windows of two or more queries, {section.get('window_seconds')} s each, "
+            f"{section.get('queries')} queries) would have paid for sharing ({how}).", ""]
+    if not opps:
+        return out
+    out += ["| window | queries | SEs | covering expressions | value (bytes) | pays |",
+            "|---|---|---|---|---|---|"]
+    for o in opps:
+        ces = "; ".join(f"{c['id']} {c['kind']} {c['template']} over {', '.join(c['tables'])} "
+                        f"({len(c['consumers'])} consumers{', chosen' if c.get('chosen') else ''})"
+                        for c in o.get("covering_expressions") or [])
+        val = "?" if o.get("estimated_value") is None else f"{o['estimated_value']:.3g}"
+        out.append(f"| {_when(o.get('start'))} … {_when(o.get('end'))} | {len(o.get('queries') or [])} | "
+                   f"{o.get('similar_subexpressions')} | {ces} | {val} | {'yes' if o.get('would_pay') else 'no'} |")
+    return out + [""]
