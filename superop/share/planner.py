@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -279,6 +280,7 @@ class _Built:
 def _choose(plan: SharingPlan, est: Estimator, ces: list, final: bool = False) -> None:
     """Estimates and the knapsack choice over ``ces``. A CE not proved yet counts all its
     consumers (optimistic); in the ``final`` choice it cannot be chosen."""
+    prior = plan.selection.decisions if final and plan.selection is not None else {}
     plan.estimates = {}
     for ce in ces:
         plan.estimates[ce.id] = est.estimate(ce, ce.consumers)
@@ -293,6 +295,11 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, final: bool = False) -
     unproved = frozenset(c.id for c in ces if not c.proved) if final else frozenset()
     plan.selection = choose([c.id for c in ces], conflicts, value, weight, plan.budget,
                             unknown=unknown, never=unproved)
+    for c in ces:   # never proved because the optimistic choice passed it over: say why
+        was = prior.get(c.id)
+        if not c.proved and was is not None and not was.chosen:
+            plan.selection.decisions[c.id] = dataclasses.replace(
+                was, reason=f"{was.reason} (not chosen, so never proved)")
     plan.decisions = [plan.selection.decisions[c.id] for c in ces]
 
 
