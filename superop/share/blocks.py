@@ -305,7 +305,7 @@ class Unit:
 class Canon:
     """Canonical labelling of a unit's leaves: canonical index j -> the unit's leaf index."""
     order: list[int]                         # canonical j -> leaf i
-    tables: tuple                            # canonical j -> (table, columns)
+    tables: tuple                            # canonical j -> (table, columns, identity)
 
     def index(self) -> dict[int, int]:
         return {i: j for j, i in enumerate(self.order)}

@@ -34,7 +34,7 @@ def canon_alias(j: int) -> str:
 def canon_of(u: Unit) -> Canon:
     leaves = u.block.flat.leaves
     order = sorted(u.S, key=lambda i: (leaves[i].table, leaves[i].columns))
-    return Canon(order, tuple((leaves[i].table, leaves[i].columns) for i in order))
+    return Canon(order, tuple((leaves[i].table, leaves[i].columns, leaves[i].identity) for i in order))
 
 
 def relabel(e: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
@@ -69,8 +69,10 @@ def conjunct_text(e: exp.Expression) -> str:
 
 
 # ---------------------------------------------------------------------------
-def canonical_leaf(table: str, columns: tuple, j: int) -> Rename:
-    scan = Scan(table, columns)
+def canonical_leaf(table: str, columns: tuple, j: int, identity: tuple = ()) -> Rename:
+    """Canonical leaf j: the scan of ``table`` (its resolved ``identity`` kept, so the
+    regenerated plan reads the very table the consumer reads) renamed to ``_l{j}``."""
+    scan = Scan(table, columns, identity)
     return Rename(scan, tuple((f, f.name) for f in scan.fields), canon_alias(j))
 
 
@@ -121,8 +123,8 @@ def normalized_plan(tables: Sequence[tuple], joins: Sequence[exp.Expression],
     the join conditions ``joins``, a σ(``extra``) above the joins (e.g. an OR of filters
     over several tables), then π(``items``) or γ(``keys``; ``agg_items``)."""
     leaves = []
-    for j, (table, columns) in enumerate(tables):
-        leaf: Node = canonical_leaf(table, columns, j)
+    for j, (table, columns, identity) in enumerate(tables):
+        leaf: Node = canonical_leaf(table, columns, j, identity)
         if filters.get(j):
             leaf = Select(leaf, and_all(filters[j]))
         leaves.append(leaf)

@@ -172,7 +172,7 @@ def join_table(ce: CoveringExpression) -> tuple[Scan, dict]:
     """The unit's join J as one symbolic table: every column of every table, named
     ``c{j}_{column}``."""
     cols, names = [], {}
-    for j, (_, columns) in enumerate(ce.tables):
+    for j, (_, columns, _) in enumerate(ce.tables):
         for c, ty in columns:
             names[(j, c)] = f"c{j}_{c}"
             cols.append((names[(j, c)], ty))
@@ -187,7 +187,7 @@ def over_join(c: Consumer) -> tuple[Node, Node]:
 
 
 def canonical_join(ce: CoveringExpression) -> Node:
-    leaves = [canonical_leaf(t, cols, j) for j, (t, cols) in enumerate(ce.tables)]
+    leaves = [canonical_leaf(t, cols, j, ident) for j, (t, cols, ident) in enumerate(ce.tables)]
     return join_tree(leaves, [frozenset([j]) for j in range(len(leaves))], list(ce.joins))
 
 

@@ -96,5 +96,5 @@ def identify(forests: list[list[Unit]], k: int = 2, blocked: frozenset = frozens
         while sid in ids:
             sid += "'"
         ids.add(sid)
-        out.append(SimilarSubexpression(sid, m0.kind, key[0], tuple(t for t, _ in m0.canon.tables), members))
+        out.append(SimilarSubexpression(sid, m0.kind, key[0], tuple(t[0] for t in m0.canon.tables), members))
     return out

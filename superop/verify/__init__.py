@@ -31,7 +31,6 @@ _ENCODER_EXPORTS = {
     "ev": ("encode", "ev"), "is_true": ("encode", "is_true"), "fresh": ("encode", "fresh"),
     "kind_of_type": ("encode", "kind_of_type"), "not_distinct": ("encode", "not_distinct"),
     "bags_differ": ("encode", "bags_differ"), "concrete_rel": ("encode", "concrete_rel"),
-    "nonlinear_flags": ("encode", "ABSTRACT_NONLINEAR"), "nonlinear_used": ("encode", "NONLINEAR_USED"),
     "new_solver": ("check", "_new_solver"),
 }
 

@@ -29,8 +29,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import z3
 from sqlglot import exp
@@ -39,7 +40,8 @@ from ..ir.nodes import (Join, Node, Project, Rename, Scan, Select, is_nondetermi
                         walk)
 from . import (Counterexample, Ctx, PlanEncoder, REFUTED, Result, Table, UNKNOWN, UNSUPPORTED,
                Unsupported, V, VERIFIED, bags_differ, concrete_rel, ev, fresh, is_true,
-               kind_of_type, new_solver, nonlinear_flags, nonlinear_used, not_distinct)
+               kind_of_type, new_solver, not_distinct)
+from . import encode as _encode
 
 DEFAULT_K = 3
 DEFAULT_TIMEOUT_MS = 20000
@@ -159,13 +161,18 @@ class MultiTableEncoder(PlanEncoder):
             raise Unsupported(f"scans of {n.table} disagree on its columns")
         return t.rel()
 
-    def _row_ctx(self, fields, vals) -> Ctx:
-        return self.atoms.ctx(super()._row_ctx(fields, vals))
+    def row_ctx(self, fields, vals) -> Ctx:
+        # PlanEncoder.row_ctx is the public hook of the split encoder; older encoders
+        # call _row_ctx (both names route here, so either encoder sees the atoms).
+        base = getattr(super(), "row_ctx", None) or super()._row_ctx
+        return self.atoms.ctx(base(fields, vals))
+
+    _row_ctx = row_ctx
 
     def _select(self, n: Select):
         child = self.encode(n.child)
         if child.rows:
-            pred = self.atoms.atomize(n.predicate, self._row_ctx(n.child.fields, child.rows[0][1]))
+            pred = self.atoms.atomize(n.predicate, self.row_ctx(n.child.fields, child.rows[0][1]))
             if pred is not n.predicate:
                 n = Select(n.child, pred)
         return super()._select(n)
@@ -174,7 +181,7 @@ class MultiTableEncoder(PlanEncoder):
         if n.residual is not None:
             L, R = self.encode(n.left), self.encode(n.right)
             if L.rows and R.rows:
-                ctx0 = self._row_ctx(n.left.fields + n.right.fields, L.rows[0][1] + R.rows[0][1])
+                ctx0 = self.row_ctx(n.left.fields + n.right.fields, L.rows[0][1] + R.rows[0][1])
                 res = self.atoms.atomize(n.residual, ctx0)
                 if res is not n.residual:
                     n = Join(n.left, n.right, n.kind, n.equi, res)
@@ -196,10 +203,26 @@ def scans_of(*plans: Node) -> dict[str, Scan]:
     return out
 
 
-def _encode_pair(plan_a: Node, plan_b: Node, K: int, abstract: bool):
-    nonlinear_flags[0] = abstract
-    nonlinear_used[0] = False
+@contextmanager
+def _nonlinear(abstract: bool) -> Iterator[Callable[[], bool]]:
+    """The encoder's "x*y and x/y of two non-constants are uninterpreted" setting; yields
+    "was it used?". Through the encoder's ``encoding(abstract_nonlinear=...)`` context
+    where it has one, else through its module flags."""
+    encoding = getattr(_encode, "encoding", None)
+    if encoding is not None:
+        with encoding(abstract_nonlinear=abstract) as enc:
+            yield lambda: bool(enc.nonlinear_used)
+        return
+    flags, used = _encode.ABSTRACT_NONLINEAR, _encode.NONLINEAR_USED
+    flags[0], used[0] = abstract, False
     try:
+        yield lambda: bool(used[0])
+    finally:
+        flags[0] = False
+
+
+def _encode_pair(plan_a: Node, plan_b: Node, K: int, abstract: bool):
+    with _nonlinear(abstract) as used:
         scans = scans_of(plan_a, plan_b)
         tables = {name: Table(name, s.columns, K, tag=f"t{i}!") for i, (name, s) in enumerate(sorted(scans.items()))}
         atoms = Atoms()
@@ -208,9 +231,7 @@ def _encode_pair(plan_a: Node, plan_b: Node, K: int, abstract: bool):
         wa, wb = len(plan_a.fields), len(plan_b.fields)
         if wa != wb:
             raise Unsupported(f"arity differs: {wa} and {wb} columns")
-        return scans, tables, atoms, rel_a, rel_b, bags_differ(rel_a, rel_b), nonlinear_used[0]
-    finally:
-        nonlinear_flags[0] = False
+        return scans, tables, atoms, rel_a, rel_b, bags_differ(rel_a, rel_b), used()
 
 
 def _bounded_solver(tables: dict[str, Table], differ, timeout_ms: int) -> z3.Solver:

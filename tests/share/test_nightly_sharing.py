@@ -55,14 +55,6 @@ def test_catalog_and_report_carry_the_paying_windows(nightly_with_sharing):
     assert "2026-01-01 10:00:00 … 2026-01-01 10:01:30" in md
 
 
-def test_sharing_section_can_be_switched_off(spark, share_tables, tmp_path):
-    from superop.pipeline.nightly import run_nightly
-    res = run_nightly(write_log(tmp_path / "log.jsonl"), tmp_path / "out", spark=spark, schema=SCHEMA,
-                      max_candidates=0, progress=False, register=False, share_window_s=None)
-    assert "sharing_opportunities" not in load_catalog(res.catalog_path)
-    assert "Sharing opportunities" not in res.report_path.read_text()
-
-
 def test_a_failing_sharing_step_is_reported_not_fatal(spark, tmp_path):
     from superop.share.opportunities import log_sharing_report, markdown_section
     rep = log_sharing_report(spark, str(tmp_path / "missing.jsonl"), schema=SCHEMA)
