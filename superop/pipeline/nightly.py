@@ -194,10 +194,11 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
                 experiment: str = "superop-nightly", share_window_s: Optional[float] = 300.0,
-                share_max_windows: int = 20) -> NightlyResult:
+                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0) -> NightlyResult:
     """``share_window_s``: the log windows in which work sharing across queries
     (``superop.share``) would have paid are reported (None: not computed);
-    ``share_max_windows`` bounds the windows planned (the largest are kept)."""
+    ``share_max_windows`` (the largest windows are kept) and ``share_budget_s`` (no new
+    window is planned after it) bound that step's work."""
     from ..cliutil import atomic_write_json, atomic_write_text
     from ..mining.job import run_mining, tracking_uri_for
     from ..rules_out.catalog import make_catalog, write_catalog
@@ -247,11 +248,13 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
             t = time.perf_counter()
             _progress(show, "share: sharing opportunities in the log's windows")
             child = tr.start("share", parent)
-            tr.params(child, {"window_s": share_window_s, "max_windows": share_max_windows})
+            tr.params(child, {"window_s": share_window_s, "max_windows": share_max_windows,
+                              "budget_s": share_budget_s})
             sharing = log_sharing_report(spark or get_spark(app_name="superop-nightly", master=master),
                                          str(log_path), window_seconds=share_window_s, fmt=fmt,
                                          column_map=column_map, schema=schema, k=k,
-                                         timeout_ms=int(verify_timeout_s * 1000), max_windows=share_max_windows)
+                                         timeout_ms=int(verify_timeout_s * 1000), max_windows=share_max_windows,
+                                         time_budget_s=share_budget_s)
             if sharing.error:
                 log.warning("sharing opportunities not computed: %s", sharing.error)
             share_m = {"windows": sharing.windows, "windows_examined": sharing.examined,

@@ -164,6 +164,8 @@ class SharingReport:
     windows: int                            # windows of two or more queries
     examined: int                           # windows planned (at most ``max_windows``)
     estimated: bool                         # values from Spark's statistics (else: proved CEs only)
+    truncated: int = 0                      # examined windows cut to their first ``max_queries``
+    out_of_time: int = 0                    # windows left unplanned when ``time_budget_s`` ran out
     opportunities: list[SharingOpportunity] = field(default_factory=list)
     error: str = ""                         # why the section is empty ("" = it ran)
 
@@ -178,12 +180,17 @@ class SharingReport:
 
 def log_sharing_report(spark, log_path: str, *, window_seconds: float = 300.0, fmt: str = "auto",
                        column_map: Optional[dict] = None, schema=None, k: int = 2, K: int = 3,
-                       timeout_ms: int = 20000, max_windows: Optional[int] = 20) -> SharingReport:
+                       timeout_ms: int = 20000, max_windows: Optional[int] = 20, max_queries: int = 40,
+                       time_budget_s: Optional[float] = 60.0) -> SharingReport:
     """The nightly job's sharing section for a query log. ``schema`` "spark" (or None)
     plans against the session's catalog and estimates values with its statistics; a
     ``{table: {column: type}}`` dict (tables that need not exist in Spark) plans against
-    it and reports proved covering expressions without values. Never raises: a failure
-    is the report's ``error``."""
+    it and reports proved covering expressions without values. The work is bounded: a
+    window is cut to its first ``max_queries`` queries, and no new window is planned once
+    ``time_budget_s`` is spent (both counted in the report). Never raises: a failure is
+    the report's ``error``."""
+    import time
+    t0 = time.perf_counter()
     rep = SharingReport(window_seconds, 0, 0, 0, estimated=not isinstance(schema, dict))
     try:
         batch = read_log_window(spark, str(log_path), fmt=fmt, column_map=column_map)
@@ -191,7 +198,13 @@ def log_sharing_report(spark, log_path: str, *, window_seconds: float = 300.0, f
         wins, rep.windows = candidate_windows(batch, window_seconds, 2, max_windows)
         rep.examined = len(wins)
         planner_spark, planner_schema = (None, schema) if isinstance(schema, dict) else (spark, None)
-        for w in wins:
+        for n, w in enumerate(wins):
+            if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
+                rep.out_of_time = len(wins) - n
+                break
+            if len(w) > max_queries:
+                w = w[:max_queries]
+                rep.truncated += 1
             o = _opportunity(w, planner_spark, planner_schema, k, None, K, timeout_ms)
             if o is not None:
                 rep.opportunities.append(o)
@@ -220,7 +233,11 @@ def markdown_section(section: Optional[dict]) -> list[str]:
         "proved covering expressions; value not estimated (tables not in the Spark catalog)"
     out += [f"{len(paying)} of {section.get('examined')} examined log windows "
             f"({section.get('windows')} windows of two or more queries, {section.get('window_seconds')} s each, "
-            f"{section.get('queries')} queries) would have paid for sharing ({how}).", ""]
+            f"{section.get('queries')} queries) would have paid for sharing ({how})."]
+    if section.get("truncated") or section.get("out_of_time"):
+        out.append(f"Bounded: {section.get('truncated')} window(s) cut to their first queries, "
+                   f"{section.get('out_of_time')} window(s) not planned (time budget).")
+    out.append("")
     if not opps:
         return out
     out += ["| window | queries | SEs | covering expressions | value (bytes) | pays |",

@@ -60,3 +60,15 @@ def test_a_failing_sharing_step_is_reported_not_fatal(spark, tmp_path):
     rep = log_sharing_report(spark, str(tmp_path / "missing.jsonl"), schema=SCHEMA)
     assert rep.error and rep.opportunities == []
     assert any(line.startswith("Not computed: ") for line in markdown_section(rep.to_json()))
+
+
+def test_the_step_is_bounded(spark, share_tables, tmp_path):
+    from superop.share.opportunities import log_sharing_report, markdown_section
+    log = str(write_log(tmp_path / "log.jsonl"))
+    cut = log_sharing_report(spark, log, schema=SCHEMA, max_queries=2, time_budget_s=None)
+    assert cut.truncated == 1                          # a1..a3 cut to a1, a2 (b1, b2 fit)
+    (o,) = cut.opportunities
+    assert o.queries == ["a1", "a2"]
+    none = log_sharing_report(spark, log, schema=SCHEMA, time_budget_s=0.0)
+    assert none.out_of_time == 2 and none.opportunities == [] and not none.error
+    assert any(line.startswith("Bounded: 0 window(s) cut") for line in markdown_section(none.to_json()))
