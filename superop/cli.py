@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "superop.runtime.commands",    # rewrite
     "superop.workloads.commands",  # bench, workload
     "superop.ir.commands",         # plan
+    "superop.share.commands",      # share
 ]
 
 

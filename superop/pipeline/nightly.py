@@ -194,9 +194,13 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
                 experiment: str = "superop-nightly", min_cost_share: Optional[float] = None,
-                min_executions: Optional[int] = None) -> NightlyResult:
+                min_executions: Optional[int] = None, share_window_s: Optional[float] = 300.0,
+                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0) -> NightlyResult:
     """``k``, ``min_cost_share``, ``min_executions``: candidate selection of the mining stage
-    (:func:`superop.mining.job.run_mining`; None = its default)."""
+    (:func:`superop.mining.job.run_mining`; None = its default). ``share_window_s``: the log
+    windows in which work sharing across queries (``superop.share``) would have paid are
+    reported (None: not computed); ``share_max_windows`` (the largest windows are kept) and
+    ``share_budget_s`` (no new window is planned after it) bound that step's work."""
     from ..mining.job import run_mining
     from ..storage import OutputSet, local_path
     from ..tracking import Tracker, store_for
@@ -260,6 +264,31 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         tr.end(child)
         metrics.update({f"mine_{a}": b for a, b in m.items()})
         metrics.update({a: b for a, b in m.items() if a != "seconds"})
+
+        # -- sharing opportunities (advisory: a failure is reported, never aborts) ------------
+        sharing = None
+        if share_window_s is not None:
+            from ..share.opportunities import log_sharing_report
+            from ..sparkutil import get_spark
+            t = time.perf_counter()
+            _progress(show, "share: sharing opportunities in the log's windows")
+            child = tr.start("share", parent)
+            tr.params(child, {"window_s": share_window_s, "max_windows": share_max_windows,
+                              "budget_s": share_budget_s})
+            sharing = log_sharing_report(spark or get_spark(app_name="superop-nightly", master=master),
+                                         str(log_path), window_seconds=share_window_s, fmt=fmt,
+                                         column_map=column_map, schema=schema, k=k,
+                                         timeout_ms=int(verify_timeout_s * 1000), max_windows=share_max_windows,
+                                         time_budget_s=share_budget_s)
+            if sharing.error:
+                log.warning("sharing opportunities not computed: %s", sharing.error)
+            share_m = {"windows": sharing.windows, "windows_examined": sharing.examined,
+                       "opportunities": len(sharing.opportunities), "paying": len(sharing.paying),
+                       "seconds": round(time.perf_counter() - t, 3)}
+            tr.metrics(child, share_m)
+            tr.end(child, not sharing.error)
+            metrics.update(sharing_windows=sharing.windows, sharing_paying=len(sharing.paying),
+                           share_seconds=share_m["seconds"])
 
         # -- synthesize + verify ------------------------------------------------------------
         rows = [MinedCandidate.from_row(r) for r in mres.candidates.to_dict("records")]
@@ -328,11 +357,15 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         child = tr.start("export", parent)
         source = {"log": str(log_path), "window": s.get("window"), "content_hash": log_hash}
         catalog = make_catalog(rules, source=source)
+        if sharing is not None:
+            catalog["sharing_opportunities"] = sharing.to_json()
         catalog_report = {
             "queries_read": s.get("queries_read"), "malformed": s.get("malformed"),
             "templates": s.get("templates"), "candidates": s.get("candidates"),
             "verified": ver_m["verified"], "refuted": ver_m["refuted"], "unknown": ver_m["unknown"],
             "no_program": synth_m["no_program"], "crashed": synth_m["crashed"], "rules": len(rules)}
+        if sharing is not None:
+            catalog_report["sharing_windows_paying"] = len(sharing.paying)
         not_admitted = [{"candidate": o.candidate, "shape": o.shape,
                          "reason": f"{o.status.value}: {o.reason}"[:300]}
                         for o in outcomes if not o.verified]

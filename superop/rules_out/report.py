@@ -119,6 +119,8 @@ def report_blocks(catalog: dict, after: Optional[Callable[[str], str]] = None) -
                 out.append(Code(rewritten, "sql", "After (runtime rewriter):"))
             if e.get("pseudo_code"):
                 out.append(Code(e["pseudo_code"], "", "Verified super-operator program:"))
+    from ..share.opportunities import section_blocks   # the section's one renderer (issue 15)
+    out += section_blocks(catalog.get("sharing_opportunities"))
     rej = catalog.get("rejected") or []
     if rej:
         out += [Heading(2, "Patterns not admitted"), Table(["candidate", "shape", "reason"], [
@@ -132,8 +134,13 @@ def _md_cell(text: str) -> str:
 
 
 def to_markdown(catalog: dict, after: Optional[Callable[[str], str]] = None) -> str:
+    return render_markdown(report_blocks(catalog, after))
+
+
+def render_markdown(blocks: list) -> str:
+    """Markdown of report blocks (Heading, Para, Bullets, Table, Code)."""
     lines: list[str] = []
-    for b in report_blocks(catalog, after):
+    for b in blocks:
         if isinstance(b, Heading):
             lines += ["#" * b.level + " " + b.text, ""]
         elif isinstance(b, Para):

@@ -57,5 +57,10 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["check_equivalence", "Result", "Counterexample", "Unsupported",
+def check_plans_equivalent(plan_a, plan_b, K: int = 3, timeout_ms: int = 20000) -> Result:
+    from .plans import check_plans_equivalent as _check
+    return _check(plan_a, plan_b, K=K, timeout_ms=timeout_ms)
+
+
+__all__ = ["check_equivalence", "check_plans_equivalent", "Result", "Counterexample", "Unsupported",
            "VERIFIED", "REFUTED", "UNKNOWN", "UNSUPPORTED", *_EXPORTS]
