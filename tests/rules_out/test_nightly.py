@@ -34,7 +34,8 @@ def nightly(spark, small_log, tmp_path_factory, seed_mlflow_db):
     out = tmp_path_factory.mktemp("nightly")
     seed_mlflow_db(out / "mlflow.db")     # the job's default store, already migrated
     res = N.run_nightly(small_log, out, spark=spark, max_candidates=4, synth_timeout_s=40,
-                        verify_timeout_s=15, synth_fn=flaky, progress=False)
+                        verify_timeout_s=15, synth_fn=flaky, progress=False,
+                        share_budget_s=20)    # the sharing step runs, bounded (tests/share covers it)
     return res
 
 
@@ -187,6 +188,6 @@ def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, ni
     monkeypatch.setattr(G, "generalize", boom)
     with pytest.raises(RuntimeError, match="exploded"):
         N.run_nightly(tiny, out.as_uri(), spark=spark, max_candidates=0, progress=False,
-                      register=False)
+                      register=False, share_window_s=None)
     assert {n: (out / n).read_bytes() for n in names} == before
     assert not [p for p in out.iterdir() if p.name.startswith((".staging-", ".catalog.staged"))]

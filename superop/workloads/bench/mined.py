@@ -72,6 +72,7 @@ def mined_catalog(data_dir: str | os.PathLike, log: Optional[str | os.PathLike] 
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".mining-", dir=root))
     try:
+        nightly_kw.setdefault("share_window_s", None)   # the bench needs the rules, not the sharing report
         res = run_nightly(log, tmp, spark=spark, register=False, progress=progress, **nightly_kw)
         if res.catalog_path is None or not Path(res.catalog_path).is_file():
             from ...errors import SuperopError
