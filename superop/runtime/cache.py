@@ -11,7 +11,7 @@ A decision is keyed by
 * the catalog's checksum;
 * a **version of every table** the query reads (tablestats.table_version: a temp view's
   plan identity, a table's creation/DDL time and stored statistics — ANALYZE changes it);
-* the Spark settings that change plans (:data:`PLAN_CONF`).
+* the Spark settings that change plans or how the text is read (:data:`PLAN_CONF`).
 
 A cached rewrite is re-rendered for the new literals: when the decision was made the
 chosen candidate was also generated with *sentinel* literals (twice, with two different
@@ -36,9 +36,13 @@ from typing import Optional
 
 from sqlglot import exp
 
+# plans, and how the SQL text is read and resolved (a decision made under one of these
+# settings is no decision under another: with escapedStringLiterals the rewriter refuses)
 PLAN_CONF = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.enabled",
              "spark.sql.shuffle.partitions", "spark.sql.cbo.enabled", "spark.sql.cbo.planStats.enabled",
-             "spark.sql.ansi.enabled", "spark.sql.optimizer.excludedRules")
+             "spark.sql.ansi.enabled", "spark.sql.optimizer.excludedRules",
+             "spark.sql.parser.escapedStringLiterals", "spark.sql.caseSensitive",
+             "spark.sql.ansi.doubleQuotedIdentifiers", "spark.sql.session.timeZone")
 
 _COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.Like, exp.ILike)
 _INT_MAX = 2 ** 31 - 1
