@@ -25,7 +25,9 @@ from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
 
-DEFAULTS = {"k": 2, "K": 4, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
+# k=None: candidates are selected by recurring cost (superop.mining.selection documents the
+# threshold); an int selects the classic way, seen in >= k distinct templates
+DEFAULTS: dict = {"k": None, "K": 4, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
 
 
 @dataclass
@@ -187,15 +189,21 @@ def _template_proofs(timeout_ms: int = 20000):
 
 
 def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
-                k: int = DEFAULTS["k"], K: int = DEFAULTS["K"],
+                k: Optional[int] = DEFAULTS["k"], K: int = DEFAULTS["K"],
                 synth_timeout_s: float = DEFAULTS["synth_timeout_s"],
                 verify_timeout_s: float = DEFAULTS["verify_timeout_s"], spark=None,
                 master: Optional[str] = None, column_map: Optional[dict] = None,
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
-                experiment: str = "superop-nightly") -> NightlyResult:
+                experiment: str = "superop-nightly",
+                min_cost_share: Optional[float] = None, min_executions: Optional[int] = None,
+                include_failed: bool = False) -> NightlyResult:
+    """Run the nightly job on ``log_path`` into ``out_dir``. Selection of the mined candidates
+    (:class:`superop.mining.selection.Selection`): by recurring cost unless ``k`` is set;
+    ``min_cost_share`` / ``min_executions`` default to the documented thresholds."""
     from ..cliutil import atomic_write_json, atomic_write_text
     from ..mining.job import run_mining, tracking_uri_for
+    from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, Selection
     from ..rules_out.catalog import make_catalog, write_catalog
     from ..rules_out.generalize import Pattern, generalize
     from ..rules_out.report import to_markdown
@@ -210,7 +218,12 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     art = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
     tr = _Tracker(uri, experiment, art)
     parent = tr.start(f"nightly-{Path(str(log_path)).name}")
-    params = {"log": str(log_path), "format": fmt, "k": k, "K": K,
+    if min_cost_share is None:
+        min_cost_share = MIN_COST_SHARE
+    if min_executions is None:
+        min_executions = MIN_EXECUTIONS
+    selection = {"k": k, "min_cost_share": min_cost_share, "min_executions": min_executions}
+    params = {"log": str(log_path), "format": fmt, **selection, "K": K,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
     tr.params(parent, params)
@@ -221,12 +234,16 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         t = time.perf_counter()
         _progress(show, "mine: reading and mining the log")
         child = tr.start("mine", parent)
-        tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
+        tr.params(child, {"log": str(log_path), "format": fmt, **selection})
         mres = run_mining(log_path, out, fmt=fmt, schema=schema, k=k, spark=spark,
-                          mlflow_run=False, column_map=column_map, progress=show, master=master)
+                          mlflow_run=False, column_map=column_map, progress=show, master=master,
+                          min_cost_share=min_cost_share, min_executions=min_executions,
+                          include_failed=include_failed)
         s = mres.summary
         m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
                                       "recurring_subplans", "candidates", "near_misses")}
+        # how the candidates recur: one template run many times, many templates, or both
+        m.update({f"candidates_{r}": n for r, n in s.get("candidates_by_route", {}).items()})
         m["seconds"] = round(time.perf_counter() - t, 3)
         tr.metrics(child, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
@@ -300,6 +317,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         catalog_report = {
             "queries_read": s.get("queries_read"), "malformed": s.get("malformed"),
             "templates": s.get("templates"), "candidates": s.get("candidates"),
+            "selection": Selection(k, min_cost_share, min_executions).describe(),
+            **{f"candidates_{r}": n for r, n in (s.get("candidates_by_route") or {}).items()},
             "verified": ver_m["verified"], "refuted": ver_m["refuted"], "unknown": ver_m["unknown"],
             "no_program": synth_m["no_program"], "crashed": synth_m["crashed"], "rules": len(rules)}
         not_admitted = [{"candidate": o.candidate, "shape": o.shape,

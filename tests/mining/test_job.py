@@ -7,6 +7,7 @@ import pytest
 from superop.ir import lower
 from superop.mining.detect import detect, skeleton
 from superop.mining.job import CANDIDATE_COLUMNS, candidate_id, tracking_uri_for
+from superop.mining.selection import Selection
 from superop.workloads.loggen import mining_schema
 
 
@@ -23,6 +24,29 @@ def test_finds_every_planted_variant_with_exact_support(bundled, truth):
         assert (r["templates"], r["executions"]) == (v["templates"], v["executions"]), v
     # nothing else: no near-miss and no noise query became a candidate
     assert len(c) == len(truth["variants"])
+
+
+def test_dashboards_are_candidates_by_cost_and_not_by_k(bundled, truth):
+    """The planted dashboards (one template each, run many times with new literals) recur by
+    cost only: the default finds every one, the classic k=2 support rule keeps none."""
+    dash = [v for v in truth["variants"] if v["dashboard"]]
+    assert {v["family"] for v in dash} == {"DU", "DJ", "MJ"}
+    found = {key(r): r for r in bundled.candidates.to_dict("records")}
+    for v in dash:
+        r = found[key(v)]
+        assert (r["templates"], r["executions"]) == (1, truth["generator"]["dashboard_runs"])
+        assert r["route"] == "single_template"
+        assert r["cost_share"] >= Selection().min_cost_share
+        assert not Selection(k=2).keeps(r["templates"], r["executions"], r["cost_share"])
+    # every other planted variant comes from >= 2 templates, so k=2 would keep it as well
+    others = [r for r in found.values() if key(r) not in {key(v) for v in dash}]
+    assert len(others) == len(truth["variants"]) - len(dash)
+    assert all(Selection(k=2).keeps(r["templates"], r["executions"], r["cost_share"])
+               for r in others)
+    s = bundled.summary
+    assert s["selection"]["mode"] == "cost"
+    assert s["candidates_by_route"]["single_template"] == len(dash)
+    assert sum(s["candidates_by_route"].values()) == s["candidates"]
 
 
 def test_near_misses_are_reported_with_their_reason(bundled, truth):

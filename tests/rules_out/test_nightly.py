@@ -92,12 +92,17 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     parent = c.get_run(nightly.mlflow_run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.params["K"] == "4"
+    # default selection: by recurring cost, not by k distinct templates
+    assert (parent.data.params["k"], parent.data.params["min_cost_share"]) == ("None", "0.005")
     kids = c.search_runs([parent.info.experiment_id],
                          filter_string=f"tags.mlflow.parentRunId = '{nightly.mlflow_run_id}'")
     names = sorted(r.info.run_name for r in kids)
     assert names == ["export", "generalize", "mine", "synthesize", "verify"]
     mine = next(r for r in kids if r.info.run_name == "mine")
     assert mine.data.metrics["queries_read"] == nightly.metrics["queries_read"] > 0
+    routes = ("single_template", "multi_template", "both")
+    assert sum(mine.data.metrics[f"candidates_{r}"] for r in routes) == \
+        mine.data.metrics["candidates"]
     assert nightly.registered_version is not None
     # production loads the catalog by a registry URI once it is promoted
     from superop.rules_out.registry import _TrackingUri, promote
