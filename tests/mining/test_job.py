@@ -95,7 +95,11 @@ def test_candidates_parquet_is_complete_and_reloadable(bundled):
             r["example_sql"]
         assert skeleton(r["example_shape"]) == r["skeleton"] == skeleton(r["shape"])
     rec = pd.read_parquet(bundled.out_dir / "recurring.parquet")
-    assert (rec["templates"] >= 2).all() and rec["fingerprint"].is_unique
+    # recurring by cost (the default): >= 2 runs and >= 0.5 % of the log's cost, from one
+    # template or many
+    total = bundled.summary["total_cost_ms"]
+    assert (rec["executions"] >= 2).all() and (rec["cost_ms"] >= 0.005 * total).all()
+    assert (rec["templates"] == 1).any() and rec["fingerprint"].is_unique
 
 
 def test_candidate_sql_is_valid_on_spark(bundled, tables_session):
