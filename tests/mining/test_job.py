@@ -114,7 +114,9 @@ def test_mlflow_run_logged_to_local_store(bundled, monkeypatch):
     run = client.get_run(bundled.mlflow_run_id)
     assert run.info.status == "FINISHED"
     assert run.data.metrics["candidates"] == len(bundled.candidates)
-    assert run.data.params["k"] == "2"
+    assert (run.data.params["k"], run.data.params["selection"]) == ("None", "cost")
+    assert run.data.metrics["candidates_route_single_template"] == \
+        bundled.summary["candidates_by_route"]["single_template"] == 3
     arts = {a.path for a in client.list_artifacts(bundled.mlflow_run_id)}
     assert {"summary.json", "candidates.parquet"} <= arts
 
