@@ -15,11 +15,21 @@ Family entry points (for a registry declaration): :func:`detect` (similar
 sub-expressions and covering expressions), :func:`prove` (proof obligations of one
 consumer), :func:`generate` (the rewritten consumer query) — see ``family.py``.
 """
-from .run import BatchResult, QueryRun, analyze, execute, run_batch
-from .family import detect, generate, prove
-from .opportunities import SharingOpportunity, sharing_opportunities
-from .planner import BatchQuery, RewrittenQuery, SharingPlan, plan_batch
+# exported lazily (name -> module): importing ``superop.share`` (e.g. for its command)
+# stays free of z3, which only planning needs
+_EXPORTS = {
+    "run_batch": "run", "execute": "run", "analyze": "run", "BatchResult": "run", "QueryRun": "run",
+    "detect": "family", "generate": "family", "prove": "family",
+    "SharingOpportunity": "opportunities", "sharing_opportunities": "opportunities",
+    "BatchQuery": "planner", "RewrittenQuery": "planner", "SharingPlan": "planner", "plan_batch": "planner",
+}
 
-__all__ = ["run_batch", "plan_batch", "execute", "analyze", "BatchResult", "QueryRun", "SharingPlan",
-           "RewrittenQuery", "BatchQuery", "sharing_opportunities", "SharingOpportunity",
-           "detect", "prove", "generate"]
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -1,6 +1,6 @@
 """``superop share`` — run a batch of queries with work sharing.
 
-    superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--plan-only] [--json OUT]
+    superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--plan-only] [--out FILE.json] [--json]
     superop share --sql-file FILE            (statements separated by ';')
     superop share --log PATH --start T --end T [--format auto]   (a window of a query log)
 
@@ -15,12 +15,13 @@ import sys
 
 
 def register(sub) -> None:
+    from ..cliutil import add_json_arg, add_spark_args, deprecated, plain, seconds_as_ms
     p = sub.add_parser("share", help="run a batch of queries with work sharing (cached covering expressions)",
-                       description=__doc__.split("\n\n")[0])
+                       description=plain(__doc__.split("\n\n")[0]))
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--sql-dir", help="directory of .sql files (one batch)")
-    src.add_argument("--sql-file", help="file of SQL statements separated by ';'")
-    src.add_argument("--log", help="query log (any format `superop mine` reads); with --start/--end")
+    src.add_argument("--sql-dir", metavar="DIR", help="directory of .sql files (one batch)")
+    src.add_argument("--sql-file", metavar="FILE", help="file of SQL statements separated by ';'")
+    src.add_argument("--log", metavar="PATH", help="query log (any format superop mine reads); with --start/--end")
     p.add_argument("--start", help="log window start (ISO time or epoch seconds)")
     p.add_argument("--end", help="log window end, exclusive")
     p.add_argument("--format", default="auto", help="log format (default auto)")
@@ -28,15 +29,20 @@ def register(sub) -> None:
     p.add_argument("--budget", help="cache budget, e.g. 512m or 2g (default: from Spark's storage memory)")
     p.add_argument("--min-consumers", type=int, default=2,
                    help="sub-trees needed for a similar sub-expression (the paper's k, default 2)")
-    p.add_argument("--proof-rows", type=int, default=3, help="rows per table in the bounded proofs (K, default 3)")
-    p.add_argument("--timeout-ms", type=int, default=20000, help="Z3 timeout per proof (default 20000)")
+    p.add_argument("--bound", type=int, default=3, dest="proof_rows", metavar="K",
+                   help="rows per table in the bounded proofs (default 3)")
+    deprecated(p, "--proof-rows", dest="proof_rows", use="--bound", type=int)
+    p.add_argument("--timeout-s", type=seconds_as_ms, default=20000, dest="timeout_ms", metavar="S",
+                   help="seconds per Z3 proof (default 20)")
+    deprecated(p, "--timeout-ms", dest="timeout_ms", use="--timeout-s (seconds)", type=int)
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
     p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
                    help="what running a query means (default noop: computed, not shipped)")
     p.add_argument("--results-dir", help="write each query's result as parquet to DIR/<query name>")
     p.add_argument("--plan-only", action="store_true", help="print the sharing plan, run nothing")
-    p.add_argument("--json", help="write the plan (and the run) as JSON to this file")
-    p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
+    p.add_argument("--out", metavar="FILE", help="write the plan (and the run) as JSON to this file")
+    add_json_arg(p, "the plan (and the run) instead of the text report")
+    add_spark_args(p)
     p.set_defaults(func=run)
 
 
@@ -51,12 +57,14 @@ def run(args) -> int:
     if args.min_consumers < 2:
         raise SuperopError("--min-consumers must be at least 2")
     if args.proof_rows < 1:
-        raise SuperopError("--proof-rows must be at least 1")
+        raise SuperopError("--bound must be at least 1")
     budget = parse_budget(args.budget) if args.budget else None
     if (args.start or args.end) and not args.log:
         raise SuperopError("--start/--end need --log")
     batch = read_sql_dir(args.sql_dir) if args.sql_dir else read_sql_file(args.sql_file) if args.sql_file else None
-    spark = get_spark(app_name="superop-share", master=args.master)
+    from ..cliutil import spark_conf
+    spark = get_spark(app_name="superop-share", master=args.master, conf=spark_conf(args))
+    say = (lambda *a, **k: None) if args.json else print
     if args.tables_dir:
         register_tables_dir(spark, args.tables_dir)
     if batch is None:
@@ -67,7 +75,7 @@ def run(args) -> int:
     if args.analyze:
         analyze(spark, batch)
     plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows, timeout_ms=args.timeout_ms)
-    print(plan.report())
+    say(plan.report())
     out = {"plan": plan.to_json()}
     if not args.plan_only:
         consume = args.consume
@@ -80,10 +88,13 @@ def run(args) -> int:
         for r in res.runs:
             extra = f" reads {', '.join(r.ces)}" if r.rewritten else ""
             extra += f" (fell back: {r.fallback})" if r.fallback else ""
-            print(f"{r.name}: {r.seconds:.3f}s{extra}")
-        print(f"total {res.seconds:.3f}s; cache {res.cache_bytes} bytes")
+            say(f"{r.name}: {r.seconds:.3f}s{extra}")
+        say(f"total {res.seconds:.3f}s; cache {res.cache_bytes} bytes")
         out = res.to_json()
+    if args.out:
+        atomic_write_json(args.out, out)
     if args.json:
-        atomic_write_json(args.json, out)
+        import json
+        print(json.dumps(out, indent=2, sort_keys=True, default=str))
     sys.stdout.flush()
     return 0

@@ -9,7 +9,7 @@ per type: int 4, bigint 8, string 20, ...), the unit of both an in-memory column
 cache and of the values a scan decodes. C_E(τ) = the bytes τ's scans decode (each
 table's row count x the width of the columns τ reads) + the bytes its shuffles move
 (the estimated input of every shuffle exchange in Spark's physical plan, read by
-:func:`superop.runtime.plan.analyze_df`). |τ*| = the CE's estimated rows x its width.
+:func:`superop.runtime.plan.analyze_plan`). |τ*| = the CE's estimated rows x its width.
 
 Row counts come from Spark's optimized logical plan. With ``spark.sql.cbo.enabled`` and
 table statistics (``ANALYZE TABLE``; ``run_batch(..., analyze_tables=True)``) they
@@ -142,12 +142,12 @@ class Estimator:
 
     def cost(self, plan: Node) -> tuple[float, float, bool]:
         """(C_E, output bytes, has row statistics) of a sub-plan."""
-        from ..runtime.plan import analyze_df
+        from ..runtime.plan import analyze_plan
         sql = to_sql(plan)
         if sql not in self._cost:
             scan, biggest = self.scan_bytes(plan)
             st = plan_stats(self.spark, sql)
-            info = analyze_df(self.spark, self.spark.sql(sql))
+            info = analyze_plan(self.spark, sql)     # exchanges and the bytes they move
             shuffle, size = info.shuffled_bytes, st.bytes
             if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
                 size = min(size, biggest * st.width)

@@ -106,7 +106,7 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     kids = c.search_runs([parent.info.experiment_id],
                          filter_string=f"tags.mlflow.parentRunId = '{nightly.mlflow_run_id}'")
     names = sorted(r.info.run_name for r in kids)
-    assert names == ["export", "generalize", "mine", "synthesize", "verify"]
+    assert names == ["export", "generalize", "mine", "share", "synthesize", "verify"]
     assert all(r.info.status == "FINISHED" for r in kids)
     mine = next(r for r in kids if r.info.run_name == "mine")
     assert mine.data.metrics["queries_read"] == nightly.metrics["queries_read"] > 0

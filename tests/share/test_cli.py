@@ -23,7 +23,7 @@ def test_share_sql_dir_runs_and_writes_json(spark, tmp_path, capsys):
     (q / "q3.sql").write_text("SELECT a FROM cli_t WHERE rand() < 2")
     out = tmp_path / "out.json"
     rc = main(["share", "--sql-dir", str(q), "--tables-dir", str(tables), "--budget", "64m",
-               "--consume", "count", "--json", str(out)])
+               "--consume", "count", "--out", str(out)])
     assert main(["share", "--sql-dir", str(q), "--tables-dir", str(tables), "--budget", "64m",
                  "--results-dir", str(tmp_path / "res")]) == 0
     from superop.sparkutil import bag
