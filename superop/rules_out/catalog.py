@@ -272,7 +272,8 @@ def make_rule(family: str, *, rule_id: Optional[str] = None, join_kinds: Sequenc
     if agg_sides is not None:
         sides = [s for s in sides if s in set(agg_sides)]
     if rule_id is None:
-        tag = "-".join(kinds) if kinds else f"{branches}way"
+        tag = "-".join(kinds + ([f"{branches}way"] if fam.max_branches != fam.min_branches else [])) \
+            if kinds else f"{branches}way"
         rule_id = f"{family.lower()}-{tag}"
     shape_sides = [Side(x) for x in sides] or [None]
     shape = " | ".join(dict.fromkeys(fam.shape_pattern([e["optional"] for e in abstract_edges], kinds, branches, sd)
@@ -289,7 +290,7 @@ def make_rule(family: str, *, rule_id: Optional[str] = None, join_kinds: Sequenc
     }
     if fam.join_kinds:
         rule["join_kinds"] = kinds
-    else:
+    if not fam.join_kinds or fam.max_branches != fam.min_branches:
         rule["branches"] = branches
     if sides:
         rule["agg_sides"] = sides

@@ -145,7 +145,10 @@ class AggBranch:
     """An aggregate path: keys traced to the source, its accumulators, and the DSL
     expression of every column at the core operator's input (``outputs``)."""
 
-    def __init__(self, b: Branch, accs: Accs, keys: Optional[Sequence[str]] = None):
+    def __init__(self, b: Branch, accs: Accs, keys: Optional[Sequence[str]] = None,
+                 global_ok: bool = False):
+        """``global_ok``: a global aggregate (no GROUP BY) is allowed — it has ONE row
+        whatever its input edge keeps, so it gets no emptiness flag."""
         if b.agg is None or b.lower is None:
             raise TemplateError("not an aggregate path")
         agg: Aggregate = b.agg
@@ -157,10 +160,10 @@ class AggBranch:
             if not isinstance(src, exp.Column):
                 raise TemplateError(f"grouping key {k.sql(dialect='spark')} is computed, not a source column")
             self.keys.append(src.name)
-        if not self.keys:
+        if not self.keys and not global_ok:
             raise TemplateError("a global aggregate (no GROUP BY) has no partition key")
         guard = to_ns(low.predicate, "row")
-        self.flag = accs.flag(guard)
+        self.flag = accs.flag(guard) if self.keys else None
         key_set = set(keys if keys is not None else self.keys)
         self.agg_out = [self._item(item, low, in_fields, guard, accs, key_set) for item, _ in agg.items]
         up = capture_parameters(b.upper)

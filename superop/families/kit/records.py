@@ -121,12 +121,20 @@ class Match:
 
     @property
     def interior(self) -> frozenset[int]:
-        """ids of the nodes a super-operator replaces: the root, the aggregates and every
-        operator on the edges (not the shared source)."""
+        """ids of the nodes a super-operator replaces: the root (and the joins of a join tree
+        below it), the aggregates and every operator on the edges (not the shared source)."""
         return frozenset(id(n) for n in self.interior_nodes())
 
     def interior_nodes(self) -> list[Node]:
         out: list[Node] = [self.root]
+        # the joins of a tree of joins between the root and the branches (n-way trees)
+        tops = {id(b.upper.top) for b in self.branches}
+        stack = list(self.root.children) if isinstance(self.root, Join) else []
+        while stack:
+            n = stack.pop()
+            if id(n) not in tops and isinstance(n, Join):
+                out.append(n)
+                stack += n.children
         for b in self.branches:
             for e in b.edges:
                 out.extend(e.ops)
