@@ -9,12 +9,14 @@ from .du import DU
 from .ga import GA
 from .kit.family import Family
 from .mj import MJ
+from .nb import NB
 
 REGISTRY: tuple[Family, ...] = (
     DU,      # diamond-union-all  (du.py)
     GA,      # global-aggregate-diamond (ga.py; before DJ, which calls these a near-miss)
     DJ,      # diamond-join       (dj.py)
     MJ,      # min-join           (mj.py)
+    NB,      # neighbour-self-join (nb.py)
 )
 
 _BY_NAME = {f.name: f for f in REGISTRY}
