@@ -16,6 +16,7 @@ from ..ir.nodes import Node, Scan, walk
 from ..synth.dsl import Program
 from .encode import (PlanEncoder, ProgramEncoder, Table, _lt, bags_differ, concrete_rel,
                      not_distinct)
+from .neighbours import requires_constraints
 from .result import (REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result,
                      Unsupported)
 
@@ -58,7 +59,8 @@ def _encode(sub_plan: Node, program: Program, K: int, abstract: bool):
         table = Table(scan.table, scan.columns, K)
         plan_rel = PlanEncoder(table).encode(sub_plan)
         prog_rel = ProgramEncoder(table, program).encode()
-        differ = bags_differ(plan_rel, prog_rel)
+        # only inputs that satisfy the program's preconditions (superop.verify.neighbours)
+        differ = z3.And(bags_differ(plan_rel, prog_rel), *requires_constraints(program, table.rows, table.col_index))
         return scan, table, plan_rel, prog_rel, differ, enc.NONLINEAR_USED[0]
     finally:
         enc.ABSTRACT_NONLINEAR[0] = False

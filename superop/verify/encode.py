@@ -781,6 +781,8 @@ class ProgramEncoder:
                 ctx = self._ctx(None, keys[i], accs, flags)
                 for em in p.partition_emits:
                     out.append((z3.And(present, guard(em.guard, ctx)), [ev(o, ctx) for o in em.outputs]))
+        # neighbours (nb.*): the row at the row's sort position + offset (superop.verify.neighbours)
+        nbs = self._neighbours([finals[i][0] for i in range(K)]) if p.neighbours else [None] * K
         # row emits: once per present row; running (streaming) or final (buffering) values
         if p.row_emits:
             for i, (pi, vals) in enumerate(rows):
@@ -790,16 +792,27 @@ class ProgramEncoder:
                     accs, flags = fold(members)
                 else:
                     accs, flags = finals[i][1]
-                ctx = self._ctx(vals, keys[i], accs, flags)
+                ctx = self._ctx(vals, keys[i], accs, flags, nbs[i])
                 for em in p.row_emits:
                     out.append((z3.And(pi, guard(em.guard, ctx)), [ev(o, ctx) for o in em.outputs]))
         return Rel(out)
 
-    def _ctx(self, vals, keyvals, accs, flags) -> Ctx:
+    def _neighbours(self, members) -> list:
+        from .neighbours import neighbour_values, positions
+        rows = self.t.rows
+        pos = positions(rows, members, lambda j, i: self._precedes(j, i))
+        args = [[ev(nb.arg, self._ctx(vals, [], {}, {})) for _, vals in rows] for nb in self.p.neighbours]
+        return neighbour_values(self.p, rows, members, pos, args)
+
+    def _ctx(self, vals, keyvals, accs, flags, nbs=None) -> Ctx:
         t, keys = self.t, self.p.keys
 
         def col(c: exp.Column) -> V:
             ns, name = (c.table or "row").lower(), c.name
+            if ns == "nb":
+                if nbs is None or name not in nbs:
+                    raise Unsupported(f"unknown neighbour nb.{name}")
+                return nbs[name]
             if ns == "row":
                 if vals is None:
                     raise Unsupported(f"row.{name} used in a partition emit")
