@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Optional
 
-from ..ir.nodes import Node, is_nondeterministic, walk
+from ..ir.nodes import Node, Scan, is_nondeterministic, walk
+from ..ir.nodes import replace as replace_nodes
 from ..synth.dsl import Program
 from .kit.diamond import PlanContext, keys_implied, shape_at
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
@@ -127,3 +128,45 @@ def first_match(plan: Node, finished: bool = False) -> Optional[Match]:
 def build_program(m: Match) -> Program:
     """The family's template program for ``m`` (TemplateError if it cannot build one)."""
     return registry.get(m.family).build_program(m)
+
+
+SOURCE_TABLE = "__source"
+
+
+def over_source(m: Match, name: str = SOURCE_TABLE) -> tuple[Node, dict[str, dict[str, str]]]:
+    """The match's sub-plan reading its shared source as ONE base table ``name`` (the
+    source's columns, typed as Spark types them), and that table's schema. The program the
+    runtime runs reads the source's rows, whatever computes them (a CTE, a join of
+    dimension tables, a ranked view): this is the sub-plan the program is checked against
+    when the source itself is more than the bounded verifier encodes. ValueError when a
+    source column's type is unknown."""
+    src = m.source
+    if isinstance(src, Scan):
+        return m.root, {src.table: dict(src.columns)}
+    types = node_types(src)
+    if types is None:
+        raise ValueError("the shared source's column types are unknown")
+    leaf = Scan(name, tuple(zip(src.names, types)))
+    return replace_nodes(m.root, {id(src): leaf}), {name: dict(leaf.columns)}
+
+
+def node_types(node: Node) -> Optional[list[str]]:
+    """Spark types of a node's output columns (sqlglot's type annotation of its SQL over
+    the scans below it); None when one is unknown."""
+    from sqlglot import exp
+    from sqlglot.optimizer.annotate_types import annotate_types
+
+    from ..ir import to_sql
+    from ..ir.lower import qualified
+    schema = {s.table: dict(s.columns) for s in walk(node) if isinstance(s, Scan)}
+    try:
+        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect="spark")
+    except Exception:  # typing is best effort: unknown means unknown
+        return None
+    out = []
+    for e in ast.selects:
+        t = e.type
+        if t is None or t.this == exp.DataType.Type.UNKNOWN:
+            return None
+        out.append(t.sql(dialect="spark").lower())
+    return out if len(out) == len(node.fields) else None

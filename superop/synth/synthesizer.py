@@ -334,6 +334,56 @@ class Synthesizer:
             from ..verify.result import UNKNOWN as _U, Result
             return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
+    def _template_route(self, why: str, t0: float) -> Optional[SynthResult]:
+        """A sub-plan the search space does not cover but a family's template does (e.g.
+        a neighbour self-join: LAG/LEAD over a ranked view): the ONE candidate is the
+        template's program — what the runtime runs — tested on generated inputs and checked
+        by Z3 against the sub-plan reading the match's shared source as a table, on inputs
+        that satisfy the program's preconditions (which the match establishes for the real
+        source). None when no family matches the sub-plan."""
+        from .. import families
+        from ..ir.analysis import walk_edge
+        m = families.first_match(self.plan, finished=True)
+        if m is None or walk_edge(self.plan).bottom is not m.root or m.program is None:
+            return None
+        sub, schema = families.over_source(m)
+        leaf = next(n for n in walk(sub) if isinstance(n, Scan))
+        program = m.program
+        res = SynthResult(UNSUPPORTED, family=m.family, search_space=1)
+        self.plan = sub
+        self.parts = Parts(m.family, m.root, [], None, [], [leaf], sub.names)
+        keys = set(program.keys) | {c for r in program.requires for c in (r.column, *r.partition)}
+        gen = Inputs(self.parts, sub, keys, self.seed)
+        self.tests = []
+        try:
+            for data in gen.initial(self.initial_tests):
+                self._add_test(satisfy_requires(program, leaf, data, gen.rng), "generated")
+        except (PlanEvalError, EvalError) as e:
+            res.reason = f"the sub-plan cannot be evaluated on test data: {e}"
+            res.seconds = time.perf_counter() - t0
+            return res
+        res.tests, res.candidates_tried = len(self.tests), 1
+        tried = "the family's template program (the search space has none: " + why + ")"
+        failed = self._test(program, Choice((), ()))
+        if failed is not None:
+            res.status = NO_PROGRAM
+            res.counterexample = self._cex(failed, program, self._run(Compiled(program, [c for c, _ in leaf.columns]),
+                                                                        failed), Choice((), ()))
+            res.reason = f"{tried} fails a test"
+        else:
+            v = self._verify(program)
+            status = getattr(v, "status", None)
+            res.verifier = v.to_json() if hasattr(v, "to_json") else {}
+            res.program, res.checked_by = program, "z3" if v is not None else "testing"
+            res.status = VERIFIED if status == VERIFIED else (REFUTED if status == REFUTED else UNKNOWN)
+            pre = "; on inputs satisfying its preconditions" if program.requires else ""
+            res.reason = f"{tried}: Z3 {status}: {getattr(v, 'reason', '')}{pre}"
+            if status == REFUTED and v is not None and v.counterexample is not None:
+                res.counterexample = v.counterexample.to_json()
+            res.streaming = program.memory == STREAMING
+        res.seconds = time.perf_counter() - t0
+        return res
+
     def run(self) -> SynthResult:
         t0 = time.perf_counter()
         self.deadline = t0 + self.timeout_s
@@ -341,6 +391,9 @@ class Synthesizer:
         try:
             self.parts = analyze(self.plan)
         except NotSupported as why:
+            tr = self._template_route(str(why), t0)
+            if tr is not None:
+                return tr
             res.reason = str(why)
             res.seconds = time.perf_counter() - t0
             return res
@@ -500,6 +553,26 @@ class Synthesizer:
         res.tests = len(self.tests)
         res.seconds = time.perf_counter() - t0
         return res
+
+
+def satisfy_requires(program: Program, leaf: Scan, data: dict, rng: random.Random) -> dict:
+    """A generated table made to satisfy the program's preconditions: each RowNumber
+    column numbers its partition's rows 1..n (in a random order)."""
+    if not program.requires:
+        return data
+    cols = [c for c, _ in leaf.columns]
+    rows = [list(r) for r in data[id(leaf)]]
+    for req in program.requires:
+        ci, pi = cols.index(req.column), [cols.index(p) for p in req.partition]
+        groups: dict[tuple, list[list]] = {}
+        for r in rows:
+            groups.setdefault(tuple(r[i] for i in pi), []).append(r)
+        for g in groups.values():
+            for n, r in enumerate(rng.sample(g, len(g)), start=1):
+                r[ci] = n
+    out = dict(data)
+    out[id(leaf)] = [tuple(r) for r in rows]
+    return out
 
 
 def output_types(plan: Node) -> tuple[str, ...]:
