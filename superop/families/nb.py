@@ -39,7 +39,7 @@ from typing import Any, Optional, Sequence, Union
 
 from sqlglot import exp
 
-from ..ir.analysis import capture_parameters
+from ..ir.analysis import Edge, capture_parameters
 from ..ir.generate import substitute_columns
 from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window, resolve_field
 from ..synth.dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
@@ -47,7 +47,7 @@ from .kit.covers import Covers
 from .kit.diamond import Shape, bare_column, find_field, trace, tree_positions
 from .kit.family import Family, Slot, Streamability, edge_op_names
 from .kit.program import conj, is_true, keys_not_null, to_ns, unparen
-from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode, TemplateError
+from .kit.records import Branch, CatalogNames, Match, NearMiss, Reason, ReasonCode, TemplateError
 
 RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
 
@@ -327,6 +327,27 @@ def analyze(root: Node, tops: Sequence[Node], view: Node) -> Union[Analysis, Fai
     return Analysis(rank, uses, kinds)
 
 
+def _one_view(branches: Sequence[Branch]) -> Optional[list[Branch]]:
+    """The uses' paths extended down to ONE common view: a use written ``(SELECT * FROM v
+    WHERE …)`` next to a plain ``v`` stops at the shared ``v`` alias, the plain one below
+    it; the highest node every path reaches through σ/π/ρ is the view. None if none."""
+    chains = []
+    for b in branches:
+        chain, n = [b.bottom], b.bottom
+        while isinstance(n, (Select, Project, Rename)):
+            n = n.children[0]
+            chain.append(n)
+        chains.append(chain)
+    view = next((c for c in chains[0] if all(any(c is x for x in ch) for ch in chains[1:])), None)
+    if view is None:
+        return None
+    out = []
+    for b, ch in zip(branches, chains):
+        extra = tuple(ch[:[id(x) for x in ch].index(id(view))])
+        out.append(b if not extra else Branch(Edge(b.upper.ops + extra, view)))
+    return out
+
+
 def capture_parameters_of(top: Node, view: Node):
     from ..ir.analysis import walk_edge
     return capture_parameters(walk_edge(top, frozenset({id(view)})))
@@ -383,17 +404,18 @@ class NeighbourSelfJoin(Family):
         paths = shape.paths
         if any(p.agg is not None for p in paths):
             return None                       # aggregate paths: DJ / MJ / GA
-        if len({id(p.stop) for p in paths}) != 1:
+        branches = _one_view([p.branch for p in paths])
+        if branches is None:
             return None                       # not a self-join of one view
-        view = paths[0].stop
-        tops = [p.branch.upper.top for p in paths]
+        view = branches[0].bottom
+        tops = [b.upper.top for b in branches]
         r = analyze(shape.root, tops, view)
         if r is None:
             return None
         if not isinstance(r, Analysis):
             reason, detail = r
             return NearMiss(self.name, shape.root, reason, detail, shape.join_kind, len(paths), view)
-        return Match(self.name, shape.root, view, tuple(p.branch for p in paths),
+        return Match(self.name, shape.root, view, tuple(branches),
                      join_kind=shape.join_kind, keys=r.rank.partition)
 
     def _analysis(self, m: Match) -> Analysis:

@@ -11,10 +11,46 @@ from ..runtime.runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS
 @pytest.fixture(scope="session")
 def proof_catalog():
     """One rule per core skeleton of every registered family, admitting exactly what its
-    verified template proofs cover (Z3 runs here)."""
+    verified template proofs cover (Z3 runs here); a family without template proofs gets
+    the rules the nightly's generalization makes of its fixture entries' bounded
+    certificates (each admits exactly the instances certified)."""
     from superop.rules_out.builtin import builtin_rules
     from superop.rules_out.catalog import make_catalog
-    return make_catalog(builtin_rules(per="skeleton"), version="families-fixtures")
+    rules = builtin_rules(per="skeleton")
+    proved = {r["family"] for r in rules}
+    return make_catalog(rules + bounded_rules(proved), version="families-fixtures")
+
+
+def bounded_rules(skip_families) -> list[dict]:
+    """Rules from bounded certificates (K=3) of the fixture entries the runtime must
+    rewrite, for the families not in ``skip_families``: the program the runtime builds,
+    checked against the match reading its shared source as a table (the source's
+    preconditions are the match's), generalized as the nightly job does."""
+    from superop import families
+    from superop.ir import lower, shape
+    from superop.rules_out.generalize import Pattern, generalize
+    from superop.verify import check_equivalence
+    from superop.verify.certificate import bounded_certificate
+
+    from .fixtures import all_entries
+    patterns = []
+    for e in all_entries():
+        if e.runtime == "unchanged":
+            continue
+        m = families.first_match(lower(e.sql, SCHEMA).plan, finished=True)
+        if m is None or m.family in skip_families or m.program is None:
+            continue
+        sub, _ = families.over_source(m)
+        r = check_equivalence(sub, m.program, K=3, timeout_ms=60000)
+        pt = families.get(m.family).point(m)
+        patterns.append(Pattern(
+            candidate_id=e.name, family=m.family, shape=shape(m.root), sql=e.sql, edges=[list(x) for x in pt.edges],
+            join_kind=m.join_kind, join_kinds=list(pt.join_kinds), branches=pt.branches,
+            aggregates=list(pt.aggregates), variant=pt.variant, memory=m.program.memory,
+            program=m.program.to_json(), certificate=bounded_certificate(e.sql, SCHEMA, m.program, r)))
+    rules, rejected = generalize(patterns)
+    assert not rejected, [(x.pattern.candidate_id, x.reason) for x in rejected]
+    return rules
 
 
 @pytest.fixture(scope="session")
