@@ -21,11 +21,12 @@ def proof_catalog():
     return make_catalog(rules + bounded_rules(proved), version="families-fixtures")
 
 
-def bounded_rules(skip_families) -> list[dict]:
-    """Rules from bounded certificates (K=3) of the fixture entries the runtime must
-    rewrite, for the families not in ``skip_families``: the program the runtime builds,
-    checked against the match reading its shared source as a table (the source's
-    preconditions are the match's), generalized as the nightly job does."""
+def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 3) -> list[dict]:
+    """Rules from bounded certificates (K rows) of the queries ``sqls`` (default: the
+    fixture entries the runtime must rewrite), for the families not in ``skip_families``:
+    the program the runtime builds, checked against the match reading its shared source as
+    a table (the source's preconditions are the match's), generalized as the nightly job
+    does (each rule admits exactly the instances certified)."""
     from superop import families
     from superop.ir import lower, shape
     from superop.rules_out.generalize import Pattern, generalize
@@ -33,21 +34,23 @@ def bounded_rules(skip_families) -> list[dict]:
     from superop.verify.certificate import bounded_certificate
 
     from .fixtures import all_entries
+    schema = schema or SCHEMA
+    if sqls is None:
+        sqls = [e.sql for e in all_entries() if e.runtime != "unchanged"]
     patterns = []
-    for e in all_entries():
-        if e.runtime == "unchanged":
-            continue
-        m = families.first_match(lower(e.sql, SCHEMA).plan, finished=True)
+    for i, sql in enumerate(sqls):
+        m = families.first_match(lower(sql, schema).plan, finished=True)
         if m is None or m.family in skip_families or m.program is None:
             continue
         sub, _ = families.over_source(m)
-        r = check_equivalence(sub, m.program, K=3, timeout_ms=60000)
+        r = check_equivalence(sub, m.program, K=K, timeout_ms=60000)
+        assert r.status == "verified", (sql, r.reason)
         pt = families.get(m.family).point(m)
         patterns.append(Pattern(
-            candidate_id=e.name, family=m.family, shape=shape(m.root), sql=e.sql, edges=[list(x) for x in pt.edges],
+            candidate_id=f"q{i}", family=m.family, shape=shape(m.root), sql=sql, edges=[list(x) for x in pt.edges],
             join_kind=m.join_kind, join_kinds=list(pt.join_kinds), branches=pt.branches,
             aggregates=list(pt.aggregates), variant=pt.variant, memory=m.program.memory,
-            program=m.program.to_json(), certificate=bounded_certificate(e.sql, SCHEMA, m.program, r)))
+            program=m.program.to_json(), certificate=bounded_certificate(sql, schema, m.program, r)))
     rules, rejected = generalize(patterns)
     assert not rejected, [(x.pattern.candidate_id, x.reason) for x in rejected]
     return rules
@@ -58,3 +61,13 @@ def tables(spark):
     values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
     values_view(spark, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
     return SCHEMA
+
+
+@pytest.fixture(scope="session")
+def ops_empty(spark, tables, tmp_path_factory):
+    """``ops_empty``: ops's columns, no rows, read from parquet so that Spark cannot prove
+    it empty (an empty VALUES view is folded away with every exchange above it)."""
+    path = str(tmp_path_factory.mktemp("ops_empty") / "ops_empty")
+    spark.table("ops").limit(0).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("ops_empty")
+    return dict(SCHEMA, ops_empty=SCHEMA["ops"])
