@@ -11,9 +11,10 @@ one registry (:data:`REGISTRY`), read by every stage. See README.md.
 from .kit import (EDGE_OPS, Branch, Covers, Finding, Match, NearMiss, Reason, ReasonCode, Side,
                   TemplateError)
 from .kit.family import Family
-from .matching import build_program, finish, first_match, match_at, over_source, recognize_at, scan
+from .matching import (build_program, finish, first_match, match_at, over_source, reason_codes,
+                       recognize_at, scan)
 from .registry import REGISTRY, get, names
 
 __all__ = ["REGISTRY", "get", "names", "Family", "Match", "NearMiss", "Finding", "Branch", "Covers",
            "Reason", "ReasonCode", "Side", "TemplateError", "EDGE_OPS", "scan", "first_match",
-           "match_at", "recognize_at", "finish", "build_program", "over_source"]
+           "match_at", "recognize_at", "finish", "build_program", "over_source", "reason_codes"]

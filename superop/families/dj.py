@@ -19,12 +19,12 @@ from sqlglot import exp
 from ..ir.nodes import Join
 from ..ir.render import JOIN_SYMBOL
 from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
-from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
+from .kit.covers import EDGE_OPS, PROVED_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check, positions_carrying
 from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
                           not_null_keys_prefilter, null, same_keys)
-from .kit.planting import ExampleKit, ExampleSpec, ExpectedFinding
+from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode)
 
@@ -111,7 +111,7 @@ class DiamondJoin(Family):
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         return not_null_keys_prefilter(m.join_kind, program, [source_predicate(b.lower) for b in m.branches])
 
     # -- generalization and the catalog --------------------------------------------------------
@@ -128,9 +128,9 @@ class DiamondJoin(Family):
 
     def proof_covers(self, params: dict[str, Any]) -> Covers:
         """verify.inductive's DJ proof for one join kind: every σ/π/ρ instantiation of the
-        four edges and any order-independent fold with constant state (A1)."""
+        four edges and any order-independent fold (assumption A1, COUNT(DISTINCT) included)."""
         return Covers.make(self.name, join_kinds=[params["join_kind"]], branches=2,
-                           aggregates=STREAMING_FOLDS, edges=[EDGE_OPS] * 4)
+                           aggregates=PROVED_FOLDS, edges=[EDGE_OPS] * 4)
 
     # -- examples for the log generator ------------------------------------------------------
     def examples(self) -> tuple[ExampleSpec, ...]:
@@ -163,9 +163,7 @@ class DiamondJoin(Family):
         rels = [kit.branch(base, b, a, aggs[i], ms[i], tag=str(i) if i else "")
                 for i, (b, a) in enumerate(spec.branches)]
         al = ["l", "r", "x3", "x4"] if rng.random() < 0.5 else ["p", "q", "u", "w"]
-        inner = rng.choice(["JOIN", "INNER JOIN"])
-        jk = {"inner": inner, "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
-              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}
+        jk = dict(JOIN_SQL, inner=rng.choice(["JOIN", "INNER JOIN"]))
         frm = f"({rels[0].sql}) {al[0]}"
         for i in range(1, n):
             on = " AND ".join(f"{al[0]}.{k0} = {al[i]}.{ki}" for k0, ki in zip(rels[0].keys, rels[i].keys))

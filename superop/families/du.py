@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from ..ir.nodes import UnionAll
 from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
-from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
+from .kit.covers import EDGE_OPS, PROVED_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check
 from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import AggBranch, Accs, same_keys
@@ -72,7 +72,7 @@ class DiamondUnionAll(Family):
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=emits, memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         preds = [source_predicate(b.lower) for b in m.branches]
         if any(p is None for p in preds):
             return None
@@ -92,9 +92,9 @@ class DiamondUnionAll(Family):
 
     def proof_covers(self, params: dict[str, Any]) -> Covers:
         """verify.inductive's DU proof: every σ/π/ρ instantiation of the 2n edges and any
-        order-independent fold with constant state (assumption A1)."""
+        order-independent fold (assumption A1, COUNT(DISTINCT) included)."""
         n = int(params.get("branches", 2))
-        return Covers.make(self.name, branches=n, aggregates=STREAMING_FOLDS,
+        return Covers.make(self.name, branches=n, aggregates=PROVED_FOLDS,
                            edges=[EDGE_OPS] * (2 * n))
 
     # -- examples for the log generator ------------------------------------------------------

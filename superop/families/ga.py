@@ -112,7 +112,7 @@ class GlobalAggregateDiamond(Family):
         return Program(keys=(), output=m.root.names, accumulators=tuple(accs.accs), flags=tuple(accs.flags),
                        partition_emits=(PartitionEmit(guard, outputs),), memory=STREAMING)
 
-    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         """OR of the lower edges' φ_i when every branch filters: a row no φ_i keeps folds
         into no accumulator (the keyless partition still exists without it)."""
         preds = [source_predicate(b.lower) for b in m.branches]

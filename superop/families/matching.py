@@ -5,7 +5,7 @@ pattern, then the checks that turn a recognized instance into a match:
 1. the family's streamability premises and the join premise of Algorithms 2-3
    (union-find; the verifier re-decides the join premise with Z3);
 2. single input, single output; no duplicate column names in the shared input;
-3. constructs the proofs do not model (the IR's safety check, :func:`unsafe_reason`);
+3. constructs the proofs do not model (:mod:`superop.ir.safety`, :func:`unsafe_reason`);
 4. the family's template builds the program (what the runtime will run).
 
 A node that fails a check is a :class:`NearMiss` with the typed reason, the same in every
@@ -14,14 +14,28 @@ stage: what mining calls a candidate is what the runtime can match.
 from __future__ import annotations
 
 from dataclasses import replace
+from enum import Enum
 from typing import Iterable, Optional
 
-from ..ir.nodes import Node, Scan, is_nondeterministic, walk
+from ..ir.dialect import DIALECT
+from ..ir.nodes import Node, Scan, walk
 from ..ir.nodes import replace as replace_nodes
+from ..ir.safety import BlockReason, Blocker, blocking_reason
 from ..synth.dsl import Program
 from .kit.diamond import PlanContext, keys_implied, shape_at
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
 from . import registry
+
+
+# the reasons the matching path itself refuses with, whatever the family (a family's own
+# reasons are its ``Family.reasons``)
+MATCHING_REASONS: tuple[type[ReasonCode], ...] = (Reason, BlockReason)
+
+
+def reason_codes() -> dict[str, ReasonCode]:
+    """Every near-miss reason mining or the runtime can report: code -> member."""
+    enums = MATCHING_REASONS + tuple(e for fam in registry.REGISTRY for e in fam.reasons)
+    return {r.value: r for e in enums for r in e}
 
 
 def recognize_at(node: Node, ctx: PlanContext) -> Optional[Finding]:
@@ -45,7 +59,7 @@ def match_at(node: Node, ctx: PlanContext) -> Optional[Finding]:
     return finish(r, ctx) if isinstance(r, Match) else r
 
 
-def _near(m: Match, reason: ReasonCode, detail: str = "") -> NearMiss:
+def _near(m: Match, reason: Enum, detail: str = "") -> NearMiss:
     return NearMiss(m.family, m.root, reason, detail, m.join_kind or "", len(m.branches), m.source)
 
 
@@ -61,16 +75,16 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
         implied = keys_implied(prem.join, prem.pairs)
         if not all(implied):
             return _near(m, Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS)
-    names = [n.lower() for n in m.source.names]
+    names = list(m.source.names)     # as lowering normalized them (exact when case-sensitive)
     if len(set(names)) != len(names):
         return _near(m, Reason.DUPLICATE_SOURCE_COLUMNS)
     interior = m.interior
     for n in m.interior_nodes():
         if n is not m.root and any(id(p) not in interior for p in ctx.parents.get(id(n), ())):
             return _near(m, Reason.NOT_SINGLE_OUTPUT)
-    why = unsafe_reason(m.interior_nodes(), m.source)
-    if why:
-        return _near(m, Reason.UNSAFE_CONSTRUCT, why)
+    blocked = unsafe_reason(m.interior_nodes(), m.source)
+    if blocked is not None:
+        return _near(m, blocked.reason, blocked.detail)
     try:
         program = fam.build_program(m)
     except TemplateError as e:
@@ -78,21 +92,12 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     return replace(m, program=program)
 
 
-def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[str]:
-    """HOOK for ``superop.ir.safety`` (issue 11 item 5): why the nodes a super-operator
-    replaces, or its shared source, cannot be matched (nondeterministic expressions,
-    LIMIT/TABLESAMPLE in the source, constructs the proofs do not model). Until that
-    module exists, nondeterministic expressions inside the match are refused."""
-    try:
-        from ..ir import safety  # type: ignore[attr-defined]
-    except ImportError:
-        safety = None
-    if safety is not None and hasattr(safety, "why_unmatchable"):
-        return safety.why_unmatchable(list(interior), source)  # type: ignore[no-any-return]
-    for n in interior:
-        if is_nondeterministic(n):
-            return f"nondeterministic expression in {n.op}"
-    return None
+def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]:
+    """Why the nodes a super-operator replaces, or its shared source, cannot be matched:
+    :func:`superop.ir.safety.blocking_reason` (nondeterministic or order-dependent
+    expressions, UDFs, LIMIT/TABLESAMPLE or unreadable SQL in the source, volatile views).
+    Its :class:`~superop.ir.safety.BlockReason` is the near-miss reason."""
+    return blocking_reason(interior, source)
 
 
 def scan(plan: Node) -> list[Finding]:
@@ -158,9 +163,9 @@ def node_types(node: Node) -> Optional[list[str]]:
 
     from ..ir import to_sql
     from ..ir.lower import qualified
-    schema = {s.table: dict(s.columns) for s in walk(node) if isinstance(s, Scan)}
+    schema: dict[str, object] = {s.table: dict(s.columns) for s in walk(node) if isinstance(s, Scan)}
     try:
-        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect="spark")
+        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect=DIALECT)
     except Exception:  # typing is best effort: unknown means unknown
         return None
     out = []
@@ -168,5 +173,5 @@ def node_types(node: Node) -> Optional[list[str]]:
         t = e.type
         if t is None or t.this == exp.DataType.Type.UNKNOWN:
             return None
-        out.append(t.sql(dialect="spark").lower())
+        out.append(t.sql(dialect=DIALECT).lower())
     return out if len(out) == len(node.fields) else None

@@ -40,8 +40,9 @@ from typing import Any, Optional, Sequence, Union
 from sqlglot import exp
 
 from ..ir.analysis import Edge, capture_parameters
-from ..ir.generate import substitute_columns
-from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window, resolve_field
+from ..ir.dialect import DIALECT
+from ..ir.generate import translate_columns
+from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window
 from ..synth.dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
 from .kit.covers import Covers
 from .kit.diamond import Shape, bare_column, find_field, trace, tree_positions
@@ -84,7 +85,7 @@ class Use:
     index: int
     kind: str = "inner"                                  # the join that brought it in
     offset: int = 0
-    psi: list[exp.Expression] = field(default_factory=list)   # unconsumed ON conjuncts (raw)
+    psi: list[exp.Expr] = field(default_factory=list)   # unconsumed ON conjuncts (raw)
     psi_join: Optional[Join] = None
     refs: set[int] = field(default_factory=set)          # earlier uses its ON clause reads
 
@@ -101,9 +102,11 @@ class Analysis:
 
 
 Failure = tuple[ReasonCode, str]
+# an ON conjunct: the conjunct, and for an equi conjunct the (leaf, field) each side reads
+Conjunct = tuple[exp.Expr, Optional[tuple[int, int]], Optional[tuple[int, int]]]
 
 
-def _linear(e: exp.Expression) -> Optional[tuple[exp.Column, int]]:
+def _linear(e: exp.Expr) -> Optional[tuple[exp.Column, int]]:
     """``col``, ``col + c``, ``col - c``, ``c + col`` -> (col, c); else None."""
     e = unparen(e)
     if isinstance(e, exp.Column):
@@ -118,7 +121,7 @@ def _linear(e: exp.Expression) -> Optional[tuple[exp.Column, int]]:
     return None
 
 
-def _int(e: exp.Expression) -> Optional[int]:
+def _int(e: exp.Expr) -> Optional[int]:
     neg = False
     if isinstance(e, exp.Neg):
         e, neg = unparen(e.this), True
@@ -131,7 +134,7 @@ def _int(e: exp.Expression) -> Optional[int]:
     return None
 
 
-def _conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
+def _conjuncts(e: Optional[exp.Expr]) -> list[exp.Expr]:
     out, stack = [], [e] if e is not None else []
     while stack:
         x = stack.pop()
@@ -205,7 +208,7 @@ def rank_info(view: Node, idx: int) -> Union[RankInfo, Failure]:
     w = win.items[item][0]
     func = RANKING.get(type(w.this)) if isinstance(w, exp.Window) else None
     if func is None:
-        return NBReason.OFFSET_NOT_ON_A_RANK, f"{name} is {w.sql(dialect='spark')}"
+        return NBReason.OFFSET_NOT_ON_A_RANK, f"{name} is {w.sql(dialect=DIALECT)}"
     child = win.child.fields
     part: list[int] = []
     for p in w.args.get("partition_by") or []:
@@ -213,19 +216,20 @@ def rank_info(view: Node, idx: int) -> Union[RankInfo, Failure]:
         j = None if c is None else find_field(child, c)
         pos = [i for i in range(len(view.fields)) if j is not None and trace(view, i, win.child) == j]
         if not pos:
-            return Reason.JOIN_ON_SUBSET_OF_KEYS, f"the rank's PARTITION BY {p.sql(dialect='spark')} is not a view column"
+            return (Reason.JOIN_ON_SUBSET_OF_KEYS,
+                    f"the rank's PARTITION BY {p.sql(dialect=DIALECT)} is not a view column")
         part.append(pos[0])
     if func != "row_number":
         order = w.args.get("order")
-        cols: list[int] = []
+        cols: list[Optional[int]] = []
         for p in w.args.get("partition_by") or []:
             c = bare_column(p)
-            cols.append(find_field(child, c) if c is not None else -1)
+            cols.append(find_field(child, c) if c is not None else None)
         for o in (order.expressions if order is not None else []):
             c = bare_column(o.this if isinstance(o, exp.Ordered) else o)
-            cols.append(find_field(child, c) if c is not None else -1)
-        if -1 in cols or None in cols or not _unique_below(win, [c for c in cols if c is not None]):
-            return NBReason.RANK_MAY_TIE, f"{func}() over {w.sql(dialect='spark')}"
+            cols.append(find_field(child, c) if c is not None else None)
+        if None in cols or not _unique_below(win, [c for c in cols if c is not None]):
+            return NBReason.RANK_MAY_TIE, f"{func}() over {w.sql(dialect=DIALECT)}"
     return RankInfo(idx, func, tuple(part))
 
 
@@ -249,10 +253,10 @@ def analyze(root: Node, tops: Sequence[Node], view: Node) -> Union[Analysis, Fai
     joins.reverse()                       # bottom-up: joins[k-1] brings in use k
     offsets_seen: list[tuple[int, int, int, int]] = []      # (view field, leaf a, leaf b, b - a)
 
-    def classify(j: Join):
+    def classify(j: Join) -> tuple[list[Conjunct], Any, Any]:
         lpos = tree_positions(j.left, tops)
         rpos = tree_positions(j.right, tops)
-        out = []
+        out: list[Conjunct] = []
         for a, b in j.equi:
             out.append((exp.EQ(this=a.copy(), expression=b.copy()), _side_cols(a, j.left.fields, lpos),
                         _side_cols(b, j.right.fields, rpos)))
@@ -260,7 +264,8 @@ def analyze(root: Node, tops: Sequence[Node], view: Node) -> Union[Analysis, Fai
             out.append((c, None, None))
         return out, lpos, rpos
 
-    def offset_of(a_col, b_col, a_expr, b_expr) -> Optional[tuple[int, int, int, int]]:
+    def offset_of(a_col: Optional[tuple[int, int]], b_col: Optional[tuple[int, int]],
+                  a_expr: exp.Expr, b_expr: exp.Expr) -> Optional[tuple[int, int, int, int]]:
         la, lb = _linear(a_expr), _linear(b_expr)
         if la is None or lb is None or a_col is None or b_col is None:
             return None
@@ -348,17 +353,18 @@ def _one_view(branches: Sequence[Branch]) -> Optional[list[Branch]]:
     return out
 
 
-def capture_parameters_of(top: Node, view: Node):
+def capture_parameters_of(top: Node, view: Node) -> Any:
     from ..ir.analysis import walk_edge
     return capture_parameters(walk_edge(top, frozenset({id(view)})))
 
 
-def _side_cols(e: exp.Expression, fields, pos) -> Optional[tuple[int, int]]:
+def _side_cols(e: exp.Expr, fields: Sequence[Any], pos: Sequence[tuple[int, int]]) -> Optional[tuple[int, int]]:
     """The (leaf, field) of the one column an equi side reads, if it reads exactly one."""
     cols = list(unparen(e).find_all(exp.Column)) if not isinstance(unparen(e), exp.Column) else [unparen(e)]
     if len(cols) != 1:
         return None
-    i = find_field(fields, cols[0])
+    c = cols[0]
+    i = find_field(fields, c) if isinstance(c, exp.Column) else None
     return None if i is None else pos[i]
 
 
@@ -460,8 +466,8 @@ class NeighbourSelfJoin(Family):
         tops = [b.upper.top for b in m.branches]
         params = [capture_parameters_of(t, view) for t in tops]
         nbs: list[Neighbour] = []
-        values: list[list[exp.Expression]] = []     # per use: its columns as DSL expressions
-        match: dict[int, exp.Expression] = {}       # use -> matched (but for NULL keys)
+        values: list[list[exp.Expr]] = []     # per use: its columns as DSL expressions
+        match: dict[int, exp.Expr] = {}       # use -> matched (but for NULL keys)
         knn = keys_not_null(keys)                   # an equi-join on P drops NULL keys
         phi0 = to_ns(params[0].predicate, "row")
         values.append([to_ns(e, "row") for _, e in params[0].projection])
@@ -470,7 +476,7 @@ class NeighbourSelfJoin(Family):
             phi = to_ns(prm.predicate, "row")
             marker = Neighbour(f"p{u.index}", u.offset, phi.copy() if phi is not None else exp.true())
             nbs.append(marker)
-            cols = []
+            cols: list[exp.Expr] = []
             for j, (_, e) in enumerate(prm.projection):
                 arg = to_ns(e, "row")
                 if phi is not None:    # the use's π is evaluated only on rows its σ keeps
@@ -486,7 +492,8 @@ class NeighbourSelfJoin(Family):
             match[u.index] = pre if psi is None else \
                 exp.Case(ifs=[exp.If(this=pre, true=is_true(psi))], default=exp.false())
             if u.kind == "left":      # NULL-extended unless matched (NULL keys never match)
-                cond = conj(knn, match[u.index]) if knn is not None else match[u.index]
+                cond = conj(knn, match[u.index])
+                assert cond is not None
                 cols = [exp.If(this=cond.copy(), true=c, false=exp.Null()) for c in cols]
             values.append(cols)
         inner = [match[u.index] for u in a.uses[1:] if u.kind == "inner"]
@@ -497,7 +504,7 @@ class NeighbourSelfJoin(Family):
                        requires=(RowNumber(rn, tuple(keys)),), memory=STREAMING)
 
     @staticmethod
-    def _psi(u: Use, tops: Sequence[Node], values: list[list[exp.Expression]], m: Match) -> Optional[exp.Expression]:
+    def _psi(u: Use, tops: Sequence[Node], values: list[list[exp.Expr]], m: Match) -> Optional[exp.Expr]:
         """The use's unconsumed ON conjuncts over the uses' DSL values."""
         j = u.psi_join
         if j is None or not u.psi:
@@ -505,14 +512,14 @@ class NeighbourSelfJoin(Family):
         lpos, rpos = tree_positions(j.left, tops), tree_positions(j.right, tops)
         lx = [values[leaf][pos] for leaf, pos in lpos]
         rx = [values[leaf][pos] for leaf, pos in rpos]
-        out = []
+        out: list[exp.Expr] = []
         equi = {id(c) for c in u.psi if isinstance(c, exp.EQ)}
         for c in u.psi:
             if id(c) in equi and _is_equi_of(c, j):
-                out.append(exp.EQ(this=substitute_columns(c.this, j.left.fields, lx),
-                                  expression=substitute_columns(c.expression, j.right.fields, rx)))
+                out.append(exp.EQ(this=translate_columns(c.this, j.left.fields, lx),
+                                  expression=translate_columns(c.expression, j.right.fields, rx)))
             else:
-                out.append(substitute_columns(c, j.left.fields + j.right.fields, lx + rx))
+                out.append(translate_columns(c, j.left.fields + j.right.fields, lx + rx))
         return conj(*out)
 
     # -- generalization and the catalog --------------------------------------------------------
@@ -531,7 +538,7 @@ class NeighbourSelfJoin(Family):
                 f"verified pattern{'s' if n_patterns != 1 else ''}")
 
 
-def _is_equi_of(c: exp.Expression, j: Join) -> bool:
+def _is_equi_of(c: exp.Expr, j: Join) -> bool:
     return any(c.this == a and c.expression == b for a, b in j.equi)
 
 

@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
-from .generate import _Gen
+from .generate import translate_columns
 from .nodes import Field, Node, Project, Rename, Select, resolve_field
 
 OPTIONAL_OPS = (Select, Project, Rename)
@@ -43,7 +43,7 @@ class Edge:
 
 
 def walk_edge(start: Node, stop_ids: frozenset[int] = frozenset(),
-              allowed: tuple = OPTIONAL_OPS) -> Edge:
+              allowed: tuple[type[Node], ...] = OPTIONAL_OPS) -> Edge:
     """Follow unary optional operators from ``start`` down; stop at a node that is not
     allowed, or whose id is in ``stop_ids`` (shared nodes end an edge)."""
     ops = []
@@ -54,7 +54,7 @@ def walk_edge(start: Node, stop_ids: frozenset[int] = frozenset(),
     return Edge(tuple(ops), n)
 
 
-def _bare_source(e: exp.Expression) -> Optional[str]:
+def _bare_source(e: exp.Expr) -> Optional[str]:
     e = e.unnest() if isinstance(e, exp.Paren) else e
     return e.name if isinstance(e, exp.Column) else None
 
@@ -99,18 +99,18 @@ class EdgeParams:
     columns), ...) in the top node's field order; ``predicate`` the conjunction of every
     σ on the edge over the bottom's columns (None = TRUE). Bottom columns are written as
     unqualified ``exp.Column(name)`` of the bottom node's fields."""
-    projection: tuple[tuple[Field, exp.Expression], ...]
-    predicate: Optional[exp.Expression]
+    projection: tuple[tuple[Field, exp.Expr], ...]
+    predicate: Optional[exp.Expr]
     bottom_fields: tuple[Field, ...]
 
-    def projection_by_name(self, name: str) -> Optional[exp.Expression]:
+    def projection_by_name(self, name: str) -> Optional[exp.Expr]:
         hits = [e for f, e in self.projection if f.name == name]
         return hits[0] if len(hits) == 1 else None
 
-    def substitute(self, e: exp.Expression, fields: Sequence[Field]) -> exp.Expression:
+    def substitute(self, e: exp.Expr, fields: Sequence[Field]) -> exp.Expr:
         """Rewrite ``e`` (columns resolved against ``fields`` = the edge top's fields)
         into an expression over the bottom's columns."""
-        return _Gen.tr(e, tuple(fields), [x for _, x in self.projection])
+        return translate_columns(e, tuple(fields), [x for _, x in self.projection])
 
 
 def capture_parameters(edge: Edge) -> EdgeParams:
@@ -119,19 +119,19 @@ def capture_parameters(edge: Edge) -> EdgeParams:
     the bottom's columns."""
     bottom = edge.bottom
     fields = bottom.fields
-    exprs: list[exp.Expression] = [_bottom_col(f, fields) for f in fields]
-    preds: list[exp.Expression] = []
+    exprs: list[exp.Expr] = [_bottom_col(f, fields) for f in fields]
+    preds: list[exp.Expr] = []
     for op in reversed(edge.ops):
         child_fields = op.children[0].fields
         if isinstance(op, Select):
-            preds.append(_Gen.tr(op.predicate, child_fields, exprs))
+            preds.append(translate_columns(op.predicate, child_fields, exprs))
         elif isinstance(op, Project):
-            exprs = [_Gen.tr(e, child_fields, exprs) for e, _ in op.items]
+            exprs = [translate_columns(e, child_fields, exprs) for e, _ in op.items]
         elif isinstance(op, Rename):
             exprs = [exprs[resolve_field(child_fields, f.column())] for f, _ in op.mapping]
         else:  # pragma: no cover - walk_edge only admits optional ops
             raise TypeError(op.op)
-    pred = None
+    pred: Optional[exp.Expr] = None
     for p in preds:
         p = p if isinstance(p, (exp.Column, exp.Paren)) else exp.Paren(this=p)
         pred = p if pred is None else exp.and_(pred, p, copy=False)

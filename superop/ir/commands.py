@@ -1,19 +1,21 @@
 """`superop plan`: show how superop sees a query (IR tree, shape, regenerated SQL)."""
 from __future__ import annotations
 
+import argparse
 import json
+from typing import Any
 
 from ..cliutil import add_sql_args, read_schema, read_sql
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("plan", help="lower a query to the plan IR and print tree, shape and SQL")
     add_sql_args(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from . import lower, render, shape, to_sql
     sql = read_sql(args)
     low = lower(sql, read_schema(args))

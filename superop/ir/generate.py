@@ -8,45 +8,54 @@ would change meaning if merged are closed into a derived table with a fresh alia
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-import sqlglot
 from sqlglot import exp
 
+from .dialect import DIALECT, parse_one
+from .functions import is_nondeterministic_expr
+from .names import ident, needs_quotes
 from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
                     Sort, UnionAll, Window, is_nondeterministic, parents, resolve_field, walk)
-
-_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED = {"select", "from", "where", "group", "order", "by", "limit", "join", "on", "as",
-             "and", "or", "not", "union", "all", "table", "case", "when", "then", "else", "end",
-             "null", "true", "false", "in", "is", "left", "right", "full", "inner", "outer",
-             "cross", "semi", "anti", "having", "distinct", "with", "date", "interval",
-             "timestamp", "values", "using", "natural", "over", "partition", "window", "user",
-             "current_date", "current_timestamp", "both", "leading", "trailing", "to", "of",
-             "into", "array", "map", "struct", "exists", "between", "like", "rlike", "position",
-             "cast", "primary", "foreign", "references", "check", "constraint", "unique",
-             "default", "create", "drop", "alter", "grant", "fetch", "offset", "time"}
-
-
-def ident(name: str) -> exp.Identifier:
-    quoted = not _SAFE.match(name) or name.lower() in _RESERVED
-    return exp.to_identifier(name, quoted=quoted)
 
 
 def col(name: str, table: Optional[str] = None) -> exp.Column:
     return exp.Column(this=ident(name), table=ident(table) if table else None)
 
 
+def translate_columns(e: exp.Expr, fields: Sequence[Field], cols: Sequence[exp.Expr]) -> exp.Expr:
+    """A copy of ``e`` whose column references (outside nested queries), resolved against
+    ``fields``, are replaced by the matching expression of ``cols`` (parenthesized when
+    needed). The substitution every stage uses to move an expression across a node."""
+    e = e.copy()
+    if isinstance(e, exp.Column):
+        return cols[resolve_field(tuple(fields), e)].copy()
+    targets = []
+    stack = list(e.iter_expressions())
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Column):
+            targets.append(n)
+        elif not isinstance(n, exp.Query):
+            stack.extend(n.iter_expressions())
+    for c in targets:
+        repl = cols[resolve_field(tuple(fields), c)].copy()
+        if not isinstance(repl, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null,
+                                 exp.Boolean, exp.Cast)):
+            repl = exp.Paren(this=repl)
+        c.replace(repl)
+    return e
+
+
 @dataclass
 class _Rel:
-    source: exp.Expression                   # Table/Subquery with alias
-    joins: list = field(default_factory=list)
-    where: list = field(default_factory=list)
-    cols: list = field(default_factory=list)  # SQL expression per field
-    fields: tuple = ()
-    order: Optional[list] = None
+    source: exp.Expr                   # Table/Subquery with alias
+    joins: list[exp.Expr] = field(default_factory=list)
+    where: list[exp.Expr] = field(default_factory=list)
+    cols: list[exp.Expr] = field(default_factory=list)  # SQL expression per field
+    fields: tuple[Field, ...] = ()
+    order: Optional[list[exp.Expr]] = None
     limit: Optional[tuple[int, int]] = None
 
     @property
@@ -56,7 +65,7 @@ class _Rel:
 
 
 class _Gen:
-    def __init__(self, cte_nodes: frozenset[int] = frozenset()):
+    def __init__(self, cte_nodes: frozenset[int] = frozenset()) -> None:
         self.counter = itertools.count(1)
         self.used: set[str] = set()
         # Shared sub-plans that must be evaluated once (nondeterministic): emitted as
@@ -67,7 +76,7 @@ class _Gen:
 
     def alias(self, hint: Optional[str]) -> str:
         base = (hint or "").lower()
-        if base and _SAFE.match(base) and base not in self.used and base not in _RESERVED:
+        if base and not needs_quotes(base) and base not in self.used:
             self.used.add(base)
             return base
         while True:
@@ -76,31 +85,9 @@ class _Gen:
                 self.used.add(a)
                 return a
 
-    # -- expressions -------------------------------------------------------
-    @staticmethod
-    def tr(e: exp.Expression, fields: Sequence[Field], cols: Sequence[exp.Expression]) -> exp.Expression:
-        """Rewrite column refs of ``e`` (outside nested queries) into ``cols``."""
-        e = e.copy()
-        if isinstance(e, exp.Column):
-            return cols[resolve_field(tuple(fields), e)].copy()
-        targets = []
-        stack = list(e.iter_expressions())
-        while stack:
-            n = stack.pop()
-            if isinstance(n, exp.Column):
-                targets.append(n)
-            elif not isinstance(n, exp.Query):
-                stack.extend(n.iter_expressions())
-        for c in targets:
-            repl = cols[resolve_field(tuple(fields), c)].copy()
-            if not isinstance(repl, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null,
-                                     exp.Boolean, exp.Cast)):
-                repl = exp.Paren(this=repl)
-            c.replace(repl)
-        return e
-
     # -- closing -------------------------------------------------------------
-    def select_of(self, rel: _Rel, names: Sequence[str], extra: Optional[dict] = None) -> exp.Select:
+    def select_of(self, rel: _Rel, names: Sequence[str],
+                  extra: Optional[dict[str, exp.Expr]] = None) -> exp.Select:
         sel = exp.Select(expressions=[self._aliased(c, n) for c, n in zip(rel.cols, names)])
         sel.set("from_", exp.From(this=rel.source))
         if rel.joins:
@@ -122,7 +109,7 @@ class _Gen:
         return sel
 
     @staticmethod
-    def _aliased(c: exp.Expression, name: str) -> exp.Expression:
+    def _aliased(c: exp.Expr, name: str) -> exp.Expr:
         if isinstance(c, exp.Column) and c.name == name:
             return c
         return exp.Alias(this=c, alias=ident(name))
@@ -130,7 +117,7 @@ class _Gen:
     @staticmethod
     def unique_names(fields: Sequence[Field]) -> list[str]:
         seen: dict[str, int] = {}
-        out = []
+        out: list[str] = []
         for f in fields:
             n = f.name
             k = n.lower()
@@ -143,12 +130,13 @@ class _Gen:
             out.append(n)
         return out
 
-    def wrap(self, query: exp.Expression, fields: tuple, names: list[str], hint=None) -> _Rel:
+    def wrap(self, query: exp.Expr, fields: tuple[Field, ...], names: list[str],
+             hint: Optional[str] = None) -> _Rel:
         a = self.alias(hint)
         src = exp.Subquery(this=query, alias=exp.TableAlias(this=ident(a)))
         return _Rel(src, cols=[col(n, a) for n in names], fields=fields)
 
-    def close(self, rel: _Rel, hint=None) -> _Rel:
+    def close(self, rel: _Rel, hint: Optional[str] = None) -> _Rel:
         names = self.unique_names(rel.fields)
         return self.wrap(self.select_of(rel, names), rel.fields, names, hint)
 
@@ -156,12 +144,15 @@ class _Gen:
     def gen(self, node: Node, hint: Optional[str] = None) -> _Rel:
         if id(node) in self.cte_nodes:
             return self._cte_ref(node, hint)
-        m = getattr(self, "g_" + type(node).__name__)
-        return m(node, hint)
+        return self._dispatch(node)(node, hint)
 
-    def _cte_ref(self, node: Node, hint) -> _Rel:
+    def _dispatch(self, node: Node) -> Callable[[Any, Optional[str]], _Rel]:
+        m: Callable[[Any, Optional[str]], _Rel] = getattr(self, "g_" + type(node).__name__)
+        return m
+
+    def _cte_ref(self, node: Node, hint: Optional[str]) -> _Rel:
         if id(node) not in self.cte_of:
-            rel = getattr(self, "g_" + type(node).__name__)(node, None)
+            rel = self._dispatch(node)(node, None)
             names = self.unique_names(rel.fields)
             name = self.alias(f"_cte{len(self.ctes) + 1}")
             self.ctes.append(exp.CTE(this=self.select_of(rel, names),
@@ -172,45 +163,45 @@ class _Gen:
         src = exp.Table(this=ident(name), alias=exp.TableAlias(this=ident(a)))
         return _Rel(src, cols=[col(n, a) for n in names], fields=node.fields)
 
-    def g_Scan(self, n: Scan, hint):
-        a = self.alias(hint or n.table)
-        src = exp.Table(this=ident(n.table), alias=exp.TableAlias(this=ident(a)))
+    def g_Scan(self, n: Scan, hint: Optional[str]) -> _Rel:
+        a = self.alias(hint or n.qualifier)
+        src = n.name.to_table(alias=a)
         return _Rel(src, cols=[col(c, a) for c, _ in n.columns], fields=n.fields)
 
-    def g_Opaque(self, n: Opaque, hint):
-        q = sqlglot.parse_one(n.sql, dialect="spark")
+    def g_Opaque(self, n: Opaque, hint: Optional[str]) -> _Rel:
+        q = parse_one(n.sql)
         names = list(n.output)
         return self.wrap(q, n.fields, names, hint) if len(set(names)) == len(names) else \
             self._wrap_positional(q, n)
 
-    def _wrap_positional(self, q, n: Opaque):
+    def _wrap_positional(self, q: exp.Expr, n: Opaque) -> _Rel:
         names = self.unique_names(n.fields)
         a = self.alias(None)
         alias = exp.TableAlias(this=ident(a), columns=[ident(x) for x in names])
         return _Rel(exp.Subquery(this=q, alias=alias), cols=[col(x, a) for x in names], fields=n.fields)
 
-    def g_Rename(self, n: Rename, hint):
+    def g_Rename(self, n: Rename, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child, n.qualifier or hint)
         fields = n.child.fields
         cols = [rel.cols[resolve_field(fields, f.column())] for f, _ in n.mapping]
         rel.cols, rel.fields = cols, n.fields
         return rel
 
-    def g_Select(self, n: Select, hint):
+    def g_Select(self, n: Select, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child, hint)
         if rel.order is not None or rel.limit is not None:
             rel = self.close(rel)
-        rel.where.append(self.tr(n.predicate, rel.fields, rel.cols))
+        rel.where.append(translate_columns(n.predicate, rel.fields, rel.cols))
         return rel
 
-    def g_Project(self, n: Project, hint):
+    def g_Project(self, n: Project, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child, hint)
         # ORDER BY / LIMIT do not depend on the select list: a mergeable projection
         # stays in the same SELECT (closing would lose the order).
         mergeable = all(_mergeable(e) for e, _ in n.items)
         if not mergeable:
             rel = self.close(rel)
-        rel.cols = [self.tr(e, rel.fields, rel.cols) for e, _ in n.items]
+        rel.cols = [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items]
         rel.fields = n.fields
         if not mergeable:
             # Evaluate once: a parent that references a column twice must not
@@ -218,56 +209,57 @@ class _Gen:
             rel = self.close(rel, hint)
         return rel
 
-    def g_Aggregate(self, n: Aggregate, hint):
+    def g_Aggregate(self, n: Aggregate, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child)
         if rel.order is not None or rel.limit is not None:
             rel = self.close(rel)
-        keys = [self.tr(k, rel.fields, rel.cols) for k in n.keys]
+        keys = [translate_columns(k, rel.fields, rel.cols) for k in n.keys]
         items = _Rel(rel.source, rel.joins, rel.where,
-                     [self.tr(e, rel.fields, rel.cols) for e, _ in n.items], n.fields)
+                     [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items], n.fields)
         names = self.unique_names(n.fields)
-        extra = {"group": exp.Group(expressions=keys)} if keys else {}
+        extra: dict[str, exp.Expr] = {"group": exp.Group(expressions=keys)} if keys else {}
         return self.wrap(self.select_of(items, names, extra), n.fields, names, hint)
 
-    def g_Window(self, n: Window, hint):
+    def g_Window(self, n: Window, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child)
         if rel.order is not None or rel.limit is not None:
             rel = self.close(rel)
-        cols = list(rel.cols) + [self.tr(e, rel.fields, rel.cols) for e, _ in n.items]
+        cols = list(rel.cols) + [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items]
         out = _Rel(rel.source, rel.joins, rel.where, cols, n.fields)
         return self.close(out, hint)
 
-    def g_Sort(self, n: Sort, hint):
+    def g_Sort(self, n: Sort, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child, hint)
         if rel.order is not None or rel.limit is not None:
             rel = self.close(rel)
-        rel.order = [self.tr(o, rel.fields, rel.cols) for o in n.order]
+        rel.order = [translate_columns(o, rel.fields, rel.cols) for o in n.order]
         return rel
 
-    def g_Limit(self, n: Limit, hint):
+    def g_Limit(self, n: Limit, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child, hint)
         if rel.limit is not None:
             rel = self.close(rel)
         rel.limit = (n.limit, n.offset)
         return rel
 
-    def g_UnionAll(self, n: UnionAll, hint):
+    def g_UnionAll(self, n: UnionAll, hint: Optional[str]) -> _Rel:
         names = self.unique_names(n.fields)
-        q = None
+        q: Optional[exp.Expr] = None
         for child in n.inputs:
             rel = self.gen(child)
             s = self.select_of(rel, names if q is None else self.unique_names(rel.fields))
             q = s if q is None else exp.Union(this=q, expression=s, distinct=False)
+        assert q is not None, "a union has inputs"
         return self.wrap(q, n.fields, names, hint)
 
-    def g_Join(self, n: Join, hint):
+    def g_Join(self, n: Join, hint: Optional[str]) -> _Rel:
         left = self.gen(n.left)
         if left.order is not None or left.limit is not None:
             left = self.close(left)
         right = self.gen(n.right)
         if right.joins or right.order is not None or right.limit is not None:
             right = self.close(right)
-        on: list[exp.Expression] = []
+        on: list[exp.Expr] = []
         where = list(left.where)
         if n.kind in ("full",) and where:
             left = self.close(left)
@@ -284,18 +276,16 @@ class _Gen:
             where = []
         lf, rf = n.left.fields, n.right.fields
         for a, b in n.equi:
-            on.append(exp.EQ(this=self.tr(a, lf, left.cols), expression=self.tr(b, rf, right.cols)))
+            on.append(exp.EQ(this=translate_columns(a, lf, left.cols), expression=translate_columns(b, rf, right.cols)))
         if n.residual is not None:
-            on.append(self.tr(n.residual, lf + rf, left.cols + right.cols))
-        cond = None
+            on.append(translate_columns(n.residual, lf + rf, left.cols + right.cols))
+        cond: Optional[exp.Expr] = None
         for p in on:
             cond = p if cond is None else exp.and_(cond, p, copy=False)
         if n.kind == "cross" and cond is None:
             j = exp.Join(this=right.source, kind="CROSS")
         else:
-            side, kind = {"inner": (None, None), "cross": (None, None), "left": ("LEFT", None),
-                          "right": ("RIGHT", None), "full": ("FULL", None),
-                          "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}[n.kind]
+            side, kind = _JOIN_SQL[n.kind]
             j = exp.Join(this=right.source, on=cond if cond is not None else exp.true())
             if side:
                 j.set("side", side)
@@ -305,23 +295,17 @@ class _Gen:
         return _Rel(left.source, left.joins + [j], where, cols, n.fields)
 
 
-def substitute_columns(e: exp.Expression, fields: Sequence[Field],
-                       cols: Sequence[exp.Expression]) -> exp.Expression:
-    """``e`` with every column (resolved against ``fields``) replaced by the expression at
-    the same position of ``cols`` (parenthesized when needed); nested queries untouched."""
-    return _Gen.tr(e, tuple(fields), list(cols))
+_JOIN_SQL: dict[str, tuple[Optional[str], Optional[str]]] = {
+    "inner": (None, None), "cross": (None, None), "left": ("LEFT", None), "right": ("RIGHT", None),
+    "full": ("FULL", None), "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}
 
 
-def _mergeable(e: exp.Expression) -> bool:
+def _mergeable(e: exp.Expr) -> bool:
     """Can a projection item be inlined into the enclosing SELECT? Not if it is
     nondeterministic, aggregates, is a window or holds a subquery."""
-    for n in e.walk():
-        if isinstance(n, (exp.AggFunc, exp.Window, exp.Query, exp.Rand)):
-            return False
-        if isinstance(n, exp.Anonymous) and n.name.lower() in ("uuid", "rand", "random", "shuffle",
-                                                               "monotonically_increasing_id"):
-            return False
-    return True
+    if is_nondeterministic_expr(e):
+        return False
+    return not any(isinstance(n, (exp.AggFunc, exp.Window, exp.Query)) for n in e.walk())
 
 
 def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
@@ -330,7 +314,10 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     if isinstance(plan, Opaque) and names is None:
         # A query that is opaque as a whole is emitted exactly as carried (its
         # output may even be unknown, e.g. SELECT * over a table function).
-        return sqlglot.parse_one(plan.sql, dialect="spark")
+        whole = parse_one(plan.sql)
+        if not isinstance(whole, exp.Query):
+            raise ValueError("an opaque plan must carry a query")
+        return whole
     ps = parents(plan)
     once = frozenset(id(n) for n in walk(plan)
                      if len(ps.get(id(n), ())) >= 2 and _nondet_below(n))
@@ -350,4 +337,5 @@ def _nondet_below(node: Node) -> bool:
 
 
 def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
-    return to_ast(plan, names).sql(dialect="spark", pretty=pretty)
+    text: str = to_ast(plan, names).sql(dialect=DIALECT, pretty=pretty)
+    return text

@@ -16,11 +16,14 @@ Conventions
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields as dc_fields
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence, cast
 
 from sqlglot import exp
+
+from .functions import is_nondeterministic_expr, nondeterministic_in_sql
+from .dialect import DIALECT
+from .names import TableName, ident
 
 JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
 
@@ -42,15 +45,17 @@ class Node:
     structural equality and a cached structural hash live here so that DAGs with
     sharing hash in linear time."""
 
-    children: tuple  # set by subclasses
+    @property
+    def children(self) -> tuple["Node", ...]:
+        raise NotImplementedError
 
     # -- structure -------------------------------------------------------
     @property
     def op(self) -> str:
         return type(self).__name__
 
-    def _key(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in dc_fields(self) if f.name != "_hash")
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in dc_fields(cast(Any, self)) if f.name != "_hash")
 
     def __hash__(self) -> int:
         h = self.__dict__.get("_hash_cache")
@@ -59,14 +64,14 @@ class Node:
             object.__setattr__(self, "_hash_cache", h)
         return h
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        if type(self) is not type(other) or hash(self) != hash(other):
+        if not isinstance(other, Node) or type(self) is not type(other) or hash(self) != hash(other):
             return False
         return self._key() == other._key()
 
-    def __ne__(self, other) -> bool:
+    def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     @property
@@ -77,7 +82,7 @@ class Node:
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
-    def with_children(self, children) -> "Node":
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         raise NotImplementedError
 
     def resolve(self, column: exp.Column) -> int:
@@ -92,7 +97,7 @@ class Node:
         return out
 
 
-def resolve_field(fields: tuple[Field, ...], column: exp.Column) -> int:
+def resolve_field(fields: Sequence[Field], column: exp.Column) -> int:
     """Index of the field ``column`` refers to: by (qualifier, name); an unqualified
     column by a unique name. A qualifier that no field carries any more (a name
     referenced above a Project) falls back to the unique name."""
@@ -115,16 +120,50 @@ def resolve_field(fields: tuple[Field, ...], column: exp.Column) -> int:
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class Scan(Node):
-    """A base table. ``columns`` are (name, spark type string)."""
+    """A base table. ``table`` is its name as the user wrote it, as Spark SQL text
+    (``ops``, ``sales.ops``, ``cat.db.t``, back-quoted parts kept); ``columns`` are
+    (name, spark type). ``identity`` is what the name resolved to (see
+    :mod:`superop.ir.schema`): two scans are the same node iff they have the same identity
+    and columns, so ``sales.ops`` and ``default.ops`` never merge. ``qualifier`` is how the
+    fields are qualified (the table's own name, as the lowering normalized it).
+    ``identity`` and ``qualifier`` default to the lowercased parts / last part of ``table``."""
     table: str
     columns: tuple[tuple[str, str], ...]
-    children: tuple = ()
+    identity: tuple[str, ...] = ()
+    qualifier: str = ""
+    volatile: str = ""             # a view whose rows may differ per read: why
+
+    def __post_init__(self) -> None:
+        name = TableName.parse(self.table)
+        if not self.identity:
+            object.__setattr__(self, "identity", tuple(p.lower() for p in name.parts))
+        if not self.qualifier:
+            object.__setattr__(self, "qualifier", name.name)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.identity, self.columns)
 
     @property
-    def fields(self):
-        return tuple(Field(self.table, c) for c, _ in self.columns)
+    def name(self) -> TableName:
+        return TableName.parse(self.table)
 
-    def with_children(self, children):
+    @property
+    def identity_sql(self) -> str:
+        """The resolved identity as one dotted name, parts back-quoted where Spark needs it
+        (the temp-view marker ``""`` dropped): how outputs name the table that was read,
+        the same for every spelling of it (``SALES.OPS`` and ``sales.ops`` when
+        case-insensitive)."""
+        return ".".join(ident(p).sql(dialect=DIALECT) for p in self.identity if p)
+
+    @property
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(Field(self.qualifier, c) for c, _ in self.columns)
+
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return self
 
 
@@ -135,13 +174,16 @@ class Opaque(Node):
     sql: str
     output: tuple[str, ...]
     reason: str = ""
-    children: tuple = ()
 
     @property
-    def fields(self):
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(None, n) for n in self.output)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return self
 
 
@@ -152,17 +194,17 @@ class Opaque(Node):
 class Select(Node):
     """σ: keep rows where ``predicate`` is TRUE (three-valued logic)."""
     child: Node
-    predicate: exp.Expression
+    predicate: exp.Expr
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Select(children[0], self.predicate)
 
 
@@ -170,18 +212,18 @@ class Select(Node):
 class Project(Node):
     """π: computes ``items`` = ((expression, output name), ...) per row."""
     child: Node
-    items: tuple[tuple[exp.Expression, str], ...]
+    items: tuple[tuple[exp.Expr, str], ...]
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Project(children[0], self.items, self.qualifier)
 
 
@@ -194,11 +236,11 @@ class Rename(Node):
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, new) for _, new in self.mapping)
 
     @property
@@ -210,7 +252,7 @@ class Rename(Node):
         """A pure re-qualification (FROM alias) that keeps every column and name."""
         return (not self.renames) and tuple(f for f, _ in self.mapping) == self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Rename(children[0], self.mapping, self.qualifier)
 
 
@@ -220,19 +262,19 @@ class Aggregate(Node):
     functions, name), ...). No keys and no aggregate functions never occurs;
     no keys means a global aggregate (exactly one output row)."""
     child: Node
-    keys: tuple[exp.Expression, ...]
-    items: tuple[tuple[exp.Expression, str], ...]
+    keys: tuple[exp.Expr, ...]
+    items: tuple[tuple[exp.Expr, str], ...]
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Aggregate(children[0], self.keys, self.items, self.qualifier)
 
 
@@ -243,14 +285,14 @@ class Sort(Node):
     order: tuple[exp.Ordered, ...]
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Sort(children[0], self.order)
 
 
@@ -262,14 +304,14 @@ class Limit(Node):
     offset: int = 0
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Limit(children[0], self.limit, self.offset)
 
 
@@ -277,18 +319,18 @@ class Limit(Node):
 class Window(Node):
     """Appends window-function columns: ``items`` = ((exp.Window, name), ...)."""
     child: Node
-    items: tuple[tuple[exp.Expression, str], ...]
+    items: tuple[tuple[exp.Expr, str], ...]
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return self.child.fields + tuple(Field(self.qualifier, n) for _, n in self.items)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Window(children[0], self.items, self.qualifier)
 
 
@@ -303,24 +345,24 @@ class Join(Node):
     left: Node
     right: Node
     kind: str
-    equi: tuple[tuple[exp.Expression, exp.Expression], ...] = ()
-    residual: Optional[exp.Expression] = None
+    equi: tuple[tuple[exp.Expr, exp.Expr], ...] = ()
+    residual: Optional[exp.Expr] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in JOIN_KINDS:
             raise ValueError(f"unknown join kind {self.kind!r}")
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return (self.left, self.right)
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         if self.kind in ("semi", "anti"):
             return self.left.fields
         return self.left.fields + self.right.fields
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return Join(children[0], children[1], self.kind, self.equi, self.residual)
 
 
@@ -332,14 +374,14 @@ class UnionAll(Node):
     qualifier: Optional[str] = None
 
     @property
-    def children(self):
+    def children(self) -> tuple["Node", ...]:
         return self.inputs
 
     @property
-    def fields(self):
+    def fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, f.name) for f in self.inputs[0].fields)
 
-    def with_children(self, children):
+    def with_children(self, children: Sequence["Node"]) -> "Node":
         return UnionAll(tuple(children), self.qualifier)
 
 
@@ -391,27 +433,10 @@ def shared_nodes(root: Node) -> list[Node]:
     return [n for n in walk(root) if len(ps.get(id(n), ())) >= 2]
 
 
-_NONDET_FUNCS = ("rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
-                 "spark_partition_id", "input_file_name")
-_NONDET_RE = re.compile(r"\b(" + "|".join(_NONDET_FUNCS) + r")\s*\(", re.IGNORECASE)
-
-
-def is_nondeterministic_expr(e: exp.Expression) -> bool:
-    """Conservative: the expression calls a function whose value may differ per call."""
-    for n in e.walk():
-        if isinstance(n, (exp.Rand, exp.Randn)) or type(n).__name__ in ("Uuid", "Random"):
-            return True
-        if isinstance(n, exp.Func) and n.sql_name().lower() in _NONDET_FUNCS:
-            return True
-        if isinstance(n, exp.Anonymous) and str(n.this).lower() in _NONDET_FUNCS:
-            return True
-    return False
-
-
 def is_nondeterministic(node: Node) -> bool:
     """True if ``node`` itself (not its inputs) evaluates a nondeterministic expression."""
     if isinstance(node, Opaque):
-        return bool(_NONDET_RE.search(node.sql))
+        return nondeterministic_in_sql(node.sql)
     return any(is_nondeterministic_expr(e) for e in expressions_of(node))
 
 
@@ -450,7 +475,7 @@ def is_fully_modeled(root: Node) -> bool:
     return not any(isinstance(n, Opaque) for n in walk(root))
 
 
-def expressions_of(node: Node) -> list[exp.Expression]:
+def expressions_of(node: Node) -> list[exp.Expr]:
     """Every sqlglot expression a node holds (for column-usage analysis)."""
     if isinstance(node, Select):
         return [node.predicate]

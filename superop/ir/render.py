@@ -1,8 +1,11 @@
 """Deterministic text rendering of plans and the paper's shape strings."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from sqlglot import exp
 
+from .dialect import DIALECT
 from .nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                     UnionAll, Window, parents)
 
@@ -10,11 +13,11 @@ JOIN_SYMBOL = {"inner": "⋈", "left": "⟕", "right": "⟖", "full": "⟗", "se
                "cross": "×"}
 
 
-def sql_of(e: exp.Expression) -> str:
-    return e.sql(dialect="spark")
+def sql_of(e: exp.Expr) -> str:
+    return e.sql(dialect=DIALECT)
 
 
-def _items(items) -> str:
+def _items(items: Sequence[tuple[exp.Expr, str]]) -> str:
     return ", ".join(f"{sql_of(e)} AS {n}" if not (isinstance(e, exp.Column) and e.name == n)
                      else sql_of(e) for e, n in items)
 

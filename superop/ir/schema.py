@@ -1,10 +1,171 @@
-"""Table schemas in sqlglot's mapping form: {"table": {"column": "spark type"}}."""
+"""Where lowering learns tables' columns and types: a schema source.
+
+A :class:`SchemaSource` resolves a table name *as written* (``ops``, ``sales.ops``,
+``cat.db.t``, quoted parts) to a :class:`TableInfo`: the columns with their Spark types and
+the table's resolved **identity** — what Spark would read. Sharing uses the identity, so
+``sales.ops`` and ``default.ops`` are never one node while ``ops`` and ``default.ops`` (with
+``default`` current) are. A source also says whether names resolve case-sensitively
+(``spark.sql.caseSensitive``); lowering never lowercases a name when they do.
+
+* :class:`SparkCatalogSchema` asks a SparkSession, the way Spark resolves names: temp views
+  shadow tables, then the current catalog and database.
+* :class:`DictSchema` wraps the mapping form ``{"table": {"column": "type"}}``; keys may be
+  qualified (``"sales.ops"``, ``"cat.db.t"``, back-quoted parts). A name matches the key
+  with the same parts, else the one key it is a suffix of; a qualified name over a flat
+  mapping (``sales.ops`` with only ``"ops"``) takes that entry's columns but keeps its own
+  identity (it is not assumed to be the same table as ``ops``).
+"""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
 
 from ..errors import SchemaError
+from .dialect import check_session_dialect
+from .names import TableName
+
+Columns = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A resolved table: the name as written, what it resolved to, and its columns
+    ((name, Spark type) in table order)."""
+    name: TableName
+    identity: tuple[str, ...]
+    columns: Columns
+    temporary: bool = False
+    volatile: str = ""          # why two reads may give different rows ("" = they do not)
+
+
+class SchemaSource:
+    """Resolves table names for lowering (see the module docstring)."""
+
+    case_sensitive: bool = False
+
+    def resolve(self, name: TableName) -> Optional[TableInfo]:
+        """The table ``name`` refers to, or None when there is no such table."""
+        raise NotImplementedError
+
+    def norm(self, name: str) -> str:
+        """How Spark compares this identifier: as is, or case-insensitively."""
+        return name if self.case_sensitive else name.lower()
+
+
+def _key_parts(key: str) -> tuple[str, ...]:
+    try:
+        return TableName.parse(key).parts
+    except ValueError:
+        return (key,)             # a name that only makes sense as one (unquoted) part
+
+
+class DictSchema(SchemaSource):
+    """The mapping form ``{"table": {"column": "type"}}`` (see the module docstring)."""
+
+    def __init__(self, mapping: Mapping[str, Mapping[str, str]], *, case_sensitive: bool = False,
+                 current_database: Optional[str] = None):
+        self.case_sensitive = case_sensitive
+        self.current_database = current_database
+        self._tables: dict[tuple[str, ...], Columns] = {}
+        for key, cols in mapping.items():
+            parts = tuple(self.norm(p) for p in _key_parts(str(key)))
+            self._tables[parts] = tuple((self.norm(str(c)), str(t).lower()) for c, t in cols.items())
+
+    def resolve(self, name: TableName) -> Optional[TableInfo]:
+        w = tuple(self.norm(p) for p in name.parts)
+        hit: Optional[tuple[str, ...]] = w if w in self._tables else None
+        if hit is None and self.current_database is not None and len(w) == 1:
+            cur = (self.norm(self.current_database),) + w
+            hit = next((k for k in self._tables if k[-2:] == cur), None)
+        if hit is None:
+            longer = [k for k in self._tables if len(k) > len(w) and k[-len(w):] == w]
+            hit = longer[0] if len(longer) == 1 else None
+        if hit is not None:
+            return TableInfo(name, hit, self._tables[hit])
+        if len(w) > 1 and w[-1:] in self._tables:
+            # a flat mapping that does not know databases: same columns, own identity
+            return TableInfo(name, w, self._tables[w[-1:]])
+        return None
+
+    def tables(self) -> dict[tuple[str, ...], Columns]:
+        return dict(self._tables)
+
+
+class SparkCatalogSchema(SchemaSource):
+    """Resolution by a SparkSession's catalog (works over Spark Connect too).
+    ``on_table`` is called once per resolved table (e.g. to ANALYZE it)."""
+
+    def __init__(self, spark: Any, on_table: Optional[Callable[[TableInfo], None]] = None):
+        check_session_dialect(spark)
+        self.spark = spark
+        conf = str(spark.conf.get("spark.sql.caseSensitive", "false")).strip().lower()
+        self.case_sensitive = conf == "true"
+        self.on_table = on_table
+        self._cache: dict[TableName, Optional[TableInfo]] = {}
+
+    def resolve(self, name: TableName) -> Optional[TableInfo]:
+        if name in self._cache:
+            return self._cache[name]
+        text = name.sql()
+        try:
+            t = self.spark.catalog.getTable(text)
+            fields = self.spark.table(text).schema.fields
+        except Exception:  # noqa: BLE001 - Spark says "not found" in several ways
+            self._cache[name] = None
+            return None
+        volatile = ""
+        if t.isTemporary or str(t.tableType or "").upper() == "VIEW":
+            volatile = _view_volatility(self.spark.table(text))
+        namespace = tuple(t.namespace or ())
+        if t.isTemporary:
+            identity = ("",) + namespace + (t.name,)        # "" = the session's temp views
+        else:
+            identity = (t.catalog or "",) + namespace + (t.name,)
+        info = TableInfo(name, tuple(self.norm(p) for p in identity),
+                         tuple((self.norm(f.name), f.dataType.simpleString()) for f in fields),
+                         temporary=bool(t.isTemporary), volatile=volatile)
+        self._cache[name] = info
+        if self.on_table is not None:
+            self.on_table(info)
+        return info
+
+
+_VOLATILE_NODES = {"GlobalLimit": "a LIMIT", "LocalLimit": "a LIMIT", "Tail": "a LIMIT",
+                   "Offset": "an OFFSET", "Sample": "a TABLESAMPLE"}
+
+
+def _view_volatility(df: Any) -> str:
+    """Why two reads of a view may differ, from Spark's analyzed plan of its definition:
+    a nondeterministic expression, a LIMIT or a TABLESAMPLE. "" when none is found (or
+    the plan is not reachable, e.g. over Spark Connect)."""
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+        if not plan.deterministic():
+            return "its definition is nondeterministic"
+        stack = [plan]
+        while stack:
+            n = stack.pop()
+            what = _VOLATILE_NODES.get(n.getClass().getSimpleName())
+            if what is not None:
+                return f"its definition has {what}"
+            kids = n.children()
+            stack.extend(kids.apply(i) for i in range(kids.size()))
+    except Exception:  # noqa: BLE001 - no JVM access: nothing known
+        return ""
+    return ""
+
+
+def schema_source(schema: object) -> SchemaSource:
+    """A schema source for ``schema``: a source, a SparkSession or the mapping form."""
+    if isinstance(schema, SchemaSource):
+        return schema
+    if hasattr(schema, "catalog") and hasattr(schema, "table"):      # a SparkSession
+        return SparkCatalogSchema(schema)
+    if isinstance(schema, Mapping):
+        return DictSchema(normalize_schema(schema, keep_case=True))
+    raise SchemaError(f"not a schema: {type(schema).__name__}")
 
 
 def load_schema(path: str | Path) -> dict[str, dict[str, str]]:
@@ -18,16 +179,19 @@ def load_schema(path: str | Path) -> dict[str, dict[str, str]]:
     return normalize_schema(data, str(p))
 
 
-def normalize_schema(data, where: str = "schema") -> dict[str, dict[str, str]]:
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+def normalize_schema(data: object, where: str = "schema",
+                     keep_case: bool = False) -> dict[str, dict[str, str]]:
+    """Validate the mapping form; names lowercased unless ``keep_case``."""
+    if not isinstance(data, Mapping) or not all(isinstance(v, Mapping) for v in data.values()):
         raise SchemaError(f"{where}: expected {{\"table\": {{\"column\": \"type\"}}}}")
     out: dict[str, dict[str, str]] = {}
     for table, cols in data.items():
-        out[str(table).lower()] = {str(c).lower(): str(t).lower() for c, t in cols.items()}
+        k = str(table) if keep_case else str(table).lower()
+        out[k] = {(str(c) if keep_case else str(c).lower()): str(t).lower() for c, t in cols.items()}
     return out
 
 
-def schema_from_spark(spark, tables: list[str] | None = None) -> dict[str, dict[str, str]]:
+def schema_from_spark(spark: Any, tables: list[str] | None = None) -> dict[str, dict[str, str]]:
     """Schema of the tables/views visible in a SparkSession's current catalog."""
     names = tables if tables is not None else [t.name for t in spark.catalog.listTables()]
     out: dict[str, dict[str, str]] = {}

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..families import REGISTRY, Match, NearMiss, get, scan
+from ..families import Match, NearMiss, get, reason_codes, scan
 from ..ir import Node, Scan, shape, walk
 
 
@@ -24,8 +24,8 @@ class Status(str, Enum):
         return str(self.value)
 
 
-# every near-miss reason of every registered family: code -> one-line description
-REASONS: dict[str, str] = {r.value: r.text for fam in REGISTRY for enum in fam.reasons for r in enum}
+# every near-miss reason (the matching path's, superop.ir.safety's, each family's): code -> one line
+REASONS: dict[str, str] = {code: r.text for code, r in reason_codes().items()}
 
 
 @dataclass
@@ -50,14 +50,14 @@ class Finding:
 
 
 def _tables(n: Node | None) -> list[str]:
-    return [] if n is None else sorted({m.table for m in walk(n) if isinstance(m, Scan)})
+    return [] if n is None else sorted({m.identity_sql for m in walk(n) if isinstance(m, Scan)})
 
 
 def finding(f: Match | NearMiss) -> Finding:
     if isinstance(f, Match):
         return Finding(Status.CANDIDATE, f.family, f.join_kind or "", f.root, len(f.branches),
                        agg=get(f.family).summary_agg(f), inputs=_tables(f.source))
-    return Finding(Status.NEAR_MISS, f.family, f.join_kind, f.root, f.n_inputs, reason=f.reason.value,
+    return Finding(Status.NEAR_MISS, f.family, f.join_kind, f.root, f.n_inputs, reason=f.code,
                    inputs=_tables(f.source))
 
 

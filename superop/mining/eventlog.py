@@ -13,8 +13,9 @@ time, bytes read and shuffle bytes written. Executions without SQL text (DataFra
 carry their formatted physical plan instead (``physicalPlanDescription``, prefixed with
 :data:`superop.mining.physical.PLAN_MARKER`), which the analysis lowers to the IR with
 :mod:`superop.mining.physical`; DataFrame commands (saveAsTable, writes) are counted under
-``non_query:dataframe_command``, executions with neither text nor plan under ``no_sql_text``. Files of one application are parsed together in one task
-(``applyInPandas`` grouped by application), since rolled files split an execution's events.
+``non_query:dataframe_command``, executions with neither text nor plan under ``no_sql_text``.
+Files of one application are parsed together in one task (``applyInPandas`` grouped by
+application), since rolled files split an execution's events.
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from ..ir import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                   UnionAll, Window, walk)
+from ..ir.dialect import DIALECT
 from ..ir.nodes import Field
 
 
@@ -50,9 +51,9 @@ def canon_expr(e: exp.Expression, ref: Callable[[exp.Column], str]) -> str:
             return exp.var("?")
         return n
     try:
-        return e.copy().transform(fix).sql(dialect="spark")
+        return e.copy().transform(fix).sql(dialect=DIALECT)
     except Exception:  # pragma: no cover - defensive: never fail a template on rendering
-        return e.sql(dialect="spark")
+        return e.sql(dialect=DIALECT)
 
 
 def _pos_ref(fields):
@@ -106,7 +107,9 @@ class Fingerprinter:
     def _fp(self, n: Node) -> str:
         kid = [self.memo[id(c)] for c in n.children]
         if isinstance(n, Scan):
-            return _h(f"scan|{n.table}")
+            # the resolved identity, not the name as written: SALES.OPS and sales.ops are one
+            # table in a case-insensitive session, sales.ops and default.ops never are
+            return _h("scan|" + "\x1f".join(n.identity))
         if isinstance(n, Opaque):
             return _h(f"opaque|{n.sql}")
         if isinstance(n, Rename) and n.is_identity():

@@ -48,10 +48,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-import sqlglot
 from sqlglot import exp
 
 from ..ir import Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, UnionAll
+from ..ir.dialect import parse_one
 from ..ir.lower import Lowered
 from ..ir.nodes import Field, intern
 
@@ -253,7 +253,7 @@ class _Lowerer:
             pos = m.end()
         src = "".join(out) + text[pos:]
         try:
-            e = sqlglot.parse_one(src, dialect="spark")
+            e = parse_one(src)
         except Exception:
             raise _Unsure("unparsable expression") from None
         for node in e.walk():
@@ -286,7 +286,7 @@ class _Lowerer:
         names: list[str] = []
         if out:
             try:
-                for i, item in enumerate(_split_list(out)):
+                for item in _split_list(out):
                     name, eid = _attr(item.split(" AS ")[-1])
                     env[eid] = Field(None, name)
                     names.append(name)

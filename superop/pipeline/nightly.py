@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import families
-from ..families import Side, first_match
+from ..families import Covers, Side, first_match
+from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class NightlyResult:
     catalog_path: Optional[Path]
     report_path: Optional[Path]
     catalog: Optional[dict]
-    outcomes: list[dict] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
     mlflow_run_id: Optional[str] = None
     tracking_uri: Optional[str] = None
@@ -93,70 +94,75 @@ def _progress(enabled: bool, msg: str) -> None:
         print(f"[nightly] {msg}", file=sys.stderr, flush=True)
 
 
-def synthesize_candidate(row: dict, schema: dict, K: int, synth_timeout_s: float,
-                         verify_timeout_s: float, synth_fn: Optional[Callable] = None) -> dict:
+def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synth_timeout_s: float,
+                         verify_timeout_s: float, synth_fn: Optional[Callable] = None) -> Outcome:
     """Synthesize + verify one mined candidate. Never raises: a crash is an outcome."""
-    from ..ir import lower
-    out = {"candidate": row["candidate_id"], "family": row["family"], "shape": row["shape"],
-           "join_kind": row.get("join_kind") or None, "sql": row["example_sql"],
-           "status": "crashed", "reason": "", "seconds": 0.0}
+    from ..ir import lower, to_sql
+    c = cand if isinstance(cand, MinedCandidate) else MinedCandidate.from_row(cand)
+    out = Outcome(candidate=c.candidate_id, family=c.family, shape=c.shape, sql=c.example_sql,
+                  join_kind=c.join_kind or None,
+                  support=Support(c.templates, c.executions, c.cost_share, c.join_kind),
+                  template_ids=list(c.template_ids))
     t0 = time.perf_counter()
     try:
-        low = lower(row["example_sql"], schema)
+        low = lower(c.example_sql, schema)
         if not low.fully_lowered:
-            out.update(status="unsupported", reason="; ".join(low.opaque_reasons))
+            out.status, out.reason = OutcomeStatus.UNSUPPORTED, "; ".join(low.opaque_reasons)
             return out
         m = first_match(low.plan, finished=True)
         # Synthesize for the diamond itself (the part a rule replaces), not the whole
         # example query around it; its SQL is what the certificate re-checks.
         target = low.plan
         if m is not None:
-            from ..ir import to_sql
             target = m.root
-            out["sql"] = to_sql(m.root)
+            out.sql = to_sql(m.root)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
         res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
                        verify_timeout_s=verify_timeout_s)
-        out.update(status=res.status, reason=res.reason, streaming=res.streaming,
-                   checked_by=res.checked_by, candidates_tried=res.candidates_tried,
-                   verifier=res.verifier, counterexample=res.counterexample)
+        out.status, out.reason, out.streaming = OutcomeStatus(res.status), res.reason, res.streaming
+        out.checked_by, out.candidates_tried = res.checked_by, res.candidates_tried
+        out.verifier, out.counterexample = res.verifier, res.counterexample
         if res.program is not None:
-            out["program"] = res.program.to_json()
-            out["pseudo_code"] = res.program.pretty()
-            out["memory"] = res.program.memory
+            out.program, out.pseudo_code, out.memory = res.program.to_json(), res.program.pretty(), res.program.memory
         if m is not None:
             from ..rules_out.generalize import edges_from_shape, merge_edges
-            point = families.get(m.family).point(m)
-            # what the certificate covers is read off the certified SQL (superop verify
-            # re-derives it); the σ/π/ρ as written in the log are kept for the report
-            out["edges"] = [list(e) for e in point.edges]
-            out["edges_written"] = merge_edges(out["edges"], edges_from_shape(row["shape"], m.family))
-            out["aggregates"] = list(point.aggregates)
-            out["branches"] = point.branches
-            out["agg_side"] = point.agg_side
-            out["join_kind"] = m.join_kind
+            # what the certificate covers is read off the certified SQL, exactly as
+            # `superop verify` re-derives it; the σ/π/ρ as written in the log are kept
+            # for the report
+            again = first_match(lower(out.sql, schema).plan)
+            if again is not None:
+                point = families.get(again.family).point(again)
+                out.edges = [list(e) for e in point.edges]
+                out.edges_written = merge_edges(out.edges, edges_from_shape(c.shape, again.family))
+                out.aggregates, out.branches = list(point.aggregates), point.branches
+                out.agg_side, out.join_kind = point.agg_side, again.join_kind
     except Exception as e:  # one candidate never kills the run
-        out.update(status="crashed", reason=f"{type(e).__name__}: {e}",
-                   traceback=traceback.format_exc(limit=5))
-    out["seconds"] = round(time.perf_counter() - t0, 3)
+        out.status, out.reason = OutcomeStatus.CRASHED, f"{type(e).__name__}: {e}"
+        out.traceback = traceback.format_exc(limit=5)
+    out.seconds = round(time.perf_counter() - t0, 3)
     return out
 
 
-def _certificate(o: dict, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
+def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
     """The bounded certificate of one verified pattern, in superop.verify's self-contained
     form (it carries the sub-query SQL, schema and program, so `superop verify` re-checks
     it with nothing else)."""
     from ..synth.dsl import Program
     from ..verify.certificate import bounded_certificate
     from ..verify.result import Result
-    v = o.get("verifier") or {}
-    if o.get("status") != "verified" or v.get("status") != "verified" or not o.get("program"):
+    v = o.verifier or {}
+    if not o.verified or v.get("status") != "verified" or not o.program:
         return None
     r = Result(v["status"], method=v.get("method", "bounded"), K=v.get("K", K),
                seconds=float(v.get("seconds") or 0.0), reason=v.get("reason", ""))
-    return bounded_certificate(o["sql"], schema, Program.from_json(o["program"]), r,
+    cert = bounded_certificate(o.sql, schema, Program.from_json(o.program), r,
                                timeout_ms=int(verify_timeout_s * 1000))
+    if o.edges is not None:
+        cert["covers"] = Covers.make(o.family, join_kinds=[o.join_kind] if o.join_kind else [],
+                                     branches=o.branches, agg_side=o.agg_side, aggregates=o.aggregates,
+                                     edges=o.edges).to_json()
+    return cert
 
 
 def _template_proofs(timeout_ms: int = 20000):
@@ -230,7 +236,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         metrics.update({a: b for a, b in m.items() if a != "seconds"})
 
         # -- synthesize + verify ------------------------------------------------------------
-        rows = mres.candidates.to_dict("records")
+        rows = [MinedCandidate.from_row(r) for r in mres.candidates.to_dict("records")]
         if max_candidates is not None:
             rows = rows[:max_candidates]
         t = time.perf_counter()
@@ -238,29 +244,24 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         tr.params(child, {"K": K, "synth_timeout_s": synth_timeout_s, "candidates": len(rows)})
         outcomes = []
         for i, row in enumerate(rows, 1):
-            _progress(show, f"synthesize {i}/{len(rows)} {row['candidate_id']} {row['shape']}")
-            o = synthesize_candidate(row, schema, K, synth_timeout_s, verify_timeout_s, synth_fn)
-            o["support"] = {"templates": int(row["templates"]), "executions": int(row["executions"]),
-                            "cost_share": float(row["cost_share"]),
-                            "join_kind_mined": row.get("join_kind") or ""}
-            o["template_ids"] = list(row.get("template_ids") if row.get("template_ids") is not None else [])
-            outcomes.append(o)
-        by = {}
+            _progress(show, f"synthesize {i}/{len(rows)} {row.candidate_id} {row.shape}")
+            outcomes.append(synthesize_candidate(row, schema, K, synth_timeout_s, verify_timeout_s, synth_fn))
+        by: dict[str, int] = {}
         for o in outcomes:
-            by[o["status"]] = by.get(o["status"], 0) + 1
+            by[o.status.value] = by.get(o.status.value, 0) + 1
         synth_m = {"candidates": len(rows),
-                   "synthesized": sum(1 for o in outcomes if o.get("program")),
+                   "synthesized": sum(1 for o in outcomes if o.program),
                    "no_program": by.get("no_program", 0), "crashed": by.get("crashed", 0),
                    "unsupported": by.get("unsupported", 0),
                    "seconds": round(time.perf_counter() - t, 3)}
         tr.metrics(child, synth_m)
-        atomic_write_json(out / "synthesis.json", outcomes)
+        atomic_write_json(out / "synthesis.json", [o.to_json() for o in outcomes])
         tr.artifact(child, out / "synthesis.json")
         tr.end(child)
         child = tr.start("verify", parent)
         ver_m = {"verified": by.get("verified", 0), "refuted": by.get("refuted", 0),
                  "unknown": by.get("unknown", 0),
-                 "seconds": round(sum((o.get("verifier") or {}).get("seconds") or 0 for o in outcomes), 3)}
+                 "seconds": round(sum((o.verifier or {}).get("seconds") or 0 for o in outcomes), 3)}
         tr.params(child, {"K": K, "verify_timeout_s": verify_timeout_s})
         tr.metrics(child, ver_m)
         tr.end(child)
@@ -274,19 +275,16 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         child = tr.start("generalize", parent)
         patterns = []
         for o in outcomes:
-            if o["status"] != "verified" or "edges" not in o:
+            if not o.verified or o.edges is None or o.support is None:
                 continue
             patterns.append(Pattern(
-                candidate_id=o["candidate"], family=o["family"], shape=o["shape"], sql=o["sql"],
-                edges=o["edges"], edges_written=o.get("edges_written"), join_kind=o.get("join_kind"),
-                branches=o.get("branches", 2),
-                agg_side=Side(o["agg_side"]) if o.get("agg_side") else None,
-                aggregates=o.get("aggregates", []),
-                memory=o.get("memory", "streaming"), program=o.get("program"),
-                pseudo_code=o.get("pseudo_code", ""),
-                certificate=_certificate(o, schema, K, verify_timeout_s),
-                distinct_queries=o["support"]["templates"], executions=o["support"]["executions"],
-                cost_share=o["support"]["cost_share"], template_ids=o["template_ids"]))
+                candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
+                edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
+                branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
+                aggregates=o.aggregates, memory=o.memory or "streaming", program=o.program,
+                pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s),
+                distinct_queries=o.support.templates, executions=o.support.executions,
+                cost_share=o.support.cost_share, template_ids=o.template_ids))
         rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
         gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
                  "seconds": round(time.perf_counter() - t, 3)}
@@ -304,9 +302,9 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
             "templates": s.get("templates"), "candidates": s.get("candidates"),
             "verified": ver_m["verified"], "refuted": ver_m["refuted"], "unknown": ver_m["unknown"],
             "no_program": synth_m["no_program"], "crashed": synth_m["crashed"], "rules": len(rules)}
-        not_admitted = [{"candidate": o["candidate"], "shape": o["shape"],
-                         "reason": f"{o['status']}: {o.get('reason', '')}"[:300]}
-                        for o in outcomes if o["status"] != "verified"]
+        not_admitted = [{"candidate": o.candidate, "shape": o.shape,
+                         "reason": f"{o.status.value}: {o.reason}"[:300]}
+                        for o in outcomes if not o.verified]
         not_admitted += [{"candidate": r.pattern.candidate_id, "shape": r.pattern.shape, "reason": r.reason}
                          for r in rejected]
         staged = out / ".catalog.staged.json"

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 from .. import families
 from ..families import Side
+from .catalog import admitted
 
 
 def draw_tree(rule: dict) -> str:
@@ -68,7 +69,8 @@ def to_markdown(catalog: dict, after: Optional[Callable[[str], str]] = None) -> 
                 f"- support: {s.get('patterns')} patterns, {s.get('distinct_queries')} distinct queries, "
                 f"{s.get('executions')} executions, cost share {s.get('cost_share', 0):.4f}",
                 f"- seen: {r.get('first_seen')} … {r.get('last_seen')}",
-                f"- certificates: {_cert_summary(r)}", ""]
+                f"- certificates: {_cert_summary(r)}"]
+        out += [f"- admits: {c.describe()}" for c in admitted(r)] + [""]
         ex = (r["template"].get("parameters") or {}).get("examples") or []
         if ex:
             e = ex[0]

@@ -16,6 +16,14 @@
   same inline/filter, partition emits once per partition via ``row_number() = 1``. Every
   window shares one PARTITION BY, so Spark plans one exchange.
 
+Partial expressions (ANSI errors). The DSL evaluates an emit's outputs only where its guard
+holds (see ``superop.synth.dsl``); Spark builds every field of a struct and may evaluate a
+projection before a filter. So every cell that can fail (anything but a bare column or
+literal: division, arithmetic, casts) is written ``CASE WHEN guard THEN cell END``, and a
+single emit is a ``WHERE`` only when no conjunct of its guard that can fail reads the
+partition keys alone (Spark pushes such a conjunct below the aggregate / window, onto
+every source row); otherwise it takes the generator form too.
+
 Guards are two-valued at emission (``coalesce(g, false)``): a NULL guard never emits, as in
 the DSL. NULL outputs take the output column's type (``CAST(NULL AS t)``) when types are
 known, else the type of the same column in another emit (``if(false, expr, NULL)``), so
@@ -28,12 +36,14 @@ the original query's column types exactly.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import sqlglot
 from sqlglot import exp
 
-from ..ir.generate import ident
+from ..ir.dialect import DIALECT
+from ..ir.names import TableName, ident
 from ..synth.dsl import STREAMING, Program
 
 P = "__so_"          # prefix of every internal name (cannot clash with the source's columns)
@@ -44,11 +54,11 @@ class NoNativeForm(Exception):
 
 
 def _q(name: str) -> str:
-    return ident(name).sql(dialect="spark")
+    return ident(name).sql(dialect=DIALECT)
 
 
 def _s(e: exp.Expression) -> str:
-    return e.sql(dialect="spark")
+    return e.sql(dialect=DIALECT)
 
 
 def _subst(e: Optional[exp.Expression], mapping) -> Optional[exp.Expression]:
@@ -120,8 +130,33 @@ def _row_ref(ns: str, name: str) -> exp.Expression:
     return _col(name)
 
 
-def _emit_outputs(program: Program, emits, out_types: Sequence[Optional[str]], mapping) -> list[list[str]]:
-    """SQL text per emit per output column, NULLs typed."""
+@dataclass
+class _Cell:
+    """One output value of one emit: its SQL, and whether evaluating it can fail (ANSI
+    errors: division by zero, overflow, casts) — such a cell is evaluated only under
+    its emit's guard."""
+    sql: str
+    partial: bool = True
+
+
+def _is_total(x: exp.Expression) -> bool:
+    """Evaluating ``x`` cannot raise: a column or a literal."""
+    while isinstance(x, exp.Paren):
+        x = x.this
+    return isinstance(x, (exp.Column, exp.Literal, exp.Null, exp.Boolean))
+
+
+def _typed_null(t: str) -> _Cell:
+    return _Cell(f"CAST(NULL AS {t})", partial=False)
+
+
+def _donor_null(donor: Optional[exp.Expression]) -> _Cell:
+    # if(false, e, NULL) has e's type and never evaluates e
+    return _Cell("NULL" if donor is None else f"if(false, {_s(donor)}, NULL)", partial=False)
+
+
+def _emit_outputs(program: Program, emits, out_types: Sequence[Optional[str]], mapping) -> list[list[_Cell]]:
+    """The cells of every emit, NULLs typed, values cast to ``out_types``."""
     rows = [[_subst(o, mapping) for o in em.outputs] for em in emits]
     out = []
     for r in rows:
@@ -130,54 +165,110 @@ def _emit_outputs(program: Program, emits, out_types: Sequence[Optional[str]], m
             t = out_types[j]
             if isinstance(x, exp.Null):
                 if t:
-                    cells.append(f"CAST(NULL AS {t})")
+                    cells.append(_typed_null(t))
                 else:
-                    donor = next((rr[j] for rr in rows if not isinstance(rr[j], exp.Null)), None)
-                    cells.append("NULL" if donor is None else f"if(false, {_s(donor)}, NULL)")
+                    cells.append(_donor_null(next((rr[j] for rr in rows if not isinstance(rr[j], exp.Null)), None)))
             else:
-                cells.append(f"CAST({_s(x)} AS {t})" if t else _s(x))
+                # a cast to the original's own output type can still fail (narrowing):
+                # the cell is partial unless it is a bare column/literal and uncast
+                cells.append(_Cell(f"CAST({_s(x)} AS {t})" if t else _s(x), partial=bool(t) or not _is_total(x)))
         out.append(cells)
     return out
+
+
+@dataclass
+class _Alt:
+    """One emit at SQL level: its two-valued guard, its cells, and whether the guard may
+    not be used as a WHERE (see :func:`_pushable_partial`)."""
+    guard: str
+    cells: list[_Cell]
+    no_where: bool = False
+
+    def value(self, j: int) -> str:
+        """Cell ``j``, evaluated only when the guard holds (a partial cell outside its
+        guard could raise an error the original query never raises)."""
+        c = self.cells[j]
+        if not c.partial or self.guard == "TRUE":
+            return c.sql
+        return f"CASE WHEN {self.guard} THEN {c.sql} END"
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Coalesce) and len(e.expressions) == 1 and isinstance(e.expressions[0], exp.Boolean) \
+            and not e.expressions[0].this:
+        return _conjuncts(e.this)        # coalesce(p, false) is p in a filter
+    return [e]
+
+
+def _pushable_partial(guard: Optional[exp.Expression], keys: Sequence[str]) -> bool:
+    """Would ``WHERE guard`` let Spark evaluate a partial conjunct on rows the guard's
+    other conjuncts exclude? Spark pushes a filter conjunct that reads only grouping /
+    partitioning keys below the aggregate / window — onto every source row — and may
+    reorder conjuncts. ``key IS [NOT] NULL`` cannot fail; any other key-only conjunct may."""
+    if guard is None:
+        return False
+    ks = set(keys)
+    for c in _conjuncts(guard):
+        cols = list(c.find_all(exp.Column))
+        if not cols or not all(x.table in ("key", "row") and x.name in ks for x in cols):
+            continue
+        inner = c.this if isinstance(c, exp.Not) else c
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null) \
+                and isinstance(inner.this, exp.Column):
+            continue
+        return True
+    return False
 
 
 def _key_passthrough(program: Program) -> dict[int, str]:
     """Output positions that carry the same partition key in every emit: they are passed
     through the generator as the input column (not a struct field), so Spark keeps the
     hash partitioning on the key and a parent grouped/joined on it needs no new exchange."""
-    out = {}
-    keys = {k.lower(): k for k in program.keys}
+    out: dict[int, str] = {}
+    # names are compared exactly: the IR is normalized already, and with
+    # spark.sql.caseSensitive=true `K` and `k` are two columns
+    keys = set(program.keys)
     emits = list(program.partition_emits) + list(program.row_emits)
     for j in range(len(program.output)):
-        names = set()
+        names: set[Optional[str]] = set()
         for em in emits:
             x = em.outputs[j]
-            ok = isinstance(x, exp.Column) and x.table in ("key", "row") and x.name.lower() in keys
+            ok = isinstance(x, exp.Column) and x.table in ("key", "row") and x.name in keys
             if ok and x.table == "row" and em in program.partition_emits:
                 ok = False
-            names.add(x.name.lower() if ok else None)
+            names.add(x.name if ok else None)
         if len(names) == 1 and None not in names:
-            out[j] = keys[names.pop()]
+            (name,) = names
+            if name is not None:
+                out[j] = name
     return out
 
 
-def _emission(program: Program, guarded: list[tuple[str, list[str]]], inner_sql: str,
+def _emission(program: Program, guarded: list[_Alt], inner_sql: str,
               out_types: Sequence[Optional[str]]) -> str:
-    """0..n output rows per input row of ``inner_sql`` from (guard, cells) alternatives."""
+    """0..n output rows per input row of ``inner_sql`` from the emit alternatives. Every
+    partial cell sits under its guard (``CASE WHEN guard THEN cell END``): a struct
+    builds all its fields, and Spark may evaluate a projection before a filter."""
     names = list(program.output)
     outs = [f"{P}o{j}" for j in range(len(names))]
-    if len(guarded) == 1:
-        g, cells = guarded[0]
-        sel = ", ".join(f"{c} AS {_q(n)}" for c, n in zip(cells, names))
-        where = "" if g == "TRUE" else f" WHERE {g}"
+    if len(guarded) == 1 and not guarded[0].no_where:
+        alt = guarded[0]
+        # a projection over a filter sees only the rows that pass it: no CASE needed
+        sel = ", ".join(f"{c.sql} AS {_q(n)}" for c, n in zip(alt.cells, names))
+        where = "" if alt.guard == "TRUE" else f" WHERE {alt.guard}"
         return f"SELECT {sel} FROM ({inner_sql}) AS {P}in{where}"
     passthrough = _key_passthrough(program)
     structs = []
-    for g, cells in guarded:
-        fields = [f"{g} AS {P}g"] + [f"{c} AS {o}" for j, (c, o) in enumerate(zip(cells, outs))
-                                     if j not in passthrough]
+    for alt in guarded:
+        fields = [f"{alt.guard} AS {P}g"] + [f"{alt.value(j)} AS {o}" for j, o in enumerate(outs)
+                                             if j not in passthrough]
         structs.append(f"struct({', '.join(fields)})")
     gen = f"inline(filter(array({', '.join(structs)}), {P}x -> {P}x.{P}g))"
-    keep = sorted(set(passthrough.values()), key=str.lower)
+    keep = sorted(set(passthrough.values()))
     sel = []
     for j, (o, n) in enumerate(zip(outs, names)):
         if j in passthrough:
@@ -206,10 +297,10 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
     columns are the program's ``row.*`` names). ``output_types`` (Spark SQL type strings,
     one per output column) override ``program.output_types``. Raises NoNativeForm."""
     src = source.strip()
-    if any(ch.isspace() for ch in src) or "(" in src:
+    try:   # a (possibly qualified, quoted) table name
+        src_item = f"{TableName.parse(src).sql()} AS {P}src"
+    except ValueError:
         src_item = f"({src}) AS {P}src"
-    else:  # a (possibly qualified) table name
-        src_item = ".".join(_q(part) for part in src.split(".")) + f" AS {P}src"
     types = list(output_types or program.output_types or [None] * len(program.output))
     if len(types) != len(program.output):
         raise ValueError("output_types must give one type per output column")
@@ -237,7 +328,8 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
 
         part_map = nm.partition_ref
         cells = _emit_outputs(program, program.partition_emits, types, part_map)
-        guarded = [(_guard(em.guard, part_map), c) for em, c in zip(program.partition_emits, cells)]
+        guarded = [_Alt(_guard(em.guard, part_map), c, _pushable_partial(em.guard, program.keys))
+                   for em, c in zip(program.partition_emits, cells)]
         return _emission(program, guarded, inner, types)
 
     # --- window form: per-row state over one PARTITION BY ---
@@ -291,15 +383,16 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
 
     part_map = nm.partition_ref
 
-    guarded = []
+    guarded: list[_Alt] = []
     cells_r = _emit_outputs(program, program.row_emits, types, row_map)
     for em, c in zip(program.row_emits, cells_r):
-        guarded.append((_guard(em.guard, row_map), c))
+        guarded.append(_Alt(_guard(em.guard, row_map), c, _pushable_partial(em.guard, program.keys)))
     if program.partition_emits:
         cells_p = _emit_outputs(program, program.partition_emits, types, part_map)
         for em, c in zip(program.partition_emits, cells_p):
             g = _guard(em.guard, part_map)
-            guarded.append((f"({P}rn = 1)" if g == "TRUE" else f"({P}rn = 1 AND {g})", c))
+            guarded.append(_Alt(f"({P}rn = 1)" if g == "TRUE" else f"({P}rn = 1 AND {g})", c,
+                                _pushable_partial(em.guard, program.keys)))
     # typed NULLs must agree across row and partition emits: recompute donors jointly
     if not any(types):
         allp = list(program.row_emits) + list(program.partition_emits)
@@ -310,13 +403,13 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
                 if isinstance(x, exp.Null):
                     donor = next((rr[j] for rr in rows if not isinstance(rr[j], exp.Null)), None)
                     if donor is not None:
-                        guarded[i][1][j] = f"if(false, {_s(donor)}, NULL)"
+                        guarded[i].cells[j] = _donor_null(donor)
     return _emission(program, guarded, inner, types)
 
 
 def check_roundtrip(sql: str) -> str:
     """The compiled SQL must survive sqlglot (the IR generator re-parses Opaque SQL)."""
-    return sqlglot.parse_one(sql, dialect="spark").sql(dialect="spark")
+    return sqlglot.parse_one(sql, dialect=DIALECT).sql(dialect=DIALECT)
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from sqlglot import exp
 from .. import families
 from ..families import Covers, NearMiss
 from ..ir import nodes as N
+from ..ir.dialect import DIALECT
 from ..ir.generate import to_sql
 from ..ir.lower import lower
 from ..rules_out.catalog import admitted
@@ -141,7 +142,8 @@ class Rewriter:
                 continue
             if isinstance(f, NearMiss):
                 if trace is not None:
-                    trace.append(f"{f.family} at {f.root.op}({f.join_kind or f.n_inputs}): not an instance — {f.why}")
+                    trace.append(f"{f.family} at {f.root.op}({f.join_kind or f.n_inputs}): "
+                                 f"not an instance — {f.reason.value}: {f.why}")
                 continue
             m = self._admit(f, trace)
             if m is not None:
@@ -174,7 +176,7 @@ class Rewriter:
             src_names = list(m.source.names)
             src_sql = to_sql(src, names=src_names)
             if m.prefilter is not None:
-                src_sql = f"SELECT * FROM ({src_sql}) AS __so_pf WHERE {m.prefilter.sql(dialect='spark')}"
+                src_sql = f"SELECT * FROM ({src_sql}) AS __so_pf WHERE {m.prefilter.sql(dialect=DIALECT)}"
             types = types_of(m.root) if types_of is not None else None
             try:
                 sql = compile_program(m.program, src_sql, output_types=types)

@@ -22,10 +22,10 @@ import threading
 import time
 from typing import Optional, Union
 
-from sqlglot import exp
 
 from ..ir.generate import to_sql
-from ..ir.lower import lower, parse
+from ..ir.lower import lower
+from ..ir.schema import SparkCatalogSchema
 from ..rules_out.catalog import load_catalog, validate
 from .plan import PlanInfo, analyze_plan
 from .rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
@@ -57,23 +57,18 @@ class SuperOpSession:
         self.max_alternatives = max_alternatives
 
     # -- helpers ------------------------------------------------------------
-    def _schema_for(self, sql: str) -> dict:
-        """Column types of the tables the query reads, from the Spark catalog."""
+    def _schema_for(self, sql: str):
+        """Where lowering resolves the query's tables: the session's catalog, as Spark
+        resolves names (temp views first, current catalog/database, case sensitivity
+        from the conf). With ``analyze_tables``, each catalog table once."""
         if self.schema is not None:
             return self.schema
-        tree = parse(sql)
-        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        out: dict[str, dict[str, str]] = {}
-        for t in tree.find_all(exp.Table):
-            name = t.name.lower()
-            if not name or name in ctes or name in out:
-                continue
-            full = ".".join(p for p in (t.db, name) if p)
-            if self.analyze_tables:
-                self._analyze(full)
-            st = self.spark.table(full).schema
-            out[name] = {f.name.lower(): f.dataType.simpleString() for f in st.fields}
-        return out
+        hook = None
+        if self.analyze_tables:
+            def hook(t):
+                if not t.temporary:
+                    self._analyze(t.name.sql())
+        return SparkCatalogSchema(self.spark, on_table=hook)
 
     def _analyze(self, table: str) -> None:
         with self._lock:

@@ -45,6 +45,23 @@ is therefore a semantic question that the verifier decides (e.g. a running min o
 partition sorted on that column equals the final min; a running min under a guard does not
 — the paper's Fig. 13).
 
+Errors (ANSI mode: division by zero, overflow, invalid casts). An expression is
+evaluated only where the program says so, and an error aborts the whole run:
+
+* an accumulator's ``arg`` only on rows where its ``guard`` is TRUE (a flag's and an
+  accumulator's guard on every row of the partition);
+* an emit's ``outputs`` only when its ``guard`` is TRUE (a partition emit once per
+  partition, a row emit once per row);
+* a guard is evaluated left to right: in ``a AND b``, ``b`` only where ``a`` is not
+  FALSE (``COALESCE(x, FALSE)`` evaluates ``x``).
+
+The families' templates (``superop.families``, built with ``superop.families.kit.program``)
+put the conditions under which the original query evaluates an expression first (the
+path's emptiness flag, then its upper filter), so a program evaluates a partial
+expression only where the original does; the native compiler (``superop.runtime.compile``)
+keeps that order in Spark (outputs as ``CASE WHEN guard THEN output END``). The verifier
+is to model errors as outcomes with these rules (issue 11 item 5, the proofs engineer).
+
 This module is pure data + printing; it imports neither Spark nor Z3.
 """
 from __future__ import annotations
@@ -55,14 +72,16 @@ from typing import Optional
 import sqlglot
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
+
 AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct")
 NAMESPACES = ("row", "key", "acc", "flag", "nb")
 STREAMING, BUFFERING = "streaming", "buffering"
 
 
-def e(sql: str) -> exp.Expression:
+def e(sql: str) -> exp.Expr:
     """Parse a DSL expression written in Spark SQL, e.g. ``e("row.s < 100")``."""
-    return sqlglot.parse_one(sql, dialect="spark")
+    return sqlglot.parse_one(sql, dialect=DIALECT)
 
 
 def ref(ns: str, name: str) -> exp.Column:
@@ -70,16 +89,43 @@ def ref(ns: str, name: str) -> exp.Column:
     return exp.column(name, ns)
 
 
-def _sql(x: Optional[exp.Expression]) -> str:
-    return "TRUE" if x is None else x.sql(dialect="spark")
+def _sql(x: Optional[exp.Expr]) -> str:
+    return "TRUE" if x is None else x.sql(dialect=DIALECT)
+
+
+class NoAccumulator(ValueError):
+    """An SQL aggregate call the DSL has no accumulator for."""
+
+
+_FOLDS = ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg"))
+
+
+def accumulator_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
+    """An SQL aggregate call as (accumulator function of AGG_FUNCS, its argument); raises
+    :class:`NoAccumulator` when the DSL cannot fold it."""
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if arg is None or isinstance(arg, exp.Star):
+            return "count_star", None
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise NoAccumulator("COUNT(DISTINCT) over several columns")
+            return "count_distinct", arg.expressions[0]
+        return "count", arg
+    for cls, name in _FOLDS:
+        if type(node) is cls:
+            if isinstance(node.this, exp.Distinct):
+                raise NoAccumulator(f"{name.upper()}(DISTINCT)")
+            return name, node.this
+    raise NoAccumulator(f"aggregate {node.sql(dialect=DIALECT)} has no accumulator")
 
 
 @dataclass(frozen=True)
 class Accumulator:
     name: str
     func: str                                  # one of AGG_FUNCS
-    arg: Optional[exp.Expression] = None       # over row.*; None only for count_star
-    guard: Optional[exp.Expression] = None     # over row.*; None = TRUE
+    arg: Optional[exp.Expr] = None       # over row.*; None only for count_star
+    guard: Optional[exp.Expr] = None     # over row.*; None = TRUE
 
     def __post_init__(self):
         if self.func not in AGG_FUNCS:
@@ -98,7 +144,7 @@ class Accumulator:
 @dataclass(frozen=True)
 class Flag:
     name: str
-    guard: Optional[exp.Expression] = None     # over row.*; None = TRUE
+    guard: Optional[exp.Expr] = None     # over row.*; None = TRUE
 
     def pretty(self) -> str:
         return f"{self.name} = exists row: {_sql(self.guard)}"
@@ -135,8 +181,8 @@ class RowNumber:
 
 @dataclass(frozen=True)
 class PartitionEmit:
-    guard: Optional[exp.Expression]            # over key.*, acc.*, flag.*
-    outputs: tuple[exp.Expression, ...]
+    guard: Optional[exp.Expr]            # over key.*, acc.*, flag.*
+    outputs: tuple[exp.Expr, ...]
 
     def pretty(self) -> str:
         return f"if {_sql(self.guard)}: OUT({', '.join(_sql(o) for o in self.outputs)})"
@@ -144,8 +190,8 @@ class PartitionEmit:
 
 @dataclass(frozen=True)
 class RowEmit:
-    guard: Optional[exp.Expression]            # over row.*, key.*, acc.*, flag.*
-    outputs: tuple[exp.Expression, ...]
+    guard: Optional[exp.Expr]            # over row.*, key.*, acc.*, flag.*
+    outputs: tuple[exp.Expr, ...]
 
     def pretty(self) -> str:
         return f"for each row: if {_sql(self.guard)}: OUT({', '.join(_sql(o) for o in self.outputs)})"
@@ -221,7 +267,7 @@ class Program:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        s = lambda x: None if x is None else x.sql(dialect="spark")  # noqa: E731
+        s = lambda x: None if x is None else x.sql(dialect=DIALECT)  # noqa: E731
         out = {
             "keys": list(self.keys), "output": list(self.output),
             "output_types": list(self.output_types), "memory": self.memory,

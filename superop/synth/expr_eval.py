@@ -19,6 +19,8 @@ from typing import Any, Callable, Optional
 
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
+
 Fn = Callable[[Any], Any]
 
 
@@ -293,7 +295,7 @@ def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
         return lambda env: (lambda x, y: None if eq(x, y) is True else x)(a(env), b(env))
     if t in (exp.Cast, exp.TryCast):
         a = c(e.this)
-        to = e.args["to"].sql(dialect="spark")
+        to = e.args["to"].sql(dialect=DIALECT)
         _cast(None, to)
         low = to.lower()
         if not (low in ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte",
@@ -364,7 +366,7 @@ def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
             r = r if v >= 0 else -r
             return int(r) if isinstance(v, int) and n >= 0 else r
         return rnd
-    raise EvalError(f"unsupported expression {e.key}: {e.sql(dialect='spark')}")
+    raise EvalError(f"unsupported expression {e.key}: {e.sql(dialect=DIALECT)}")
 
 
 def truth(v) -> bool:

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from ..ir.nodes import (Aggregate, Join, Node, Project, Rename, Scan, Select, Sort, UnionAll,
                         resolve_field)
 from .expr_eval import EvalError, compile_expr, truth
@@ -51,7 +52,7 @@ def _agg_state(func: exp.AggFunc):
             if isinstance(func.this, exp.Distinct):
                 raise PlanEvalError(f"{name}(DISTINCT ...)")
             return name, func.this
-    raise PlanEvalError(f"aggregate {func.sql(dialect='spark')}")
+    raise PlanEvalError(f"aggregate {func.sql(dialect=DIALECT)}")
 
 
 def aggregate_values(name: str, vals: list):

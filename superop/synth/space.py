@@ -33,10 +33,10 @@ from sqlglot import exp
 from .. import families
 from ..families.kit.diamond import PlanContext
 from ..ir.analysis import Edge, capture_parameters, walk_edge
-from ..ir.generate import substitute_columns
+from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
-from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit,
-                  SortKey, ref)
+from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
+                  SortKey, accumulator_call, ref)
 
 
 class NotSupported(Exception):
@@ -53,7 +53,7 @@ class NotExpressible(Exception):
 # ---------------------------------------------------------------------------
 def tr(e: exp.Expression, fields: Sequence[Field], repl: Sequence[exp.Expression]) -> exp.Expression:
     """Columns of ``e`` (resolved against ``fields``) -> ``repl`` (parenthesized)."""
-    return substitute_columns(e, fields, repl)
+    return translate_columns(e, fields, repl)
 
 
 def unparen(e: exp.Expression) -> exp.Expression:
@@ -96,21 +96,10 @@ def negate(e: Optional[exp.Expression], null_safe: bool) -> exp.Expression:
 
 
 def agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
-    if isinstance(node, exp.Count):
-        a = node.this
-        if a is None or isinstance(a, exp.Star):
-            return "count_star", None
-        if isinstance(a, exp.Distinct):
-            if len(a.expressions) != 1:
-                raise NotSupported("COUNT(DISTINCT) over several columns")
-            return "count_distinct", a.expressions[0]
-        return "count", a
-    for cls, name in ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg")):
-        if type(node) is cls:
-            if isinstance(node.this, exp.Distinct):
-                raise NotSupported(f"{name.upper()}(DISTINCT)")
-            return name, node.this
-    raise NotSupported(f"aggregate {node.sql(dialect='spark')} has no accumulator in the DSL")
+    try:
+        return accumulator_call(node)
+    except NoAccumulator as e:
+        raise NotSupported(f"{e} in the DSL") from None
 
 
 # ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import Any, Optional
 
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from ..ir.nodes import Node, Scan, expressions_of, walk
 from ..sparkutil import bag
 from .dsl import STREAMING, Program
@@ -107,7 +108,7 @@ def _literals(plan: Node) -> dict[str, list]:
             for lit in e.find_all(exp.Literal):
                 if lit.is_string:
                     cast = lit.parent if isinstance(lit.parent, (exp.Cast, exp.TryCast)) else None
-                    to = cast.args["to"].sql(dialect="spark").lower() if cast is not None else ""
+                    to = cast.args["to"].sql(dialect=DIALECT).lower() if cast is not None else ""
                     try:
                         if to == "date":
                             d = _dt.date.fromisoformat(lit.this[:10])
@@ -584,13 +585,13 @@ def output_types(plan: Node) -> tuple[str, ...]:
         from ..ir import to_sql
         from ..ir.lower import qualified
         schema = {n.table: dict(n.columns) for n in walk(plan) if isinstance(n, Scan)}
-        ast = annotate_types(qualified(to_sql(plan), schema), schema=schema, dialect="spark")
+        ast = annotate_types(qualified(to_sql(plan), schema), schema=schema, dialect=DIALECT)
         types = []
         for e in ast.selects:
             t = e.type
             if t is None or t.this == exp.DataType.Type.UNKNOWN:
                 return ()
-            types.append(t.sql(dialect="spark").lower())
+            types.append(t.sql(dialect=DIALECT).lower())
         return tuple(types) if len(types) == len(plan.fields) else ()
     except Exception:  # typing is a convenience for the runtime, never a failure
         return ()

@@ -36,6 +36,7 @@ from typing import Callable, Optional, Sequence
 import z3
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, resolve_field)
 from ..synth.dsl import STREAMING, Program
@@ -311,7 +312,7 @@ def _arith(cls, a: V, b: V) -> V:
 
 
 def _cast(x: V, to: exp.DataType) -> V:
-    t = to.sql(dialect="spark").lower()
+    t = to.sql(dialect=DIALECT).lower()
     k = kind_of_type(t)
     if x.v is None:
         return V(None, TRUE, k)
@@ -441,7 +442,7 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         if isinstance(inner, exp.Literal) and inner.is_string and to.this == exp.DataType.Type.DATE:
             return const(z3.IntVal(_date_days(inner.this)), "date")
         return _cast(ev(inner, ctx), to)
-    raise Unsupported(f"expression {type(e).__name__}: {e.sql(dialect='spark')}")
+    raise Unsupported(f"expression {type(e).__name__}: {e.sql(dialect=DIALECT)}")
 
 
 # ---------------------------------------------------------------------------
@@ -572,12 +573,12 @@ class PlanEncoder:
         for w, _name in n.items:
             w = w.this if isinstance(w, exp.Alias) else w
             if not isinstance(w, exp.Window) or not isinstance(w.this, exp.AggFunc):
-                raise Unsupported(f"window item {w.sql(dialect='spark')}")
+                raise Unsupported(f"window item {w.sql(dialect=DIALECT)}")
             spec = w.args.get("spec")
             order = w.args.get("order")
             if spec is not None and not (order is None and str(spec.args.get("start")).upper() == "UNBOUNDED"
                                          and str(spec.args.get("end")).upper() == "UNBOUNDED"):
-                raise Unsupported(f"window frame {spec.sql(dialect='spark')}")
+                raise Unsupported(f"window frame {spec.sql(dialect=DIALECT)}")
             parts = [[ev(k, c) for k in (w.args.get("partition_by") or [])] for c in ctxs]
             ords = []
             for o in (order.expressions if order is not None else []):
@@ -650,7 +651,7 @@ class PlanEncoder:
             return agg("count", [(m, ev(arg, c)) for m, c in zip(members, ctxs)], self.K)
         name = _AGG_NAMES.get(type(a))
         if name is None:
-            raise Unsupported(f"aggregate {a.sql(dialect='spark')}")
+            raise Unsupported(f"aggregate {a.sql(dialect=DIALECT)}")
         arg = a.this
         if isinstance(arg, exp.Distinct):
             raise Unsupported(f"{name.upper()}(DISTINCT ...)")

@@ -8,10 +8,12 @@ to the original name), so replaying never shadows a view other code registered.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 
 from sqlglot import exp
 
+from ..ir.dialect import DIALECT
 from ..synth.dsl import Program
 from .result import Counterexample
 
@@ -20,17 +22,25 @@ _seq = itertools.count()
 
 def _retarget(sql: str, table: str, view: str) -> str:
     from ..ir.lower import parse
+    from ..ir.names import TableName
+    target = TableName.parse(table).normalized()      # the table as written, maybe qualified
     tree = parse(sql)
     for t in list(tree.find_all(exp.Table)):
-        if t.name.lower() == table.lower() and not t.args.get("db"):
-            alias = t.alias or t.name
+        try:
+            name = TableName.from_table(t)
+        except ValueError:
+            continue
+        if name.normalized() == target:
+            alias = t.alias or name.name
+            for k in ("catalog", "db"):
+                t.set(k, None)
             t.set("this", exp.to_identifier(view))
             t.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-    return tree.sql(dialect="spark")
+    return tree.sql(dialect=DIALECT)
 
 
 def run_sql_on_rows(spark, sql: str, cex: Counterexample) -> list[tuple]:
-    view = f"{cex.table}__cex{next(_seq)}"
+    view = f"{re.sub(r'[^A-Za-z0-9_]', '_', cex.table)}__cex{next(_seq)}"
     df = spark.createDataFrame([tuple(r) for r in cex.rows], cex.ddl())
     df.createOrReplaceTempView(view)
     try:

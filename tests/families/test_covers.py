@@ -49,9 +49,10 @@ def _mj_rule_from_generalize():
                      agg_side=m.agg_side, aggregates=list(point.aggregates),
                      certificate={"status": "verified", "method": "bounded", "produced_by": "test"})
 
-    def proofs(sk, members):
+    def proofs(sk, members):       # only the MIN proof holds (e.g. the MAX proof timed out)
         return [{"status": "verified", "method": "inductive", "produced_by": "test",
-                 "covers": mj.proof_covers(p).to_json()} for p in mj.proof_params(sk, ["min"])]
+                 "covers": mj.proof_covers(p).to_json()} for p in mj.proof_params(sk, ["min"])
+                if p["func"] == "min"]
     (rule,), _ = generalize([member], proofs)
     return rule
 

@@ -3,7 +3,8 @@ match as ONE instance with offsets -1/+1 over the rank's partition; the rewrite 
 under the conditions the pattern refuses (rank with ties, a join on part of P) — shown on
 Spark with the naive LAG form; differential runs through SuperOpSession (NULL partition
 keys, NULL neighbour values, one-row partitions, offsets 2 and 3, left joins, an empty
-view); Spark's physical plan of the rewrite (no join, one window)."""
+parquet input); row_number() views are refused by the match safety check; Spark's physical
+plan of the rewrite (no join, one window)."""
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,8 @@ from ..runtime.runtime_fixtures import SCHEMA
 from .conftest import bounded_rules
 
 RANKED = "WITH v AS (SELECT a, d, SUM(s) AS t, RANK() OVER (PARTITION BY a ORDER BY d) AS rn FROM {t} GROUP BY a, d) "
-NUMBERED = "WITH v AS (SELECT a, b, c, s, ROW_NUMBER() OVER (PARTITION BY a ORDER BY b, c, s) AS rn FROM {t}) "
+NUMBERED = ("WITH v AS (SELECT a, b, MAX(c) AS c, SUM(s) AS s, DENSE_RANK() OVER (PARTITION BY a ORDER BY b DESC) AS rn "
+            "FROM {t} GROUP BY a, b) ")
 NB_QUERIES = [
     RANKED + "SELECT v.a, v.d, v.t, p.t AS pt, n.t AS nt FROM v, v AS p, v AS n WHERE v.a = p.a AND v.a = n.a "
              "AND v.rn = p.rn + 1 AND v.rn = n.rn - 1",
@@ -53,6 +55,17 @@ PART = ("WITH v AS (SELECT a, d, b, COUNT(*) AS n, RANK() OVER (PARTITION BY a, 
 PART_AS_LAG = ("WITH v AS (SELECT a, d, b, COUNT(*) AS n, RANK() OVER (PARTITION BY a, d ORDER BY b) AS rn FROM ops "
                "GROUP BY a, d, b) SELECT a, n, pn FROM (SELECT a, n, LAG(n) OVER (PARTITION BY a, d ORDER BY rn) AS pn, "
                "LAG(1) OVER (PARTITION BY a, d ORDER BY rn) AS here FROM v) AS w WHERE here IS NOT NULL AND a IS NOT NULL")
+
+
+ROW_NUMBER = ("WITH v AS (SELECT a, b, s, ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) AS rn FROM ops) "
+              "SELECT v.a, v.s, p.s AS ps FROM v JOIN v AS p ON v.a = p.a AND v.rn = p.rn + 1")
+
+
+def test_row_number_is_refused_as_order_dependent():
+    """Each use of a row_number() view may number ties differently: the match safety check
+    (superop.ir.safety) refuses it before the family's template is built."""
+    found = families.scan(lower(ROW_NUMBER, SCHEMA).plan)
+    assert [(f.family, str(getattr(f, "reason", ""))) for f in found] == [("NB", "order_dependent")]
 
 
 @pytest.mark.parametrize("sql,as_lag,reason", [(TIES, TIES_AS_LAG, "rank_may_tie"),
@@ -93,3 +106,18 @@ def test_physical_plan_no_join_one_window(spark, nb_session):
     windows = [ln for ln in after.splitlines() if "Window [" in ln and ("lag(" in ln or "lead(" in ln)]
     assert len(windows) == 1, after             # every lag/lead in ONE window operator
     assert after.count("Exchange hashpartitioning") <= before.count("Exchange hashpartitioning") - 2
+
+
+def test_the_bounded_check_refutes_a_program_with_the_wrong_offset():
+    """Z3 over the match's source as a table (RowNumber precondition assumed): the template's
+    program is verified, the same program reading the row AFTER instead of before is not."""
+    from dataclasses import replace
+
+    from superop.verify.check import check_equivalence
+    m = families.first_match(lower(NB_QUERIES[2].format(t="ops"), SCHEMA).plan, finished=True)
+    assert m is not None and m.program is not None
+    sub, _ = families.over_source(m)
+    assert check_equivalence(sub, m.program, K=3, timeout_ms=60000).status == "verified"
+    flipped = replace(m.program, neighbours=tuple(replace(n, offset=-n.offset) for n in m.program.neighbours))
+    r = check_equivalence(sub, flipped, K=3, timeout_ms=60000)
+    assert r.status == "refuted", r.reason

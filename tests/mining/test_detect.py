@@ -111,3 +111,28 @@ def test_plain_joins_and_single_aggregates_are_not_reported():
                 "SELECT a, COUNT(*) FROM ops GROUP BY a",
                 "SELECT a, s, ROW_NUMBER() OVER (PARTITION BY a ORDER BY s) AS w FROM ops"]:
         assert detect(plan(sql)) == []
+
+
+def test_scan_fingerprint_is_the_resolved_identity():
+    """Fingerprints key tables by what the name resolved to, not by its spelling:
+    SALES.OPS and sales.ops are one table in a case-insensitive session, sales.ops and
+    default.ops never are; the input tables mining reports follow the same identity."""
+    from superop.ir.schema import DictSchema
+    cols = {"a": "int", "s": "int"}
+    insensitive = DictSchema({"sales.ops": cols, "default.ops": cols}, current_database="default")
+
+    def fp(sql, schema=insensitive):
+        return Fingerprinter()(lower(sql, schema).plan)
+
+    q = "SELECT a, SUM(s) AS t FROM {} GROUP BY a"
+    assert fp(q.format("SALES.OPS")) == fp(q.format("sales.ops")) == fp(q.format("`Sales`.`Ops`"))
+    assert fp(q.format("sales.ops")) != fp(q.format("default.ops"))
+    assert fp(q.format("ops")) == fp(q.format("default.ops"))            # default is current
+    sensitive = DictSchema({"sales.ops": cols, "SALES.OPS": cols}, case_sensitive=True)
+    assert fp(q.format("sales.ops"), sensitive) != fp(q.format("SALES.OPS"), sensitive)
+
+    du = ("SELECT a, COUNT(*) AS n FROM {t} GROUP BY a "
+          "UNION ALL SELECT a, MAX(s) FROM {t} GROUP BY a")
+    for spelling in ("SALES.OPS", "sales.ops"):
+        [f] = detect(lower(du.format(t=spelling), insensitive).plan)
+        assert str(f.status) == "candidate" and f.inputs == ["sales.ops"]

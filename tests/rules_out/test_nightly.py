@@ -41,15 +41,15 @@ def test_nightly_writes_catalog_report_and_marks_the_crash(nightly):
     res = nightly
     assert res.catalog_path.is_file() and res.report_path.is_file()
     cat = load_catalog(res.catalog_path)           # schema, checksum, all certificates verified
-    statuses = [o["status"] for o in res.outcomes]
+    statuses = [o.status for o in res.outcomes]
     assert len(statuses) == 4 and statuses[1] == "crashed"
-    assert "injected synthesizer crash" in res.outcomes[1]["reason"]
+    assert "injected synthesizer crash" in res.outcomes[1].reason
     # the other candidates were really synthesized (some verified, the rest honest statuses)
     assert all(s in ("verified", "refuted", "unknown", "no_program", "unsupported")
                for i, s in enumerate(statuses) if i != 1)
     assert res.metrics["crashed"] == 1
     assert res.metrics["rules"] == len(cat["rules"])
-    verified = [o for o in res.outcomes if o["status"] == "verified"]
+    verified = [o for o in res.outcomes if o.verified]
     assert res.metrics["verified"] == len(verified)
     for r in cat["rules"]:
         assert r["support"]["patterns"] >= 1 and all(c["status"] == "verified" for c in r["certificates"])
@@ -67,7 +67,7 @@ def test_rule_support_matches_the_generators_ground_truth(nightly, small_log):
     support is the planted variant's (distinct templates, executions) from the generator."""
     truth = json.loads(small_log.with_suffix(".truth.json").read_text())
     planted = {(v["family"], v["join_kind"] or "", v["shape"]): v for v in truth["variants"]}
-    by_candidate = {o["candidate"]: o for o in nightly.outcomes}
+    by_candidate = {o.candidate: o for o in nightly.outcomes}
     cat = json.loads(nightly.catalog_path.read_text())
     checked = 0
     for r in cat["rules"]:
@@ -76,15 +76,14 @@ def test_rule_support_matches_the_generators_ground_truth(nightly, small_log):
         want_t = want_e = 0
         for m in members:
             o = by_candidate[m]
-            v = planted[(o["family"], o["support"]["join_kind_mined"], o["shape"])]
-            assert (o["support"]["templates"], o["support"]["executions"]) == (v["templates"], v["executions"])
+            v = planted[(o.family, o.support.join_kind_mined, o.shape)]
+            assert (o.support.templates, o.support.executions) == (v["templates"], v["executions"])
             want_t += v["templates"]
             want_e += v["executions"]
             checked += 1
         assert r["support"]["executions"] == want_e
         assert r["support"]["distinct_queries"] == want_t
-    assert checked == sum(1 for o in nightly.outcomes if o["status"] == "verified"
-                          and o.get("memory") == "streaming")
+    assert checked == sum(1 for o in nightly.outcomes if o.verified and o.memory == "streaming")
 
 
 def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from superop.ir import lower, shape, to_sql
+from superop.ir.dialect import DIALECT
 from superop.synth.dsl import RowEmit, e
 from superop.families import build_program
 from superop.verify import check_equivalence
@@ -40,7 +41,7 @@ def test_table2_q19_row_preserving_min_join(assert_replayed):
     plan, d = _case("q19")
     assert check_streamability(plan).ok
     prog = build_program(d)
-    fixed_emits = tuple(RowEmit(e(f"COALESCE(row.s > 0, FALSE) AND ({r.guard.sql(dialect='spark')})"),
+    fixed_emits = tuple(RowEmit(e(f"COALESCE(row.s > 0, FALSE) AND ({r.guard.sql(dialect=DIALECT)})"),
                                 r.outputs) if any(o.sql() == "NULL" for o in r.outputs) else r
                         for r in prog.row_emits)
     from dataclasses import replace

@@ -38,7 +38,7 @@ def find_field(fields: Sequence[Field], col: exp.Column) -> Optional[int]:
         return None
 
 
-def bare_column(e: Optional[exp.Expression]) -> Optional[exp.Column]:
+def bare_column(e: Optional[exp.Expr]) -> Optional[exp.Column]:
     """The column ``e`` is (through parentheses), else None."""
     while isinstance(e, exp.Paren):
         e = e.this
@@ -225,7 +225,7 @@ def key_sources(agg: Aggregate, stop: Node) -> Optional[tuple[int, ...]]:
 def equi_pairs(j: Join) -> list[tuple[int, int]]:
     """(left field index, right field index) of every ``column = column`` conjunct of the
     ON clause between the two inputs (from ``equi`` and from ``residual``)."""
-    conj: list[exp.Expression] = [exp.EQ(this=a, expression=b) for a, b in j.equi]
+    conj: list[exp.Expr] = [exp.EQ(this=a, expression=b) for a, b in j.equi]
     stack = [j.residual] if j.residual is not None else []
     while stack:
         e = stack.pop()
@@ -332,7 +332,7 @@ def agg_paths_check(paths: Sequence[Path]) -> tuple[Optional[Reason], tuple[int,
     return None, keys[0]
 
 
-def source_dependencies(e: exp.Expression, fields: Sequence[Field], edge: Edge) -> Optional[frozenset[int]]:
+def source_dependencies(e: exp.Expr, fields: Sequence[Field], edge: Edge) -> Optional[frozenset[int]]:
     """The positions of ``edge.bottom``'s fields an expression over ``fields`` (the edge
     top's fields) is computed from; None if a column does not resolve."""
     idx: set[int] = set()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import Edge, capture_parameters
-from ...ir.nodes import Node, Rename
+from ...ir.nodes import Rename
 from ...ir.render import JOIN_SYMBOL
 from .covers import EDGE_OPS, Covers
 from .diamond import Shape
@@ -175,7 +175,7 @@ class Family:
     def build_program(self, m: Match) -> "Program":
         raise NotImplementedError
 
-    def prefilter(self, m: Match, program: "Program") -> Optional[exp.Expression]:
+    def prefilter(self, m: Match, program: "Program") -> Optional[exp.Expr]:
         """A filter on the shared source that keeps every row the program can use (so
         the branches' filters still reach the scan); None = no filter."""
         return None
@@ -307,7 +307,7 @@ def edge_op_names(edge: Optional[Edge]) -> list[str]:
     return [o for o in EDGE_OPS if o in seen]
 
 
-def source_predicate(edge: Optional[Edge]) -> Optional[exp.Expression]:
+def source_predicate(edge: Optional[Edge]) -> Optional[exp.Expr]:
     """The summary predicate of an edge that ends at the source (Algorithm 5)."""
     return None if edge is None else capture_parameters(edge).predicate
 
@@ -345,7 +345,3 @@ def parse_plain_shape(shape: str) -> Optional[list[tuple[bool, str, str]]]:
 def _ops_of_syms(syms: str) -> list[str]:
     seen = {_OP_OF_SYM[ch] for ch in syms}
     return [o for o in EDGE_OPS if o in seen]
-
-
-def first_path_stop(shape: Shape) -> Node:
-    return shape.paths[0].stop

@@ -36,6 +36,11 @@ class ExampleSpec:
     note: str = ""
 
 
+# how a planted query spells each join kind
+JOIN_SQL = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN",
+            "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}
+
+
 @dataclass(frozen=True)
 class ExpectedFinding:
     """What mining must report for a planted variant: a candidate (join kind, shape,

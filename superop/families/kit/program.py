@@ -9,25 +9,23 @@ from typing import Optional, Sequence, cast, overload
 from sqlglot import exp
 
 from ...ir.analysis import EdgeParams, capture_parameters
-from ...ir.generate import substitute_columns
+from ...ir.dialect import DIALECT
+from ...ir.generate import translate_columns
 from ...ir.nodes import Aggregate, Field, Join
-from ...synth.dsl import Accumulator, Flag, Program, ref
+from ...synth.dsl import Accumulator, Flag, NoAccumulator, Program, accumulator_call, ref
 from .diamond import equalities_imply
 from .records import Branch, TemplateError
-
-_AGG = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
-
 
 # ---------------------------------------------------------------------------
 # expression helpers
 # ---------------------------------------------------------------------------
 @overload
-def to_ns(e: exp.Expression, ns: str) -> exp.Expression: ...
+def to_ns(e: exp.Expr, ns: str) -> exp.Expr: ...
 @overload
 def to_ns(e: None, ns: str) -> None: ...
 @overload
-def to_ns(e: Optional[exp.Expression], ns: str) -> Optional[exp.Expression]: ...
-def to_ns(e: Optional[exp.Expression], ns: str) -> Optional[exp.Expression]:
+def to_ns(e: Optional[exp.Expr], ns: str) -> Optional[exp.Expr]: ...
+def to_ns(e: Optional[exp.Expr], ns: str) -> Optional[exp.Expr]:
     """Unqualified source columns -> ``ns.col``."""
     if e is None:
         return None
@@ -39,65 +37,54 @@ def to_ns(e: Optional[exp.Expression], ns: str) -> Optional[exp.Expression]:
     return e
 
 
-def conj(*parts: Optional[exp.Expression]) -> Optional[exp.Expression]:
+def conj(*parts: Optional[exp.Expr]) -> Optional[exp.Expr]:
     """AND of the parts that are not None (None = TRUE); each part is copied."""
-    out: Optional[exp.Expression] = None
+    out: Optional[exp.Expr] = None
     for p in parts:
         if p is None:
             continue
         p = p.copy()
         if not isinstance(p, (exp.Column, exp.Paren, exp.Not, exp.Coalesce, exp.Is, exp.Boolean)):
             p = exp.Paren(this=p)
-        out = p if out is None else cast(exp.Expression, exp.and_(out, p, copy=False))
+        out = p if out is None else cast(exp.Expr, exp.and_(out, p, copy=False))
     return out
 
 
-def is_true(e: Optional[exp.Expression]) -> Optional[exp.Expression]:
+def is_true(e: Optional[exp.Expr]) -> Optional[exp.Expr]:
     """Two-valued: NULL counts as FALSE (so that NOT(...) is safe)."""
     if e is None:
         return None
     return exp.Coalesce(this=e.copy(), expressions=[exp.false()])
 
 
-def negate(e: Optional[exp.Expression]) -> exp.Expression:
+def negate(e: Optional[exp.Expr]) -> exp.Expr:
     """NOT e (None = TRUE, so its negation is FALSE)."""
     if e is None:
         return exp.false()
     return exp.Not(this=exp.Paren(this=e.copy()))
 
 
-def null() -> exp.Expression:
+def null() -> exp.Expr:
     return exp.Null()
 
 
-def keys_not_null(keys: Sequence[str]) -> Optional[exp.Expression]:
+def keys_not_null(keys: Sequence[str]) -> Optional[exp.Expr]:
     return conj(*[exp.Not(this=exp.Is(this=ref("key", k), expression=exp.Null())) for k in keys])
 
 
-def unparen(e: exp.Expression) -> exp.Expression:
+def unparen(e: exp.Expr) -> exp.Expr:
     while isinstance(e, exp.Paren):
         e = e.this
     return e
 
 
-def agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
+def agg_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expr]]:
     """An aggregate call as (DSL accumulator function, argument); TemplateError when the
     DSL has no accumulator for it."""
-    if isinstance(node, exp.Count):
-        arg = node.this
-        if arg is None or isinstance(arg, exp.Star):
-            return "count_star", None
-        if isinstance(arg, exp.Distinct):
-            if len(arg.expressions) != 1:
-                raise TemplateError("COUNT(DISTINCT) over several columns")
-            return "count_distinct", arg.expressions[0]
-        return "count", arg
-    for cls, name in _AGG.items():
-        if type(node) is cls:
-            if isinstance(node.this, exp.Distinct):
-                raise TemplateError(f"{name.upper()}(DISTINCT)")
-            return name, node.this
-    raise TemplateError(f"aggregate {node.sql(dialect='spark')} has no accumulator")
+    try:
+        return accumulator_call(node)
+    except NoAccumulator as e:
+        raise TemplateError(str(e)) from None
 
 
 def agg_calls(agg: Aggregate) -> list[exp.AggFunc]:
@@ -122,7 +109,7 @@ class Accs:
         self.accs: list[Accumulator] = []
         self.flags: list[Flag] = []
 
-    def acc(self, func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expression]) -> exp.Column:
+    def acc(self, func: str, arg: Optional[exp.Expr], guard: Optional[exp.Expr]) -> exp.Column:
         for a in self.accs:
             if a.func == func and a.arg == arg and a.guard == guard:
                 return ref("acc", a.name)
@@ -130,7 +117,7 @@ class Accs:
         self.accs.append(a)
         return ref("acc", a.name)
 
-    def flag(self, guard: Optional[exp.Expression]) -> Optional[exp.Column]:
+    def flag(self, guard: Optional[exp.Expr]) -> Optional[exp.Column]:
         if guard is None:
             return None  # a partition always has a row: the flag would be TRUE
         for f in self.flags:
@@ -158,7 +145,7 @@ class AggBranch:
         for k in agg.keys:
             src = unparen(low.substitute(k, in_fields))
             if not isinstance(src, exp.Column):
-                raise TemplateError(f"grouping key {k.sql(dialect='spark')} is computed, not a source column")
+                raise TemplateError(f"grouping key {k.sql(dialect=DIALECT)} is computed, not a source column")
             self.keys.append(src.name)
         if not self.keys and not global_ok:
             raise TemplateError("a global aggregate (no GROUP BY) has no partition key")
@@ -167,30 +154,30 @@ class AggBranch:
         key_set = set(keys if keys is not None else self.keys)
         self.agg_out = [self._item(item, low, in_fields, guard, accs, key_set) for item, _ in agg.items]
         up = capture_parameters(b.upper)
-        self.phi_up = None if up.predicate is None else substitute_columns(up.predicate, agg.fields, self.agg_out)
-        self.outputs = [substitute_columns(e, agg.fields, self.agg_out) for _, e in up.projection]
+        self.phi_up = None if up.predicate is None else translate_columns(up.predicate, agg.fields, self.agg_out)
+        self.outputs = [translate_columns(e, agg.fields, self.agg_out) for _, e in up.projection]
         self.top_fields = b.upper.top.fields
         self.present = conj(self.flag, self.phi_up)
 
     @staticmethod
-    def _item(item: exp.Expression, low: EdgeParams, in_fields: Sequence[Field],
-              guard: Optional[exp.Expression], accs: Accs, keys: set[str]) -> exp.Expression:
+    def _item(item: exp.Expr, low: EdgeParams, in_fields: Sequence[Field],
+              guard: Optional[exp.Expr], accs: Accs, keys: set[str]) -> exp.Expr:
         item = item.copy()
         for call in list(item.find_all(exp.AggFunc)):
             func, arg = agg_call(call)
             arg_src = None if arg is None else to_ns(low.substitute(arg, in_fields), "row")
             r = accs.acc(func, arg_src, guard)
-            if cast(exp.Expression, call) is item:
+            if cast(exp.Expr, call) is item:
                 item = r
             else:
                 call.replace(r)
 
         # remaining columns are group keys (over the aggregate's input)
-        def fix(c: exp.Column) -> exp.Expression:
+        def fix(c: exp.Column) -> exp.Expr:
             src = unparen(low.substitute(c, in_fields))
             if isinstance(src, exp.Column) and src.name in keys:
                 return ref("key", src.name)
-            raise TemplateError(f"column {c.sql(dialect='spark')} is neither a grouping key nor aggregated")
+            raise TemplateError(f"column {c.sql(dialect=DIALECT)} is neither a grouping key nor aggregated")
         if isinstance(item, exp.Column) and item.table != "acc":
             return fix(item)
         for c in list(item.find_all(exp.Column)):
@@ -207,25 +194,25 @@ def same_keys(branches: Sequence[AggBranch]) -> list[str]:
     return list(first)
 
 
-def dsl_side(e: exp.Expression, fields: Sequence[Field], exprs: Sequence[exp.Expression]) -> exp.Expression:
-    return unparen(substitute_columns(e, tuple(fields), list(exprs)))
+def dsl_side(e: exp.Expr, fields: Sequence[Field], exprs: Sequence[exp.Expr]) -> exp.Expr:
+    return unparen(translate_columns(e, tuple(fields), list(exprs)))
 
 
-def _bare_ref(e: exp.Expression) -> Optional[str]:
+def _bare_ref(e: exp.Expr) -> Optional[str]:
     return f"{e.table}.{e.name}" if isinstance(e, exp.Column) else None
 
 
-Side = tuple[Sequence[Field], Sequence[exp.Expression]]
+Side = tuple[Sequence[Field], Sequence[exp.Expr]]
 
 
-def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[str, str]]) -> Optional[exp.Expression]:
+def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[str, str]]) -> Optional[exp.Expr]:
     """Algorithms 2-3, lines "eqPred ⇒ pairwise key equality": the join's equalities
     between bare keys/columns must imply that every grouping key on one side equals the
     same key on the other. Key equalities are then implied by the partitioning (NULL keys
     are excluded separately); all other conjuncts form ψ (returned)."""
     (lf, lx), (rf, rx) = sides
     premises: list[tuple[str, str]] = []
-    psi: list[exp.Expression] = []
+    psi: list[exp.Expr] = []
     goal_set = set(key_goals)
     for left, right in join.equi:
         a, b = dsl_side(left, lf, lx), dsl_side(right, rf, rx)
@@ -245,16 +232,16 @@ def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[s
 
 
 def not_null_keys_prefilter(join_kind: Optional[str], program: Program,
-                            preds: Sequence[Optional[exp.Expression]]) -> Optional[exp.Expression]:
+                            preds: Sequence[Optional[exp.Expr]]) -> Optional[exp.Expr]:
     """A filter on the shared source that keeps every row a program can use: OR of the
     paths' source predicates when every path filters, AND keys NOT NULL when a NULL key
     never produces output (inner and semi joins)."""
-    out: Optional[exp.Expression] = None
+    out: Optional[exp.Expr] = None
     if all(p is not None for p in preds):
         ps = [p.copy() for p in preds if p is not None]
         out = exp.Paren(this=exp.or_(*ps, copy=False)) if len(ps) > 1 else ps[0]
     if join_kind in ("inner", "semi"):
         nn = [exp.Not(this=exp.Is(this=exp.column(k), expression=exp.Null())) for k in program.keys]
         if nn:
-            out = cast(exp.Expression, exp.and_(*([out] if out is not None else []), *nn, copy=False))
+            out = cast(exp.Expr, exp.and_(*([out] if out is not None else []), *nn, copy=False))
     return out

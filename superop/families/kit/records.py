@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from ...ir.analysis import Edge
 from ...ir.nodes import JOIN_KINDS, Aggregate, Join, Node
+from ...ir.reasons import ReasonCode as ReasonCode  # re-exported: the families' reason base
 
 if TYPE_CHECKING:
     from ...synth.dsl import Program
@@ -41,22 +42,6 @@ class Side(str, Enum):
         return cls.LEFT if i == 0 else cls.RIGHT
 
 
-class ReasonCode(str, Enum):
-    """Base of every near-miss reason enum: the value is the stable code written to
-    mining outputs (``near_misses.parquet``); ``text`` says it in one line. A family with
-    reasons of its own declares a subclass next to its pattern."""
-    text: str
-
-    def __new__(cls, code: str, text: str) -> "ReasonCode":
-        obj = str.__new__(cls, code)
-        obj._value_ = code
-        obj.text = text
-        return obj
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-
 class Reason(ReasonCode):
     """Why a diamond-shaped sub-plan is not an instance (shared by the diamond families)."""
     STACKED_AGGREGATES = ("stacked_aggregates", "a path holds two aggregates")
@@ -77,8 +62,6 @@ class Reason(ReasonCode):
                                 "the shared input has duplicate column names")
     NOT_SINGLE_OUTPUT = ("not_single_output",
                          "a node inside the sub-plan is also read from outside it")
-    UNSAFE_CONSTRUCT = ("unsafe_construct",
-                        "the sub-plan holds a construct the proofs do not model")
     TEMPLATE_REFUSED = ("template_refused", "the family's template cannot build this instance")
 
 
@@ -153,15 +136,21 @@ class NearMiss:
     """A sub-plan that looks like the family's abstract tree but is not an instance."""
     family: str
     root: Node
-    reason: ReasonCode
+    reason: Enum                         # a ReasonCode, or superop.ir.safety's BlockReason
     detail: str = ""
     join_kind: str = ""
     n_inputs: int = 0
     source: Optional[Node] = None        # what the first path reads (for input tables)
 
     @property
+    def code(self) -> str:
+        """The stable reason code (what mining writes)."""
+        return str(self.reason.value)
+
+    @property
     def why(self) -> str:
-        return self.reason.text + (f": {self.detail}" if self.detail else "")
+        text = getattr(self.reason, "text", None) or getattr(self.reason, "description", None) or self.code
+        return str(text) + (f": {self.detail}" if self.detail else "")
 
 
 Finding = Union[Match, NearMiss]

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from ...families import REGISTRY, Family, ReasonCode, get
 from ...families.kit.planting import ExampleSpec
-from .noise import BAD_SQL, JUNK_LINES, NON_SQL, _noise_templates
+from .noise import BAD_SQL, JUNK_LINES, NON_SQL, noise_templates
 from .schema import mining_schema
 from .sqlkit import Kit, Template
 
@@ -113,7 +113,7 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
             templates.append(Template(sql, kit.slots, nm["near_miss_id"], "near_miss"))
     noise = []
     seen = set()
-    for sql, slots in _noise_templates(rng, 60):
+    for sql, slots in noise_templates(rng, 60):
         if sql in seen:
             continue
         seen.add(sql)

@@ -5,52 +5,52 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from .sqlkit import _T
+from .sqlkit import Slots
 
-def _noise_templates(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
+def noise_templates(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
     """Other shapes: dimension joins, scans, top-k, windows, single aggregates, TPC-H."""
     out = []
     makers: list[Callable[[], tuple[str, list[str]]]] = []
 
     def dim_join():
-        t = _T()
+        t = Slots()
         agg = rng.choice(["SUM(o.s)", "COUNT(*)", "MAX(o.b)", "AVG(o.c)"])
         return (f"SELECT acc.region, {agg} AS v FROM ops o JOIN accounts acc ON o.a = acc.a "
                 f"WHERE acc.tier {rng.choice(['=', '>=', '<'])} {t.lit('small')} "
                 f"GROUP BY acc.region"), t.slots
 
     def scan():
-        t = _T()
+        t = Slots()
         c = rng.choice(["b", "c", "s"])
         return (f"SELECT a, {c}, d FROM ops WHERE {c} > {t.lit('int')} AND d = {t.lit('op')}",
                 t.slots)
 
     def topk():
-        t = _T()
+        t = Slots()
         c = rng.choice(["b", "c", "s"])
         return f"SELECT a, {c} FROM ops ORDER BY {c} DESC LIMIT {t.lit('small')}", t.slots
 
     def single_agg():
-        t = _T()
+        t = Slots()
         tab = rng.choice(["ops", "mailbox", "accounts"])
         k = {"ops": "a", "mailbox": "machinename", "accounts": "region"}[tab]
         m = {"ops": "SUM(s)", "mailbox": "MAX(ts)", "accounts": "COUNT(*)"}[tab]
         return f"SELECT {k}, {m} AS v FROM {tab} GROUP BY {k}", t.slots
 
     def window():
-        t = _T()
+        t = Slots()
         f = rng.choice(["ROW_NUMBER()", "RANK()", "SUM(s)"])
         return (f"SELECT a, s, {f} OVER (PARTITION BY a ORDER BY s) AS w FROM ops "
                 f"WHERE b < {t.lit('int')}"), t.slots
 
     def mailbox_events():
-        t = _T()
+        t = Slots()
         return (f"SELECT mailboxguid, eventname, COUNT(*) AS n FROM mailbox WHERE ts > "
                 f"{t.lit('big')} AND eventname IN ({t.lit('eventlist')}) GROUP BY mailboxguid, "
                 f"eventname"), t.slots
 
     def two_dim():
-        t = _T()
+        t = Slots()
         return (f"SELECT acc.tier, m.cnt FROM accounts acc LEFT JOIN (SELECT a, COUNT(*) AS cnt "
                 f"FROM ops GROUP BY a) m ON acc.a = m.a WHERE acc.region = {t.lit('region')}",
                 t.slots)

@@ -13,7 +13,7 @@ from .schema import EVENTS, LOG_SCHEMA, NUMERIC, OP_KINDS, REGIONS
 # --------------------------------------------------------------------------------------------
 # Templates with literal slots
 # --------------------------------------------------------------------------------------------
-class _T:
+class Slots:
     """Builds one template: SQL text with literal slots ``\\x00i\\x00`` and their kinds."""
 
     def __init__(self):
@@ -93,7 +93,7 @@ def _numeric_cols(rel: _Rel, exclude=()) -> list[str]:
     return [c for c, t in rel.cols.items() if t in NUMERIC and c not in exclude]
 
 
-def _pred(t: _T, rel: _Rel, rng: random.Random, key_only: bool = False) -> str:
+def _pred(t: Slots, rel: _Rel, rng: random.Random, key_only: bool = False) -> str:
     """A predicate over rel's columns with literal slots (choose first, then register slots)."""
     if key_only:
         k = rel.keys[0]
@@ -126,14 +126,14 @@ def _pred(t: _T, rel: _Rel, rng: random.Random, key_only: bool = False) -> str:
     return f"{c} BETWEEN {t.lit('small')} AND {t.lit('int')}"
 
 
-def _sigma(t: _T, rel: _Rel, rng, names: _Names, key_only=False) -> _Rel:
+def _sigma(t: Slots, rel: _Rel, rng, names: _Names, key_only=False) -> _Rel:
     a = names.alias()
     p = _pred(t, rel, rng, key_only)
     return _Rel(a, f"SELECT * FROM {rel.from_item(a)} WHERE {p}", dict(rel.cols), list(rel.keys),
                 rel.table)
 
 
-def _pi(t: _T, rel: _Rel, rng, names: _Names, above: bool, tag: str = "") -> _Rel:
+def _pi(t: Slots, rel: _Rel, rng, names: _Names, above: bool, tag: str = "") -> _Rel:
     """A projection that computes a new column (never an identity or a pure rename)."""
     a = names.alias()
     nums = _numeric_cols(rel, rel.keys)
@@ -175,7 +175,7 @@ _RENAMES = {"a": "acct", "b": "bm", "c": "cm", "d": "kind", "s": "size_kb", "n":
             "acct": "account", "cnt": "total", "size_kb": "kb"}
 
 
-def _rho(t: _T, rel: _Rel, rng, names: _Names, rename_key: bool, tag: str = "") -> _Rel:
+def _rho(t: Slots, rel: _Rel, rng, names: _Names, rename_key: bool, tag: str = "") -> _Rel:
     a = names.alias()
     victims = list(rel.keys) if rename_key else [c for c in rel.cols if c not in rel.keys]
     if not victims:
@@ -199,7 +199,7 @@ def _rho(t: _T, rel: _Rel, rng, names: _Names, rename_key: bool, tag: str = "") 
 AGGS = ["COUNT(*)", "SUM({c})", "MAX({c})", "MIN({c})", "AVG({c})", "COUNT(DISTINCT {c})"]
 
 
-def _gamma(t: _T, rel: _Rel, rng, names: _Names, agg: str, measure: str,
+def _gamma(t: Slots, rel: _Rel, rng, names: _Names, agg: str, measure: str,
            where_pred: Optional[str] = None, having: Optional[str] = None) -> _Rel:
     a = names.alias()
     keys = ", ".join(rel.keys)
@@ -221,7 +221,7 @@ def _agg_choices(rel: _Rel, rng, n: int) -> list[str]:
     return rng.sample(pool, n)
 
 
-def _branch(t: _T, base: _Rel, below: str, above: str, agg: str, measure: str, rng,
+def _branch(t: Slots, base: _Rel, below: str, above: str, agg: str, measure: str, rng,
             names: _Names, mj_key_filter: bool = False, tag: str = "") -> _Rel:
     """base -> below decorations -> γ -> above decorations. ``below``/``above`` are strings of
     σ/π/ρ symbols in bottom-up order (the paper's post-order)."""
@@ -282,7 +282,7 @@ def _measure_names(rng, n) -> list[str]:
 
 
 
-def _base(spec: ExampleSpec, t: _T, rng) -> tuple[_Rel, str]:
+def _base(spec: ExampleSpec, t: Slots, rng) -> tuple[_Rel, str]:
     cols = LOG_SCHEMA[spec.table]
     rel = _Rel(spec.table, None, dict(cols), list(spec.keys), spec.table)
     if spec.cte_filter:
@@ -297,7 +297,7 @@ class Kit:
 
     def __init__(self, rng: random.Random, base: Optional[_Rel] = None, prefix: str = ""):
         self.rng = rng
-        self.t = _T()
+        self.t = Slots()
         self.names = _Names()
         self.base = base if base is not None else self.table("ops", ["a"])
         self.prefix = prefix

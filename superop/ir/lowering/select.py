@@ -1,0 +1,272 @@
+"""One SELECT block: FROM/WHERE (delegated), GROUP BY (ordinals, aliases, ALL), HAVING,
+window functions (also over a GROUP BY), DISTINCT, ORDER BY (hidden items) and LIMIT."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from sqlglot import exp
+
+from ..nodes import Aggregate, Field, Node, Project, Rename, Select, Sort, Window, resolve_field
+from .base import Unsupported
+from .exprs import (columns_outside_queries, has_agg, has_query, nondeterministic,
+                    replace_outside_queries, strip_alias, windows_outside_queries)
+from .scope import resolves_strict
+from .subqueries import Items, SubqueryLowering
+
+
+class SelectLowering(SubqueryLowering):
+    def _select(self, s: exp.Select, ctes: dict[str, Node]) -> Node:
+        if s.args.get("distinct") and s.args["distinct"].args.get("on"):
+            raise Unsupported("DISTINCT ON")
+        for key in ("qualify", "windows", "cluster", "distribute", "sort", "prewhere", "connect"):
+            if s.args.get(key):
+                raise Unsupported(f"{key.upper()} clause")
+        node = self._from(s, ctes)
+        where = s.args.get("where")
+        if where is not None:
+            node = self._where(node, where.this, ctes)
+        items: Items = [strip_alias(e) for e in s.expressions]
+        group = s.args.get("group")
+        having = s.args.get("having")
+        if group is None and having is None and not any(has_agg(e) for e, _ in items):
+            node, items = self._select_list_scalars(node, items, ctes)
+        for e, _ in items:
+            self._check_subqueries(e, "SELECT")
+        if having is not None:
+            self._check_subqueries(having.this, "HAVING")
+        is_agg = group is not None or having is not None or any(has_agg(e) for e, _ in items)
+        windows = [w for e, _ in items for w in windows_outside_queries(e)]
+        order = s.args.get("order")
+        out_names = [n for _, n in items]
+
+        if is_agg:
+            if group is not None and (
+                    any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals"))
+                    or any(isinstance(k, (exp.GroupingSets, exp.Cube, exp.Rollup))
+                           for k in group.expressions)):
+                raise Unsupported("GROUPING SETS/CUBE/ROLLUP")
+            keys: list[exp.Expr] = []
+            if group is not None and group.args.get("all"):
+                # GROUP BY ALL: every select item without an aggregate is a key.
+                keys = [e.copy() for e, _ in items if not has_agg(e)]
+                if any(not list(columns_outside_queries(k)) for k in keys):
+                    raise Unsupported("GROUP BY ALL with a constant item")
+            for k in (group.expressions if group is not None else []):
+                by: exp.Expr = items[int(k.this) - 1][0] if isinstance(k, exp.Literal) and not k.is_string else k
+                keys.append(by.copy())
+            if windows:
+                return self._aggregate_window(s, node, items, keys, having, order)
+            agg_items = list(items)
+            having_pred = self._hidden_refs(having.this, agg_items, keys) if having is not None else None
+            ords = self._order_refs(order, agg_items, keys) if order is not None else None
+            node = Aggregate(node, tuple(keys), tuple(agg_items))
+            if having_pred is not None:
+                node = Select(node, having_pred)
+            if s.args.get("distinct"):
+                if len(agg_items) != len(items):
+                    raise Unsupported("DISTINCT with hidden ORDER BY columns")
+                node = self._distinct(node)
+            if ords is not None:
+                node = Sort(node, ords)
+            node = self._limit(s, node)
+            return self._drop_hidden(node, len(items), out_names)
+
+        if windows:
+            node, items = self._windows(node, items)
+        proj_items = list(items)
+        ords = self._order_refs(order, proj_items, None) if order is not None else None
+        if (order is not None and len(proj_items) > len(items) and not windows
+                and not s.args.get("distinct") and self._order_on_input(order, node)):
+            # ORDER BY input columns the select list drops: sort below the projection
+            # (a projection keeps the order) instead of carrying hidden columns.
+            node = Sort(node, tuple(o.copy() for o in order.expressions))
+            node = self._limit(s, node)
+            return self._projection(node, list(items))
+        node = self._projection(node, proj_items)
+        if s.args.get("distinct"):
+            if len(proj_items) != len(items):
+                raise Unsupported("DISTINCT with hidden ORDER BY columns")
+            node = self._distinct(node)
+        if ords is not None:
+            node = Sort(node, ords)
+        node = self._limit(s, node)
+        return self._drop_hidden(node, len(items), out_names)
+
+    @staticmethod
+    def _order_on_input(order: exp.Order, node: Node) -> bool:
+        """Every ORDER BY item is a deterministic expression over qualified input
+        columns (no ordinal, no output alias, no sub-query or aggregate)."""
+        for o in order.expressions:
+            e = o.this
+            cols = list(columns_outside_queries(e))
+            if (isinstance(e, exp.Literal) or not cols or has_query(e) or has_agg(e)
+                    or e.find(exp.Window) is not None or nondeterministic(e)):
+                return False
+            if not all(c.table and resolves_strict(node.fields, c) for c in cols):
+                return False
+        return True
+
+    @staticmethod
+    def _windows(node: Node, items: Items) -> tuple[Node, Items]:
+        """Window node computing every window call of ``items``; returns it and the
+        items with the calls replaced by references to its columns."""
+        win_items: Items = []
+        new_items: Items = []
+        for e, n in items:
+            e2 = e.copy()
+            for w in list(windows_outside_queries(e2)):
+                name = f"_w{len(win_items)}"
+                win_items.append((w.copy(), name))
+                if w is e2:
+                    e2 = exp.column(name)
+                else:
+                    w.replace(exp.column(name))
+            new_items.append((e2, n))
+        return Window(node, tuple(win_items)), new_items
+
+    def _aggregate_window(self, s: exp.Select, node: Node, items: Items, keys: list[exp.Expr],
+                          having: Optional[exp.Having], order: Optional[exp.Order]) -> Node:
+        """Window functions over a GROUP BY (SQL order: γ, HAVING, windows, SELECT,
+        DISTINCT, ORDER BY, LIMIT): the aggregate computes the keys and aggregate
+        calls the select list uses, the windows run over its output."""
+        agg_items: Items = []
+
+        def ref(sub: exp.Expr) -> exp.Expr:
+            for e, n in agg_items:
+                if e == sub:
+                    return exp.column(n)
+            name = f"_h{len(agg_items)}"
+            agg_items.append((sub.copy(), name))
+            return exp.column(name)
+
+        def fix(n: exp.Expr) -> Optional[exp.Expr]:
+            if isinstance(n, exp.Query):
+                return n.copy()
+            if isinstance(n, exp.AggFunc) and not (isinstance(n.parent, exp.Window)
+                                                   and n.arg_key == "this"):
+                return ref(n)                       # an aggregate call (not the window's own)
+            if not isinstance(n, exp.Literal) and any(k == n for k in keys):
+                return ref(n)
+            if isinstance(n, exp.Column):
+                raise Unsupported("window over an aggregate refers to a non-grouped column")
+            return None
+
+        new_items = [(replace_outside_queries(e, fix), name) for e, name in items]
+        pred = replace_outside_queries(having.this, fix) if having is not None else None
+        if not agg_items:
+            raise Unsupported("window over an aggregate without grouped columns")
+        node = Aggregate(node, tuple(keys), tuple(agg_items))
+        if pred is not None:
+            node = Select(node, pred)
+        node, new_items = self._windows(node, new_items)
+        node = Project(node, tuple(new_items))
+        if s.args.get("distinct"):
+            node = self._distinct(node)
+        if order is not None:
+            ords: list[exp.Ordered] = []
+            for o in order.expressions:
+                o, e = o.copy(), o.this
+                name: Optional[str]
+                if isinstance(e, exp.Literal) and not e.is_string:
+                    name = items[int(e.this) - 1][1]
+                elif isinstance(e, exp.Column) and not e.table and any(n == e.name for _, n in items):
+                    name = e.name
+                else:
+                    name = next((n for ie, n in items if ie == e), None)
+                if name is None:
+                    raise Unsupported("ORDER BY over a windowed aggregate not in the select list")
+                o.set("this", exp.column(name))
+                ords.append(o)
+            node = Sort(node, tuple(ords))
+        return self._limit(s, node)
+
+    @staticmethod
+    def _distinct(node: Node) -> Node:
+        keys = tuple(f.column() for f in node.fields)
+        return Aggregate(node, keys, tuple((f.column(), f.name) for f in node.fields))
+
+    @staticmethod
+    def _projection(node: Node, items: Items) -> Node:
+        fields = node.fields
+        cols = [e for e, _ in items if isinstance(e, exp.Column)]
+        if len(cols) == len(items):
+            src: Optional[list[Field]]
+            try:
+                src = [fields[resolve_field(fields, c)] for c in cols]
+            except KeyError:
+                src = None
+            if src is not None:
+                if [f.name for f in src] == [n for _, n in items] and tuple(src) == fields:
+                    return node  # identity projection
+                if any(f.name != n for f, (_, n) in zip(src, items)):
+                    return Rename(node, tuple((f, n) for f, (_, n) in zip(src, items)), None)
+        return Project(node, tuple(items))
+
+    @staticmethod
+    def _drop_hidden(node: Node, n_visible: int, names: Sequence[str]) -> Node:
+        if len(node.fields) == n_visible:
+            return node
+        visible = node.fields[:n_visible]
+        return Project(node, tuple((f.column(), f.name) for f in visible))
+
+    def _hidden_refs(self, pred: exp.Expr, items: Items, keys: Sequence[exp.Expr]) -> exp.Expr:
+        """Rewrite a HAVING predicate over the aggregate's output: aggregate calls
+        and grouping expressions become references to (possibly hidden) items.
+        Nested (uncorrelated) sub-queries are left alone."""
+
+        def ref(sub: exp.Expr) -> exp.Expr:
+            for e, n in items:
+                if e == sub:
+                    return exp.column(n)
+            name = f"_h{len(items)}"
+            items.append((sub.copy(), name))
+            return exp.column(name)
+
+        def fix(node: exp.Expr) -> Optional[exp.Expr]:
+            if isinstance(node, exp.Query):
+                return node.copy()          # keep as is, do not enter
+            if isinstance(node, exp.AggFunc) and node.find_ancestor(exp.Window) is None:
+                return ref(node)
+            for k in keys:
+                if k == node and not isinstance(node, exp.Literal):
+                    return ref(node)
+            if isinstance(node, exp.Column):
+                for e, n in items:
+                    if e == node:
+                        return exp.column(n)
+                # An unqualified reference to an output alias stays as is.
+                if not node.table and any(n == node.name for _, n in items):
+                    return exp.column(node.name)
+                raise Unsupported("HAVING refers to a non-grouped column")
+            return None
+
+        return replace_outside_queries(pred, fix)
+
+    def _order_refs(self, order: exp.Order, items: Items, keys: Optional[Sequence[exp.Expr]]
+                    ) -> tuple[exp.Ordered, ...]:
+        out: list[exp.Ordered] = []
+        for o in order.expressions:
+            o = o.copy()
+            e = o.this
+            if isinstance(e, exp.Literal) and not e.is_string:
+                e = exp.column(items[int(e.this) - 1][1])
+            else:
+                e = self._order_expr(e, items, keys)
+            o.set("this", e)
+            out.append(o)
+        return tuple(out)
+
+    def _order_expr(self, e: exp.Expr, items: Items, keys: Optional[Sequence[exp.Expr]]) -> exp.Expr:
+        if isinstance(e, exp.Column) and not e.table and any(n == e.name for _, n in items):
+            return exp.column(e.name)
+        for ie, n in items:
+            if ie == e:
+                return exp.column(n)
+        if keys is not None and has_agg(e):
+            return self._hidden_refs(e, items, keys)
+        if keys is not None and not any(k == e for k in keys):
+            # expression over group keys / aggregates
+            return self._hidden_refs(e, items, keys)
+        name = f"_o{len(items)}"
+        items.append((e.copy(), name))
+        return exp.column(name)

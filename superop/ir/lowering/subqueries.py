@@ -1,0 +1,290 @@
+"""Sub-queries: uncorrelated ones stay expressions; correlated ones become joins only
+where the rewrite is exact ([NOT] EXISTS / IN -> semi/anti join, a scalar aggregate
+that is NULL over an empty group -> LEFT join on the correlation keys)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from sqlglot import exp
+
+from ..nodes import Aggregate, Join, Node, Rename, Select
+from .base import Unsupported
+from .from_items import FromLowering
+from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_within,
+                    null_on_empty, outermost_queries, replace_outside_queries)
+from .scope import all_resolve, column_type, defined_aliases, outer_columns
+
+Items = list[tuple[exp.Expr, str]]
+
+
+@dataclass(frozen=True)
+class SemiForm:
+    """A decorrelatable ``[NOT] EXISTS (SELECT ... WHERE ...)`` / ``x IN (SELECT y ...)``."""
+    kind: str                      # "semi" | "anti"
+    select: exp.Select
+    lhs: Optional[exp.Expr]        # the IN operand, None for EXISTS
+
+
+@dataclass(frozen=True)
+class ScalarForm:
+    """A correlated scalar aggregate sub-query: ``pairs`` = (outer, inner) correlation
+    columns, ``local`` the conjuncts of its WHERE over the inner side only."""
+    sub: exp.Subquery
+    select: exp.Select
+    pairs: list[tuple[exp.Column, exp.Column]]
+    local: list[exp.Expr]
+
+
+class SubqueryLowering(FromLowering):
+    def _check_subqueries(self, e: exp.Expr | None, what: str) -> None:
+        """Uncorrelated subquery expressions are kept (made self-contained);
+        correlated ones cannot be modeled here (see :meth:`_where` for the
+        decorrelated forms)."""
+        if e is None:
+            return
+        for sub in outermost_queries(e):
+            if outer_columns(sub):
+                raise Unsupported(f"correlated subquery in {what}")
+            self._attach_ctes(sub)
+
+    def _fresh(self) -> str:
+        self._n_fresh: int = getattr(self, "_n_fresh", 0) + 1
+        return f"_sq{self._n_fresh}"
+
+    def _where(self, node: Node, pred: exp.Expr, ctes: dict[str, Node]) -> Node:
+        """Lower a WHERE clause over ``node``.
+
+        * conjuncts relating both inputs of an inner/cross join of the FROM clause
+          become that join's condition (what ``FROM a, b WHERE a.x = b.y`` means);
+        * top-level ``[NOT] EXISTS`` and ``IN`` with a correlated simple sub-query
+          become semi/anti joins (exactly their semantics in a WHERE conjunct);
+        * ``expr <op> (correlated scalar aggregate)`` becomes a LEFT join with the
+          aggregate grouped by the correlation keys (only when the aggregate is NULL
+          over an empty group, so an unmatched row sees NULL either way);
+        * uncorrelated sub-queries stay expressions; other correlated ones -> Opaque.
+        """
+        plain: list[exp.Expr] = []
+        semis: list[exp.Expr] = []
+        scalars: list[exp.Expr] = []
+        for c in conjuncts(pred):
+            subs = outermost_queries(c) if not isinstance(c, exp.Query) else [c]
+            if not any(outer_columns(q) for q in subs):
+                self._check_subqueries(c, "WHERE")
+                plain.append(c)
+            elif self._semi_form(c) is not None:
+                semis.append(c)
+            elif self._scalar_form(c) is not None:
+                scalars.append(c)
+            else:
+                raise Unsupported("correlated subquery in WHERE")
+        node, rest = self._push_join_preds(node, plain)
+        if rest:
+            node = Select(node, conjoin([r.copy() for r in rest]))
+        for c in semis:
+            node = self._semi_join(node, c, ctes)
+        if scalars:
+            preds = []
+            for c in scalars:
+                node, p = self._scalar_join(node, c, ctes)
+                preds.append(p)
+            node = Select(node, conjoin(preds))
+        return node
+
+    @staticmethod
+    def _semi_form(c: exp.Expr) -> Optional[SemiForm]:
+        """The parts of a decorrelatable [NOT] EXISTS / IN conjunct, else None."""
+        neg = False
+        e = c
+        if isinstance(e, exp.Not):
+            neg, e = True, e.this
+            while isinstance(e, exp.Paren):
+                e = e.this
+        lhs: Optional[exp.Expr] = None
+        if isinstance(e, exp.Exists):
+            sub = e.this
+        elif isinstance(e, exp.In) and e.args.get("query") is not None and not neg:
+            # NOT IN is not an anti join when NULLs occur: kept out on purpose.
+            sub, lhs = e.args["query"], e.this
+            if has_query(lhs):
+                return None
+        else:
+            return None
+        while isinstance(sub, exp.Subquery):
+            sub = sub.this
+        if not isinstance(sub, exp.Select):
+            return None
+        for k in ("group", "having", "limit", "offset", "qualify", "laterals", "with_", "with",
+                  "windows", "distribute", "cluster", "sort"):
+            if sub.args.get(k):
+                return None
+        if any(has_agg(x) or x.find(exp.Window) is not None for x in sub.expressions):
+            return None      # EXISTS (SELECT COUNT(*) ...) is always true, etc.
+        where = sub.args.get("where")
+        if where is None or outermost_queries(where.this):
+            return None
+        outer = outer_columns(sub)
+        if not outer or any(not is_within(o, where) for o in outer):
+            return None      # outer references only in the sub-query's WHERE
+        if lhs is not None:
+            if len(sub.expressions) != 1 or any(is_within(o, sub.expressions[0]) for o in outer):
+                return None
+        return SemiForm("anti" if neg else "semi", sub, lhs)
+
+    def _semi_join(self, node: Node, c: exp.Expr, ctes: dict[str, Node]) -> Node:
+        form = self._semi_form(c)
+        if form is None:  # pragma: no cover - _where only passes recognized forms
+            raise Unsupported("correlated subquery in WHERE")
+        kind, sub, lhs = form.kind, form.select, form.lhs
+        right = self._from(sub, ctes)
+        conjs = [x.copy() for x in conjuncts(sub.args["where"].this)]
+        if lhs is not None:
+            item = sub.expressions[0]
+            item = item.this if isinstance(item, exp.Alias) else item
+            conjs = [exp.EQ(this=lhs.copy(), expression=item.copy())] + conjs
+        lq = {f.qualifier for f in node.fields}
+        rq = {f.qualifier for f in right.fields}
+        if lq & rq:
+            # The sub-query reuses an outer alias: re-qualify its side (possible when it
+            # has one qualifier and unique names, the common `FROM t` case).
+            names = [f.name for f in right.fields]
+            if len(rq) != 1 or len(set(names)) != len(names):
+                raise Unsupported("correlated sub-query reuses an outer alias")
+            (old_q,) = rq
+            fresh = self._fresh()
+            right = Rename(right, tuple((f, f.name) for f in right.fields), fresh)
+            inner_q = defined_aliases(sub)
+
+            def requal(n: exp.Expr) -> Optional[exp.Expr]:
+                if isinstance(n, exp.Column) and n.table and n.table == old_q \
+                        and old_q in inner_q:
+                    return exp.column(n.name, fresh)
+                return None
+            conjs = [replace_outside_queries(x, requal) for x in conjs]
+        both = node.fields + right.fields
+        if not all(all_resolve(both, x) for x in conjs):
+            raise Unsupported("correlated sub-query columns do not resolve")
+        equi, residual = self._split_on(conjs, node.fields, right.fields)
+        return Join(node, right, kind, tuple(equi), and_all(residual))
+
+    def _scalar_form(self, c: exp.Expr) -> Optional[ScalarForm]:
+        """The parts of ``x <op> (SELECT agg ... WHERE inner = outer ...)``, else None."""
+        if not isinstance(c, CMP):
+            return None
+        sides = [c.this, c.expression]
+        subs = [x for x in sides if isinstance(x, exp.Subquery)]
+        if len(subs) != 1:
+            return None
+        other = sides[1] if sides[0] is subs[0] else sides[0]
+        if has_query(other):
+            return None
+        return self._scalar_sub_form(subs[0])
+
+    def _scalar_sub_form(self, sub: exp.Expr) -> Optional[ScalarForm]:
+        """The parts of a correlated scalar aggregate sub-query that can become a
+        LEFT join (see :meth:`_where`), or None."""
+        if not isinstance(sub, exp.Subquery):
+            return None
+        sel = sub.this
+        if not isinstance(sel, exp.Select) or len(sel.expressions) != 1:
+            return None
+        for k in ("group", "having", "limit", "offset", "qualify", "laterals", "with_", "with",
+                  "distinct", "windows", "order"):
+            if sel.args.get(k):
+                return None
+        item = sel.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        inner_q = defined_aliases(sel)
+
+        def outer_refs(e: exp.Expr) -> list[exp.Column]:
+            return [x for x in e.find_all(exp.Column) if x.table and x.table not in inner_q]
+        if not null_on_empty(item) or outer_refs(item) or item.find(exp.Window):
+            return None
+        where = sel.args.get("where")
+        if where is None or outermost_queries(where.this):
+            return None
+        pairs: list[tuple[exp.Column, exp.Column]] = []
+        local: list[exp.Expr] = []
+        for w in conjuncts(where.this):
+            if not outer_refs(w):
+                local.append(w)
+                continue
+            if not isinstance(w, exp.EQ):
+                return None
+            a, b = w.this, w.expression
+            if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
+                return None
+            a_in = a.table in inner_q
+            b_in = b.table in inner_q
+            if a_in == b_in:
+                return None
+            pairs.append((b, a) if a_in else (a, b))    # (outer, inner)
+        frm = sel.args.get("from_") or sel.args.get("from")
+        if not pairs or frm is None:
+            return None
+        return ScalarForm(sub, sel, pairs, local)
+
+    def _scalar_join(self, node: Node, c: exp.Expr, ctes: dict[str, Node]) -> tuple[Node, exp.Expr]:
+        form = self._scalar_form(c)
+        if form is None:  # pragma: no cover - _where only passes recognized forms
+            raise Unsupported("correlated subquery in WHERE")
+        node, val = self._scalar_join_sub(node, form, ctes)
+        pred = c.copy()
+        for side in ("this", "expression"):
+            if isinstance(pred.args.get(side), exp.Subquery):
+                pred.set(side, val)
+        return node, pred
+
+    def _scalar_join_sub(self, node: Node, form: ScalarForm, ctes: dict[str, Node]
+                         ) -> tuple[Node, exp.Column]:
+        """LEFT join ``node`` with the sub-query's aggregate grouped by its correlation
+        keys; returns the join and the column holding the sub-query's value."""
+        sel, pairs = form.select, form.pairs
+        inner = self._from(sel, ctes)
+        inner, rest = self._push_join_preds(inner, [x.copy() for x in form.local])
+        if rest:
+            inner = Select(inner, conjoin(rest))
+        keys: list[exp.Expr] = []
+        for outer_c, inner_c in pairs:
+            # Grouping equality must coincide with `=`: same types on both sides.
+            t_out, t_in = column_type(node, outer_c), column_type(inner, inner_c)
+            if t_out is None or t_out != t_in:
+                raise Unsupported("correlated scalar sub-query on keys of different types")
+            keys.append(inner_c.copy())
+        item = sel.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        if not all_resolve(inner.fields, item) or not all(all_resolve(inner.fields, k) for k in keys):
+            raise Unsupported("correlated scalar sub-query columns do not resolve")
+        names = [f"_k{i}" for i in range(len(keys))] + ["_v"]
+        agg = Aggregate(inner, tuple(keys), tuple(zip([k.copy() for k in keys] + [item.copy()], names)))
+        fresh = self._fresh()
+        right = Rename(agg, tuple((f, f.name) for f in agg.fields), fresh)
+        equi = tuple((o.copy(), exp.column(f"_k{i}", fresh)) for i, (o, _) in enumerate(pairs))
+        if not all(all_resolve(node.fields, o) for o, _ in equi):
+            raise Unsupported("correlated scalar sub-query columns do not resolve")
+        val = exp.column("_v", fresh)
+        return Join(node, right, "left", equi, None), val
+
+    def _select_list_scalars(self, node: Node, items: Items, ctes: dict[str, Node]
+                             ) -> tuple[Node, Items]:
+        """Correlated scalar aggregate sub-queries in a (non-aggregating) select list
+        become LEFT joins, as in WHERE; anything else is left for _check_subqueries."""
+        out: Items = []
+        for e, name in items:
+            subs: list[exp.Expr] = [q for q in outermost_queries(e) if outer_columns(q)]
+            if isinstance(e, exp.Subquery) and outer_columns(e):
+                subs = [e]
+            forms = [self._scalar_sub_form(q) for q in subs]
+            if not subs or any(f is None for f in forms):
+                out.append((e, name))
+                continue
+            # ``e`` is already a private copy (strip_alias): replace in place.
+            for q, f in zip(subs, forms):
+                assert f is not None
+                node, val = self._scalar_join_sub(node, f, ctes)
+                if q is e:
+                    e = val
+                else:
+                    q.replace(val)
+            out.append((e, name))
+        return node, out
