@@ -13,8 +13,10 @@ Edge order: one edge per use, in join-input order.
 When it is an instance (else a near-miss with a typed reason):
 * every use reads ONE shared view; the joins form a left-deep tree of inner and left joins
   whose left-most use (the centre) is preserved;
-* the offset column ``rn`` is ``row_number()``, or ``rank()`` / ``dense_rank()`` whose ORDER
-  BY cannot tie within its PARTITION BY (the view groups by P ∪ O below the window), so
+* the offset column ``rn`` is ``rank()`` / ``dense_rank()`` whose ORDER BY cannot tie within
+  its PARTITION BY (the view groups by P ∪ O below the window), or ``row_number()`` (which
+  the matching path's safety check then refuses as order-dependent: each use of the view
+  may number ties differently), so
   ``rn`` numbers the rows of each partition 1..n; no filter or limit between the window
   and the view (it would leave gaps). With ties ``rn = rn + 1`` can match several rows or
   none: ``rank_may_tie``;
