@@ -308,9 +308,13 @@ def _mergeable(e: exp.Expr) -> bool:
     return not any(isinstance(n, (exp.AggFunc, exp.Window, exp.Query)) for n in e.walk())
 
 
-def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
+def to_ast(plan: Node, names: Optional[Sequence[str]] = None, keep_shared: bool = False) -> exp.Query:
     """The plan as a sqlglot query. ``names`` overrides the output column names
-    (e.g. Spark's own names for unaliased expressions)."""
+    (e.g. Spark's own names for unaliased expressions). ``keep_shared``: every sub-plan
+    read more than once (other than a table scan) is emitted as ONE CTE, so that lowering
+    the text gives back one shared node (a mined sub-plan whose diamond reads a view or a
+    join of tables re-lowers to the same diamond); by default only nondeterministic ones
+    are, and the others are inlined per use."""
     if isinstance(plan, Opaque) and names is None:
         # A query that is opaque as a whole is emitted exactly as carried (its
         # output may even be unknown, e.g. SELECT * over a table function).
@@ -320,7 +324,7 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
         return whole
     ps = parents(plan)
     once = frozenset(id(n) for n in walk(plan)
-                     if len(ps.get(id(n), ())) >= 2 and _nondet_below(n))
+                     if len(ps.get(id(n), ())) >= 2 and (_nondet_below(n) or (keep_shared and not isinstance(n, Scan))))
     g = _Gen(once)
     rel = g.gen(plan)
     out = list(names) if names is not None else [f.name for f in plan.fields]
@@ -336,6 +340,7 @@ def _nondet_below(node: Node) -> bool:
     return any(is_nondeterministic(n) for n in walk(node))
 
 
-def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
-    text: str = to_ast(plan, names).sql(dialect=DIALECT, pretty=pretty)
+def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False,
+           keep_shared: bool = False) -> str:
+    text: str = to_ast(plan, names, keep_shared).sql(dialect=DIALECT, pretty=pretty)
     return text

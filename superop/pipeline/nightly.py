@@ -115,7 +115,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
         target = low.plan
         if m is not None:
             target = m.root
-            out.sql = to_sql(m.root)
+            out.sql = to_sql(m.root, keep_shared=True)   # a shared view stays ONE CTE
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
         res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
