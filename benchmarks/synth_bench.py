@@ -1,7 +1,8 @@
 """Synthesis time per candidate sub-query over the Table 2 shapes of the super-operator
 paper (goal: median <= 10 s including Z3 verification).
 
-    .venv/bin/python benchmarks/synth_bench.py [--K 4] [--no-verify] [--only t2-01 ...] [--out FILE]
+    .venv/bin/python benchmarks/synth_bench.py [--bound 4] [--timeout-s 300] [--no-verify]
+        [--only t2-01 ...] [--out FILE]
 
 Corpus: ``superop.workloads.paper.TABLE2_CORPUS`` (Table 2 rows + the figures' queries)
 when present, else ``superop.synth.corpus.CORPUS``. Prints one line per query and the
@@ -10,13 +11,14 @@ median / max seconds; ``--out`` writes the rows as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from superop.cliutil import deprecated, timeout_s  # noqa: E402
 
 
 def corpus():
@@ -30,9 +32,13 @@ def corpus():
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--K", type=int, default=4)
+    ap.add_argument("--bound", type=int, default=4, dest="K", metavar="K",
+                    help="Z3 bound: input tables of at most K rows (default 4)")
+    deprecated(ap, "--K", dest="K", use="--bound", type=int)
     ap.add_argument("--no-verify", action="store_true")
-    ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--timeout-s", type=timeout_s, default=300.0, dest="timeout", metavar="S",
+                    help="search time limit per query in seconds (default 300)")
+    deprecated(ap, "--timeout", dest="timeout", use="--timeout-s", type=timeout_s)
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--out")
     args = ap.parse_args(argv)

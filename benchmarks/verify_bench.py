@@ -1,7 +1,7 @@
 """Verifier benchmark: bounded-check time at K = 2, 4, 6 over the paper's Table 2 shapes
-(programs from the Fig. 10 templates) and unbounded-proof time per template.
+(programs from the families' Fig. 10 templates) and unbounded-proof time per template.
 
-    .venv/bin/python benchmarks/verify_bench.py [--K 2,4,6] [--timeout-ms 60000] [--json OUT]
+    .venv/bin/python benchmarks/verify_bench.py [--bound 2,4,6] [--timeout-s 60] [--json OUT]
 
 Prints one line per (case, K) and a summary per K (median / p90 / max seconds, status
 counts), then one line per template proof. Goal (issue 5): K = 4 median <= 2 s.
@@ -18,11 +18,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from superop.ir import lower  # noqa: E402
-from superop.synth.templates import build_program  # noqa: E402
+from superop.cliutil import deprecated, seconds_as_ms  # noqa: E402
+from superop.families import build_program  # noqa: E402
 from superop.verify.check import check_equivalence  # noqa: E402
 from superop.verify.corpus import OPS_SCHEMA, TABLE2  # noqa: E402
-from superop.verify.inductive import all_templates, prove_template  # noqa: E402
-from superop.verify.streamability import find_decomposition  # noqa: E402
+from superop.verify.instances import all_instances  # noqa: E402
+from superop.verify.streamability import find_match  # noqa: E402
+from superop.verify.template_proofs import prove_instance  # noqa: E402
 
 
 def _pct(xs, q):
@@ -35,7 +37,7 @@ def bounded(Ks, timeout_ms, only=None):
     for name, fam, _ps, sql in TABLE2:
         if only and name not in only:
             continue
-        d = find_decomposition(lower(sql, OPS_SCHEMA).plan)
+        d = find_match(lower(sql, OPS_SCHEMA).plan)
         cases.append((name, fam, d.root, build_program(d)))
     rows, summary = [], {}
     for K in Ks:
@@ -58,19 +60,25 @@ def bounded(Ks, timeout_ms, only=None):
 
 def inductive(timeout_ms):
     out = []
-    for params in all_templates():
-        r = prove_template(timeout_ms=timeout_ms, **params)
-        out.append({"template": r.details["template"], "status": r.status, "seconds": round(r.seconds, 3),
-                    "obligations": len(r.details["obligations"])})
-        print(f"  {r.details['template']:24s} {r.status:9s} {r.seconds:6.3f}s "
-              f"({len(r.details['obligations'])} obligations)", flush=True)
+    for inst in all_instances():
+        r = prove_instance(inst, timeout_ms=timeout_ms)
+        obs = r.details["obligations"]
+        failed = [o["name"] for o in obs if o["status"] != "proved"]
+        out.append({"template": inst.name, "status": r.status, "seconds": round(r.seconds, 3),
+                    "obligations": len(obs), "not_proved": failed})
+        print(f"  {inst.name:34s} {r.status:9s} {r.seconds:6.3f}s ({len(obs)} obligations"
+              f"{'; not proved: ' + ', '.join(failed) if failed else ''})", flush=True)
     return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--K", default="2,4,6", help="comma-separated bounds (default 2,4,6)")
-    ap.add_argument("--timeout-ms", type=int, default=60000)
+    ap.add_argument("--bound", default="2,4,6", dest="K", metavar="K,...",
+                    help="comma-separated Z3 bounds: tables of at most K rows (default 2,4,6)")
+    deprecated(ap, "--K", dest="K", use="--bound")
+    ap.add_argument("--timeout-s", type=seconds_as_ms, default=60000, dest="timeout_ms", metavar="S",
+                    help="Z3 time limit per check in seconds (default 60)")
+    deprecated(ap, "--timeout-ms", dest="timeout_ms", use="--timeout-s (seconds)", type=int)
     ap.add_argument("--cases", default="", help="comma-separated Table 2 case names (default all)")
     ap.add_argument("--json", help="write the results as JSON here")
     a = ap.parse_args(argv)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Installs superop with its test extras into .venv and runs the test suite.
+# Installs superop with its test extras into .venv (the tested versions: constraints.txt)
+# and runs the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 pip install -q --upgrade pip >/dev/null
-pip install -q -e ".[test]"
-# static checks first (configuration in pyproject.toml): ruff on the whole package, mypy
-# (strict on the packages that opted in, e.g. superop.families)
+pip install -q -e ".[test]" -c constraints.txt
+# static checks first (configuration in pyproject.toml; versions pinned in constraints.txt):
+# ruff on the whole package, mypy (strict on the packages that opted in, e.g. superop.families)
 ruff check superop
 mypy
 set +e

@@ -1,4 +1,4 @@
-"""The `superop` command line (DESIGN.md "Command line").
+"""The `superop` command line (docs/ARCHITECTURE.md, "Command line").
 
 Each command lives with its package: a module ``superop.<pkg>.commands`` exposing
 ``register(subparsers)`` that adds its sub-command(s) with ``set_defaults(func=...)``.
@@ -26,7 +26,14 @@ COMMAND_MODULES = [
     "superop.runtime.commands",    # rewrite
     "superop.workloads.commands",  # bench, workload
     "superop.ir.commands",         # plan
+    "superop.share.commands",      # share
 ]
+
+
+# packages of the optional extras (pyproject.toml) -> the extra that installs them
+_EXTRA_OF = {"z3": "mine", "mlflow": "mine", "pandas": "mine", "pyarrow": "mine",
+             "numpy": "mine", "zstandard": "mine", "lz4": "mine", "cramjam": "mine",
+             "matplotlib": "bench", "tpchgen": "bench"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    # say which Spark settings superop chose because nobody else set them
+    logging.getLogger("superop.spark").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -59,6 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(rc or 0)
     except SuperopError as e:
         print(f"superop {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        extra = _EXTRA_OF.get((e.name or "").split(".")[0])
+        if extra is None or args.verbose:
+            raise
+        print(f"superop {args.command}: error: this command needs {e.name}, which the runtime-only "
+              f"install leaves out: pip install 'superop[{extra}]'", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"superop {args.command}: interrupted", file=sys.stderr)

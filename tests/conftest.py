@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _trust_store(tmp_path_factory):
+    """Records of re-checked catalogs (superop.rules_out.trust) go to a throwaway store."""
+    os.environ["SUPEROP_TRUST_DIR"] = str(tmp_path_factory.mktemp("trust"))
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from superop.sparkutil import get_spark
@@ -38,3 +44,23 @@ def tpch(spark, tpch_dir):
     """Registers the eight TPC-H tables as temp views; returns their schema mapping."""
     from superop.workloads.tpch import register_tpch
     return register_tpch(spark, tpch_dir)
+
+
+@pytest.fixture(scope="session")
+def seed_mlflow_db(tmp_path_factory):
+    """``seed_mlflow_db(path) -> uri``: an empty MLflow SQLite store at ``path``, copied from
+    one created once per session. A new store runs MLflow's schema migrations (10-15 s on a
+    loaded 2-core machine); a copy starts at the current schema in milliseconds."""
+    from mlflow.tracking import MlflowClient
+
+    from superop.tracking import quiet_mlflow
+    quiet_mlflow()
+    template = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{template}").search_experiments()
+
+    def seed(db: Path) -> str:
+        db = Path(db)
+        db.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, db)
+        return f"sqlite:///{db}"
+    return seed

@@ -12,18 +12,19 @@ whose inner two-input diamond is an instance of its own.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from sqlglot import exp
 
 from ..ir.nodes import Join
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
-from .kit.covers import EDGE_OPS, PROVED_FOLDS, Covers
+from ..synth.dsl import AGG_FUNCS, STREAMING, Program
+from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check, positions_carrying
-from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
-from .kit.program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate,
-                          not_null_keys_prefilter, null, same_keys)
+from .kit import symbolic
+from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
+from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits,
+                          not_null_keys_prefilter, same_keys)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode)
@@ -86,28 +87,15 @@ class DiamondJoin(Family):
     def build_program(self, m: Match) -> Program:
         """SuperOp_DJ: the folds of DU; emits guarded by matched = present_L ∧ present_R ∧
         keys NOT NULL ∧ ψ (NULL keys never join) and, per join kind, null-extended emits
-        under present ∧ ¬matched."""
+        under present ∧ ¬matched (the kit's join-tree emission)."""
         j = m.join
         assert j is not None
         accs = Accs()
         left, right = (AggBranch(b, accs) for b in m.branches)
         keys = same_keys([left, right])
-        psi = join_split(j, ((left.top_fields, left.outputs), (right.top_fields, right.outputs)),
-                         [(f"key.{k}", f"key.{k}") for k in keys])
-        matched = conj(is_true(left.present), is_true(right.present), keys_not_null(keys), is_true(psi))
-        nl, nr = [null() for _ in left.outputs], [null() for _ in right.outputs]
-        kind = m.join_kind
-        emits = []
-        if kind in ("inner", "left", "right", "full"):
-            emits.append(PartitionEmit(matched, tuple(left.outputs + right.outputs)))
-        if kind == "semi":
-            emits.append(PartitionEmit(matched, tuple(left.outputs)))
-        if kind == "anti":
-            emits.append(PartitionEmit(conj(left.present, negate(matched)), tuple(left.outputs)))
-        if kind in ("left", "full"):
-            emits.append(PartitionEmit(conj(left.present, negate(matched)), tuple(left.outputs + nr)))
-        if kind in ("right", "full"):
-            emits.append(PartitionEmit(conj(right.present, negate(matched)), tuple(nl + right.outputs)))
+        inputs = {id(j.left): TreeInput(tuple(left.top_fields), tuple(left.outputs), left.present),
+                  id(j.right): TreeInput(tuple(right.top_fields), tuple(right.outputs), right.present)}
+        emits = join_tree_emits(j, inputs, keys)
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
 
@@ -123,14 +111,26 @@ class DiamondJoin(Family):
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
-    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
-        return [dict(join_kind=skeleton[2])]
-
-    def proof_covers(self, params: dict[str, Any]) -> Covers:
-        """verify.inductive's DJ proof for one join kind: every σ/π/ρ instantiation of the
-        four edges and any order-independent fold (assumption A1, COUNT(DISTINCT) included)."""
-        return Covers.make(self.name, join_kinds=[params["join_kind"]], branches=2,
-                           aggregates=PROVED_FOLDS, edges=[EDGE_OPS] * 4)
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        """DJ/<kind> for every join kind: two branches as DU's joined
+        ``ON l.k = r.k AND theta(l.x, r.y)`` (the residual reads both aggregate
+        projections). Covers every σ/π/ρ instantiation of the four edges and every
+        streaming fold."""
+        out = []
+        for kind in self.join_kinds:
+            cols = "l.k, l.x" if kind in ("semi", "anti") else "l.k, l.x, r.k AS rk, r.y"
+            sql = (f"SELECT {cols} FROM ({symbolic.aggregate_branch(1, 'x')}) l {JOIN_SQL[kind]} "
+                   f"({symbolic.aggregate_branch(2, 'y')}) r ON l.k = r.k AND theta(l.x, r.y)")
+            fns = {**symbolic.aggregate_branch_functions(1), **symbolic.aggregate_branch_functions(2),
+                   "theta": "bool"}
+            out.append(ProofInstance(
+                f"DJ/{kind}", sql, symbolic.SCHEMA,
+                Covers.make(self.name, join_kinds=[kind], branches=2, aggregates=STREAMING_FOLDS,
+                            edges=[EDGE_OPS] * 4),
+                fns, symbolic.COMMON_ASSUMPTIONS + (
+                    symbolic.SUBSET_OF_FOLDS, "the join's equalities are on the grouping key; every other "
+                    "conjunct is the residual theta (an arbitrary function of both sides' outputs)")))
+        return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------
     def examples(self) -> tuple[ExampleSpec, ...]:

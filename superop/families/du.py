@@ -9,15 +9,16 @@ Edge order: the n lower edges (Spool → γ_i), then the n upper edges (γ_i →
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from sqlglot import exp
 
 from ..ir.nodes import UnionAll
 from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
-from .kit.covers import EDGE_OPS, PROVED_FOLDS, Covers
+from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check
-from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
+from .kit import symbolic
+from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import AggBranch, Accs, same_keys
 from .kit.planting import ExampleKit, ExampleSpec
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
@@ -87,15 +88,22 @@ class DiamondUnionAll(Family):
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
-    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
-        return [dict(branches=skeleton[1])]
-
-    def proof_covers(self, params: dict[str, Any]) -> Covers:
-        """verify.inductive's DU proof: every σ/π/ρ instantiation of the 2n edges and any
-        order-independent fold (assumption A1, COUNT(DISTINCT) included)."""
-        n = int(params.get("branches", 2))
-        return Covers.make(self.name, branches=n, aggregates=PROVED_FOLDS,
-                           edges=[EDGE_OPS] * (2 * n))
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        """DU/2 and DU/3: n GROUP BYs on ``k`` glued by UNION ALL; every branch aggregates
+        count(*), count, sum, min, max, avg of its own projections under its own predicate,
+        then filters (``q_i``) and projects (``g_i``) over the key and every aggregate.
+        Covers every σ/π/ρ instantiation of the 2n edges and every streaming fold."""
+        out = []
+        for n in (2, 3):
+            fns: dict[str, str] = {}
+            for i in range(1, n + 1):
+                fns.update(symbolic.aggregate_branch_functions(i))
+            out.append(ProofInstance(
+                f"DU/{n}", " UNION ALL ".join(symbolic.aggregate_branch(i, "x") for i in range(1, n + 1)),
+                symbolic.SCHEMA,
+                Covers.make(self.name, branches=n, aggregates=STREAMING_FOLDS, edges=[EDGE_OPS] * (2 * n)),
+                fns, symbolic.COMMON_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)))
+        return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------
     def examples(self) -> tuple[ExampleSpec, ...]:

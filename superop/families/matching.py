@@ -17,12 +17,11 @@ from dataclasses import replace
 from enum import Enum
 from typing import Iterable, Optional
 
-from ..ir.dialect import DIALECT
-from ..ir.nodes import Node, Scan, walk
-from ..ir.nodes import replace as replace_nodes
+from ..ir.nodes import Node, walk
 from ..ir.safety import BlockReason, Blocker, blocking_reason
 from ..synth.dsl import Program
 from .kit.diamond import PlanContext, keys_implied, shape_at
+from .kit.regroup import regroup
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
 from . import registry
 
@@ -88,7 +87,7 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     try:
         program = fam.build_program(m)
     except TemplateError as e:
-        return _near(m, Reason.TEMPLATE_REFUSED, str(e))
+        return _near(m, e.code or Reason.TEMPLATE_REFUSED, str(e))
     return replace(m, program=program)
 
 
@@ -103,7 +102,13 @@ def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]:
 def scan(plan: Node) -> list[Finding]:
     """Every match and near-miss of the plan, top-down; a match claims the nodes it
     replaces (its source stays open: a diamond inside another's shared input is found
-    too). Mining reports these; the runtime applies the matches a rule admits."""
+    too). Mining reports these; the runtime applies the matches a rule admits.
+
+    The plan is first brought into canonical form (:func:`regroup`: uses of a shared
+    aggregate as one sub-tree of joins, their filters on them); the findings are nodes of
+    ``regroup(plan)`` — the plan a caller applies them to (the same object when nothing
+    moves, and ``regroup`` of a canonical plan is that plan)."""
+    plan = regroup(plan)
     ctx = PlanContext(plan)
     out: list[Finding] = []
     claimed: set[int] = set()
@@ -121,7 +126,9 @@ def scan(plan: Node) -> list[Finding]:
 
 def first_match(plan: Node, finished: bool = False) -> Optional[Match]:
     """The top-most instance in ``plan`` (recognized by a family's pattern; with
-    ``finished`` also through the join premise and the template)."""
+    ``finished`` also through the join premise and the template); a node of
+    ``regroup(plan)``."""
+    plan = regroup(plan)
     ctx = PlanContext(plan)
     for n in reversed(list(walk(plan))):
         f = match_at(n, ctx) if finished else recognize_at(n, ctx)
@@ -133,45 +140,3 @@ def first_match(plan: Node, finished: bool = False) -> Optional[Match]:
 def build_program(m: Match) -> Program:
     """The family's template program for ``m`` (TemplateError if it cannot build one)."""
     return registry.get(m.family).build_program(m)
-
-
-SOURCE_TABLE = "__source"
-
-
-def over_source(m: Match, name: str = SOURCE_TABLE) -> tuple[Node, dict[str, dict[str, str]]]:
-    """The match's sub-plan reading its shared source as ONE base table ``name`` (the
-    source's columns, typed as Spark types them), and that table's schema. The program the
-    runtime runs reads the source's rows, whatever computes them (a CTE, a join of
-    dimension tables, a ranked view): this is the sub-plan the program is checked against
-    when the source itself is more than the bounded verifier encodes. ValueError when a
-    source column's type is unknown."""
-    src = m.source
-    if isinstance(src, Scan):
-        return m.root, {src.table: dict(src.columns)}
-    types = node_types(src)
-    if types is None:
-        raise ValueError("the shared source's column types are unknown")
-    leaf = Scan(name, tuple(zip(src.names, types)))
-    return replace_nodes(m.root, {id(src): leaf}), {name: dict(leaf.columns)}
-
-
-def node_types(node: Node) -> Optional[list[str]]:
-    """Spark types of a node's output columns (sqlglot's type annotation of its SQL over
-    the scans below it); None when one is unknown."""
-    from sqlglot import exp
-    from sqlglot.optimizer.annotate_types import annotate_types
-
-    from ..ir import to_sql
-    from ..ir.lower import qualified
-    schema: dict[str, object] = {s.table: dict(s.columns) for s in walk(node) if isinstance(s, Scan)}
-    try:
-        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect=DIALECT)
-    except Exception:  # typing is best effort: unknown means unknown
-        return None
-    out = []
-    for e in ast.selects:
-        t = e.type
-        if t is None or t.this == exp.DataType.Type.UNKNOWN:
-            return None
-        out.append(t.sql(dialect=DIALECT).lower())
-    return out if len(out) == len(node.fields) else None

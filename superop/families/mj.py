@@ -20,15 +20,16 @@ from ..ir.analysis import capture_parameters
 from ..ir.dialect import DIALECT
 from ..ir.nodes import Select
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey
+from ..synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
 from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import (Shape, find_field, key_sources, positions_carrying, source_dependencies,
                           trace)
-from .kit.family import Family, Slot, Streamability, shape_segment, source_predicate
+from .kit import symbolic
+from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, agg_calls, conj, is_true, join_split, keys_not_null,
                           negate, not_null_keys_prefilter, null, to_ns)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
-from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
+from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, Side, TemplateError)
 
 MIN_MAX = ("min", "max")
@@ -42,6 +43,15 @@ class MJReason(ReasonCode):
                         "the MIN/MAX argument does not depend on exactly one source column")
     FILTER_BELOW_MIN_MAX = ("filter_below_min_max",
                             "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)")
+    # the aggregate side emitted alone decides "no row matched" with a flag folded row by
+    # row; the query evaluates the join residual only on the pairs it forms
+    RESIDUAL_ON_AGGREGATES = ("residual_on_aggregates",
+                              "a join residual reads the aggregate on a side emitted alone (outer/semi/anti): "
+                              "no row can evaluate it before its partition ends")
+    RESIDUAL_BEHIND_AGGREGATE_FILTER = (
+        "residual_behind_aggregate_filter",
+        "a join residual on a side emitted alone behind a filter on the aggregate: the query evaluates it "
+        "only for keys whose group survives, which no row can tell (a partial residual would raise)")
 
 
 class MinJoin(Family):
@@ -178,9 +188,25 @@ class MinJoin(Family):
         row_emits, part_emits = [], []
 
         def any_matched() -> exp.Expr:
-            if psi is not None and any(c.table == "acc" for c in psi.find_all(exp.Column)):
-                raise TemplateError("a join residual over aggregates on the preserved aggregate side")
-            f = accs.flag(conj(phi_row, psi) if (phi_row is not None or psi is not None) else None)
+            """"Some row matched the aggregate row" for the aggregate side emitted alone.
+            The flag folds every row of the partition; the query evaluates the residual ψ
+            only on the pairs it forms, i.e. with rows of keys whose group survives the
+            aggregate path. So ψ sits behind that survival, decided per row (key not NULL,
+            the σ below γ on keys only, the σ above γ on keys only): a partial ψ never
+            raises where the query does not (e.g. a FULL join whose HAVING drops a key)."""
+            if psi is not None and _reads(psi, "acc"):
+                raise TemplateError("a join residual over aggregates on the aggregate side emitted alone",
+                                    MJReason.RESIDUAL_ON_AGGREGATES)
+            guard = phi_row
+            if psi is not None:
+                survives = _group_survives_per_row(A, m.branches[s.pos], keys)
+                if survives is None:
+                    raise TemplateError("a join residual on the aggregate side emitted alone with a filter "
+                                        "on aggregates (or below γ on non-keys): the query evaluates it only "
+                                        "for keys whose group survives, which no row can tell",
+                                        MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER)
+                guard = conj(is_true(phi_row), survives, _keys_to_rows(psi))
+            f = accs.flag(guard)
             out = conj(f, is_true(A.present), keys_not_null(keys)) if f is not None else \
                 conj(is_true(A.present), keys_not_null(keys))
             return out if out is not None else exp.true()
@@ -223,18 +249,28 @@ class MinJoin(Family):
                 f"pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
-    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
-        """One proof per function the template folds (MIN and MAX, whichever the members
-        use: each is cheap and the rule then admits both, each covered by its own proof)."""
-        return [dict(join_kind=skeleton[2], agg_left=skeleton[3] == Side.LEFT.value, func=f) for f in MIN_MAX]
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        """MJ/<kind>/agg-<side>/<min|max>: ``min(a)`` (``max(a)``) per ``k`` filtered by
+        ``q`` and projected by ``g``, joined back to the rows of ``t`` filtered by ``p`` and
+        projected by ``f``. Where the aggregate side is joined with its rows
+        (:func:`emits_aggregate_alone` false) the residual ``theta`` reads the aggregate's
+        projection. Where it is emitted alone the template builds two programs, so the
+        covers record has two parts: without a residual (any ``q``), and
+        ``.../residual`` with ``theta`` over the key and the row and a ``q`` over the key
+        (the template refuses a residual behind a filter on aggregates there). No σ on
+        the edge into the aggregate and a bare-column argument: the streaming template
+        (Fig. 10 with the sort of Algorithm 3)."""
+        out = []
+        for kind in self.join_kinds:
+            for side in (Side.LEFT, Side.RIGHT):
+                for func in MIN_MAX:
+                    out += _mj_instances(kind, side, func)
+        return tuple(out)
 
-    def proof_covers(self, params: dict[str, Any]) -> Covers:
-        """verify.inductive's MJ proof for one join kind, side and function: every σ/π/ρ
-        instantiation of e2 and e3, no σ on e1 (assumption A3), the one MIN or MAX."""
-        side = Side.LEFT if params.get("agg_left", True) else Side.RIGHT
-        return Covers.make(self.name, join_kinds=[params["join_kind"]], branches=2, agg_side=side.value,
-                           aggregates=[params.get("func", "min")],
-                           edges=[("Project", "Rename"), EDGE_OPS, EDGE_OPS])
+    def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
+        """Every instance of the skeleton, MIN and MAX whichever the members fold: each
+        proof is cheap and the rule then admits both, each covered by its own proof."""
+        return super().proofs_for(skeleton)
 
     # -- examples for the log generator ------------------------------------------------------
     def examples(self) -> tuple[ExampleSpec, ...]:
@@ -306,6 +342,73 @@ _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], str, dict[str, Any]], .
     (40, (("", ""), ("", "σ")), "inner", dict(table="mailbox", keys=("mailboxguid",), agg="MAX",
                                                agg_first=False)),
 )
+
+
+def emits_aggregate_alone(kind: str, side: Side) -> bool:
+    """Does the template emit the aggregate side's row on its own (outer-preserved, or the
+    left side of a semi/anti join), deciding it by "some row matched"?"""
+    preserved = kind == "full" or (kind == "left" and side is Side.LEFT) or (kind == "right" and side is Side.RIGHT)
+    return preserved or (kind in ("semi", "anti") and side is Side.LEFT)
+
+
+def _mj_instances(kind: str, side: Side, func: str) -> list[ProofInstance]:
+    covers = Covers.make("MJ", join_kinds=[kind], branches=2, agg_side=side.value, aggregates=[func],
+                         edges=[("Project", "Rename"), EDGE_OPS, EDGE_OPS])
+    rows = "SELECT k, f(k, a, b) AS x FROM t WHERE p(k, a, b)"
+    fns = {"p": "bool", "q": "bool", "f": "int", "g": "int", "theta": "bool"}
+    arg = ("the aggregate's argument is a source column and the edge into the aggregate has no σ (the "
+           "streaming template sorts the partition on that column)")
+    name = f"MJ/{kind}/agg-{side.value}/{func}"
+    if not emits_aggregate_alone(kind, side):
+        parts = [(name, "q(k, m)", " AND theta(o.x, m.y)", "theta reads the aggregate's projection and the row")]
+    else:
+        parts = [(name, "q(k, m)", "", "no join residual beyond the key equality (with one, see "
+                  f"{name}/residual: the two instances are the two parts of one covers record)"),
+                 (name + "/residual", "q(k)", " AND theta(o.x, m.k)",
+                  "a join residual theta over the key and the row, and a filter q above the aggregate on "
+                  "the key only (the template refuses a residual behind a filter on aggregates here: the "
+                  "query evaluates the residual only for keys whose group survives)")]
+    out = []
+    for pname, having, residual, note in parts:
+        agg = f"SELECT k, g(k, m) AS y FROM (SELECT k, {func}(a) AS m FROM t GROUP BY k) u WHERE {having}"
+        join = JOIN_SQL[kind]
+        if side is Side.LEFT:
+            cols = "m.k, m.y" if kind in ("semi", "anti") else "m.k, m.y, o.k AS ok, o.x"
+            sql = f"SELECT {cols} FROM ({agg}) m {join} ({rows}) o ON m.k = o.k{residual}"
+        else:
+            cols = "o.k, o.x" if kind in ("semi", "anti") else "o.k, o.x, m.k AS mk, m.y"
+            sql = f"SELECT {cols} FROM ({rows}) o {join} ({agg}) m ON o.k = m.k{residual}"
+        out.append(ProofInstance(pname, sql, symbolic.SCHEMA, covers, fns,
+                                 symbolic.COMMON_ASSUMPTIONS + (arg, note)))
+    return out
+
+
+def _reads(e: exp.Expr, ns: str) -> bool:
+    return any(c.table == ns for c in e.find_all(exp.Column))
+
+
+def _keys_to_rows(e: exp.Expr) -> exp.Expr:
+    """``key.k`` -> ``row.k`` (equal within a partition; a flag's guard reads the row)."""
+    e = e.copy()
+    for c in list(e.find_all(exp.Column)):
+        if c.table == "key":
+            c.replace(ref("row", c.name))
+    return e
+
+
+def _group_survives_per_row(A: AggBranch, b: Branch, keys: Sequence[str]) -> Optional[exp.Expr]:
+    """A row condition that holds on a row of key κ iff κ's group survives the aggregate
+    path (non-empty after the σ below γ, kept by the σ above γ): the key is not NULL and
+    both σ read only grouping keys. None when a σ reads anything else."""
+    assert b.lower is not None
+    low = to_ns(capture_parameters(b.lower).predicate, "row")
+    if low is not None and any(c.name not in keys for c in low.find_all(exp.Column)):
+        return None
+    up = A.phi_up
+    if up is not None and (_reads(up, "acc") or _reads(up, "flag")):
+        return None
+    return conj(_keys_to_rows(keys_not_null(keys) or exp.true()), is_true(low),
+                is_true(_keys_to_rows(up)) if up is not None else None)
 
 
 def _memory(row_emits: Sequence[RowEmit], accs: Accs) -> tuple[str, tuple[SortKey, ...]]:

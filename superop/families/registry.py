@@ -10,6 +10,7 @@ from .ga import GA
 from .kit.family import Family
 from .mj import MJ
 from .nb import NB
+from .pivot import PJ
 
 REGISTRY: tuple[Family, ...] = (
     DU,      # diamond-union-all  (du.py)
@@ -17,6 +18,7 @@ REGISTRY: tuple[Family, ...] = (
     DJ,      # diamond-join       (dj.py)
     MJ,      # min-join           (mj.py)
     NB,      # neighbour-self-join (nb.py)
+    PJ,      # pivot-join         (pivot.py)
 )
 
 _BY_NAME = {f.name: f for f in REGISTRY}

@@ -9,9 +9,12 @@ from ..cliutil import add_sql_args, read_schema, read_sql
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("plan", help="lower a query to the plan IR and print tree, shape and SQL")
+    from ..cliutil import add_json_arg
+    p = sub.add_parser("plan", help="lower a query to the plan IR and print tree, shape and SQL",
+                       description="Shows how superop sees a query: the plan IR tree, its shape "
+                                   "and the SQL regenerated from the IR.")
     add_sql_args(p)
-    p.add_argument("--json", action="store_true", help="print a JSON object")
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -26,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(out["tree"])
         print(f"shape: {out['shape']}")
-        print(f"sql:   {out['sql']}")
+        from ..cliutil import pretty_sql
+        print("sql:   " + pretty_sql(str(out["sql"])).replace("\n", "\n       "))
         if low.opaque_reasons:
             print(f"opaque: {'; '.join(low.opaque_reasons)}")
     return 0

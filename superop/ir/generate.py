@@ -308,13 +308,9 @@ def _mergeable(e: exp.Expr) -> bool:
     return not any(isinstance(n, (exp.AggFunc, exp.Window, exp.Query)) for n in e.walk())
 
 
-def to_ast(plan: Node, names: Optional[Sequence[str]] = None, keep_shared: bool = False) -> exp.Query:
+def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     """The plan as a sqlglot query. ``names`` overrides the output column names
-    (e.g. Spark's own names for unaliased expressions). ``keep_shared``: every sub-plan
-    read more than once (other than a table scan) is emitted as ONE CTE, so that lowering
-    the text gives back one shared node (a mined sub-plan whose diamond reads a view or a
-    join of tables re-lowers to the same diamond); by default only nondeterministic ones
-    are, and the others are inlined per use."""
+    (e.g. Spark's own names for unaliased expressions)."""
     if isinstance(plan, Opaque) and names is None:
         # A query that is opaque as a whole is emitted exactly as carried (its
         # output may even be unknown, e.g. SELECT * over a table function).
@@ -323,8 +319,11 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None, keep_shared: bool 
             raise ValueError("an opaque plan must carry a query")
         return whole
     ps = parents(plan)
+    # a shared sub-plan is written once, as a CTE: a nondeterministic one must be evaluated
+    # once, and a shared one stays one node when the SQL is lowered again (Spark inlines a
+    # deterministic CTE: the plan it runs is the same). A shared table is just read twice.
     once = frozenset(id(n) for n in walk(plan)
-                     if len(ps.get(id(n), ())) >= 2 and (_nondet_below(n) or (keep_shared and not isinstance(n, Scan))))
+                     if len(ps.get(id(n), ())) >= 2 and not isinstance(n, Scan))
     g = _Gen(once)
     rel = g.gen(plan)
     out = list(names) if names is not None else [f.name for f in plan.fields]
@@ -340,7 +339,6 @@ def _nondet_below(node: Node) -> bool:
     return any(is_nondeterministic(n) for n in walk(node))
 
 
-def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False,
-           keep_shared: bool = False) -> str:
-    text: str = to_ast(plan, names, keep_shared).sql(dialect=DIALECT, pretty=pretty)
+def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
+    text: str = to_ast(plan, names).sql(dialect=DIALECT, pretty=pretty)
     return text

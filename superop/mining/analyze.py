@@ -90,7 +90,7 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
         findings = []
     for f in findings:
         try:
-            example = to_sql(f.root, keep_shared=True)   # re-lowers to the same diamond
+            example = to_sql(f.root)
             # to_sql folds σ/π/ρ into SELECT blocks: record the shape the example re-lowers to
             again = [g for g in detect(lower(example, schema).plan) if g.family == f.family]
             example_shape = again[0].shape if again else ""

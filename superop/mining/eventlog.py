@@ -249,9 +249,10 @@ def _parse_group(pdf: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_eventlog(spark, path: str, with_metrics: bool = False):
-    """Event log(s) under ``path`` as a DataFrame of LOG_COLUMNS (+ event columns if asked)."""
+    """Event log(s) under ``path`` (or a list of files, any filesystem) as a DataFrame of
+    LOG_COLUMNS (+ event columns if asked)."""
     from pyspark.sql import functions as F
-    files = event_files(path)
+    files = path if isinstance(path, list) else event_files(path)
     df = spark.read.format("binaryFile").load(files)
     # group key: the application (rolling dir name, or file name without codec suffix)
     app = F.when(F.col("path").rlike(r"/eventlog_v2_[^/]+/events_"),

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -40,7 +39,7 @@ from ..errors import SuperopError
 from ..families import names as family_names
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
-from .readers import SUCCESS, read_log
+from .readers import SUCCESS, open_log
 from .selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES, Selection
 
 MALFORMED_REASONS = {"malformed_json", "not_a_json_object", "missing_statement_text",
@@ -70,7 +69,7 @@ def candidate_id(family: str, join_kind: str, shape: str) -> str:
 
 
 class Progress:
-    """Phase display on a terminal (stderr) and seconds per phase for the summary."""
+    """Phase lines on stderr (default: when it is a terminal) and seconds per phase."""
 
     def __init__(self, enabled: Optional[bool] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
@@ -78,16 +77,16 @@ class Progress:
 
     @contextmanager
     def phase(self, name: str, note: str = ""):
+        # one whole line per phase when it ends (a log file is read line by line)
         t0 = time.perf_counter()
-        if self.enabled:
-            print(f"[mine] {name:<10} {note} ...", file=sys.stderr, end="", flush=True)
         try:
             yield
         finally:
             dt = time.perf_counter() - t0
             self.seconds[name] = round(self.seconds.get(name, 0.0) + dt, 3)
             if self.enabled:
-                print(f" {dt:.1f}s", file=sys.stderr, flush=True)
+                print(f"[mine] {name:<10} {note} ({dt:.1f} s)".replace("  (", " ("),
+                      file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +131,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
                column_map: Optional[dict] = None, include_failed: bool = False,
                progress: Optional[bool] = None, master: Optional[str] = None,
                experiment: str = "superop-mining", min_cost_share: float = MIN_COST_SHARE,
-               min_executions: int = MIN_EXECUTIONS) -> MiningResult:
+               min_executions: int = MIN_EXECUTIONS, outputs=None) -> MiningResult:
     """Mine ``log_path`` and write the outputs to ``out_dir`` (see module doc).
 
     ``schema``: {"table": {"column": "type"}}; None = the paper's tables + TPC-H
@@ -140,7 +139,11 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     Selection (:class:`Selection`): by default a sub-plan recurs (and a candidate variant is
     reported) when its queries ran >= ``min_executions`` times and cost >= ``min_cost_share``
     of the log; with ``k`` when it is seen in >= k distinct templates.
-    Raises SuperopError when the log as a whole is unusable."""
+    Raises SuperopError when the log as a whole is unusable.
+
+    ``out_dir``: a local path or any Hadoop filesystem URI. The outputs of a run appear
+    there together or not at all (:class:`superop.storage.OutputSet`); a caller that passes
+    its own ``outputs`` set (the nightly job) commits it itself, with its other outputs."""
     from pyspark.sql import functions as F
 
     from .analyze import ANALYSIS_DDL, make_mapper
@@ -152,11 +155,13 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     if min_executions < 1:
         raise SuperopError(f"min_executions must be >= 1, got {min_executions}")
     sel = Selection(k, min_cost_share, min_executions)
-    out = Path(out_dir)
+    from ..storage import OutputSet, local_path
+    out = Path(local_path(str(out_dir))) if local_path(str(out_dir)) is not None else str(out_dir)
     prog = Progress(progress)
     if spark is None:
         from ..sparkutil import get_spark
         spark = get_spark(app_name="superop-mine", master=master)
+    own_outputs = outputs is None
     if schema is None:
         from ..workloads.loggen import mining_schema
         schema = mining_schema()
@@ -167,8 +172,9 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
 
     with prog.phase("read", str(log_path)):
         # lazily planned: reading, parsing and normalization run in the next phase's job
-        norm = read_log(spark, str(log_path), fmt, column_map,
-                        post=_normalizer(include_failed), post_ddl=NORM_DDL)
+        log_read = open_log(spark, str(log_path), fmt, column_map,
+                            post=_normalizer(include_failed), post_ddl=NORM_DDL)
+        norm = log_read.df
     with prog.phase("normalize"):
         per_template = norm.groupBy("template_id", "reason").agg(
             F.count(F.lit(1)).alias("executions"),
@@ -269,17 +275,26 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "total_cost_ms": total_cost,
         "candidate_cost_share": float(cands["cost_share"].sum()) if len(cands) else 0.0,
         "seconds_by_phase": {},
+        "files": log_read.summary(),     # files read per format, unreadable ones by reason
     }
-    with prog.phase("write", str(out)):
-        _write_outputs(out, summary, cands, near, recurring, prog, t_start)
+    if own_outputs:
+        outputs = OutputSet(str(out_dir), spark)
     run_id = None
-    if mlflow_run:
-        with prog.phase("mlflow"):
-            run_id = _log_mlflow(out, summary, cands, log_path, fmt, k, experiment)
-        summary["mlflow_run_id"] = run_id
-        summary["seconds_by_phase"] = dict(prog.seconds)
-        from ..cliutil import atomic_write_json
-        atomic_write_json(out / "summary.json", summary)
+    try:
+        with prog.phase("write", str(out)):
+            _write_outputs(outputs, summary, cands, near, recurring, prog, t_start)
+        if mlflow_run:
+            with prog.phase("mlflow"):
+                run_id = _log_mlflow(outputs.staged_dir(), summary, cands, log_path, fmt, k,
+                                     experiment, out)
+            summary["mlflow_run_id"] = run_id
+            summary["seconds_by_phase"] = dict(prog.seconds)
+            outputs.write_json("summary.json", summary)
+        if own_outputs:
+            outputs.commit()
+    finally:
+        if own_outputs:
+            outputs.discard()
     return MiningResult(out, summary, cands, near, recurring, run_id)
 
 
@@ -327,56 +342,43 @@ def _parquet_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def _write_outputs(out: Path, summary, cands, near, recurring, prog, t_start) -> None:
-    from ..cliutil import atomic_write_bytes, atomic_write_json
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "candidates.parquet", _parquet_bytes(cands))
-    atomic_write_bytes(out / "near_misses.parquet", _parquet_bytes(near))
-    atomic_write_bytes(out / "recurring.parquet", _parquet_bytes(recurring))
+def _write_outputs(outputs, summary, cands, near, recurring, prog, t_start) -> None:
+    outputs.write_bytes("candidates.parquet", _parquet_bytes(cands))
+    outputs.write_bytes("near_misses.parquet", _parquet_bytes(near))
+    outputs.write_bytes("recurring.parquet", _parquet_bytes(recurring))
     summary["seconds_by_phase"] = dict(prog.seconds)
     summary["seconds_total"] = round(time.perf_counter() - t_start, 3)
-    atomic_write_json(out / "summary.json", summary)
+    outputs.write_json("summary.json", summary)
 
 
-def tracking_uri_for(out: Path) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{out.resolve()}/mlflow.db"
+def tracking_uri_for(out) -> str:
+    from ..tracking import tracking_uri_for as uri_for
+    return uri_for(out)
 
 
-def _log_mlflow(out: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
-                experiment: str) -> str:
-    import logging
-    from mlflow.tracking import MlflowClient
-    for name in ("mlflow", "alembic", "sqlalchemy"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    uri = tracking_uri_for(out)
-    client = MlflowClient(tracking_uri=uri)
-    exp_ = client.get_experiment_by_name(experiment)
-    if exp_ is None:
-        loc = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
-        exp_id = client.create_experiment(experiment, artifact_location=loc)
-    else:
-        exp_id = exp_.experiment_id
-    run = client.create_run(exp_id, run_name=f"mine-{Path(str(log_path)).name}")
-    rid = run.info.run_id
+def _log_mlflow(files: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, k,
+                experiment: str, out=None) -> str:
+    """One run (fluent API, see superop.tracking) in the store of ``out`` (default: ``files``,
+    the local directory holding the outputs to log as artifacts)."""
+    from ..tracking import Tracker, store_for
+    tr = Tracker(store_for(out if out is not None else files), experiment)
+    rid = tr.start(f"mine-{Path(str(log_path)).name}")
+    ok = False
     try:
-        for key, v in {"log": str(log_path), "format": fmt, "k": k,
-                       "templates": summary["templates"],
-                       "selection": summary.get("selection", {}).get("mode")}.items():
-            client.log_param(rid, key, str(v)[:500])
-        for key in ("queries_read", "malformed", "queries_mined", "templates",
-                    "recurring_subplans", "candidates", "near_misses", "candidate_cost_share",
-                    "seconds_total"):
-            client.log_metric(rid, key, float(summary.get(key) or 0))
-        for fam, n in summary["candidates_by_family"].items():
-            client.log_metric(rid, f"candidates_{fam}", float(n))
-        for route, n in summary.get("candidates_by_route", {}).items():
-            client.log_metric(rid, f"candidates_route_{route}", float(n))
-        for ph, s in summary["seconds_by_phase"].items():
-            client.log_metric(rid, f"seconds_{ph}", float(s))
+        tr.params(rid, {"log": str(log_path), "format": fmt, "k": k,
+                        "templates": summary["templates"],
+                        "selection": summary.get("selection", {}).get("mode")})
+        m = {key: float(summary.get(key) or 0) for key in (
+            "queries_read", "malformed", "queries_mined", "templates", "recurring_subplans",
+            "candidates", "near_misses", "candidate_cost_share", "seconds_total")}
+        m.update({f"candidates_{fam}": n for fam, n in summary["candidates_by_family"].items()})
+        m.update({f"candidates_route_{route}": n
+                  for route, n in summary.get("candidates_by_route", {}).items()})
+        m.update({f"seconds_{ph}": s for ph, s in summary["seconds_by_phase"].items()})
+        tr.metrics(rid, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
-            client.log_artifact(rid, str(out / f))
-        client.set_terminated(rid, "FINISHED")
-    except Exception:
-        client.set_terminated(rid, "FAILED")
-        raise
+            tr.artifact(rid, Path(files) / f)
+        ok = True
+    finally:
+        tr.end(rid, ok)
     return rid

@@ -1,14 +1,18 @@
-"""Log readers: query-history tables (JSON Lines / CSV / Parquet) and Spark event logs.
+"""Log readers: query-history files (JSON Lines / CSV / Parquet), tables, Spark event logs.
 
-Every reader returns a Spark DataFrame with LOG_COLUMNS. Bad rows are never fatal: they carry
-an ``error`` reason (``malformed_json``, ``missing_statement_text``, ...) and are counted later.
-Parsing runs inside Spark (mapInPandas / applyInPandas), never as a driver loop over rows.
+:func:`open_log` reads a file or directory on any filesystem Spark reads (plain paths, ``file:``,
+``hdfs:``, ``s3a:``, ``abfss:``...) or a table, and returns a Spark DataFrame with LOG_COLUMNS.
+A directory may mix formats: each file is read by its own. Bad rows are never fatal: they carry
+an ``error`` reason (``malformed_json``, ``missing_statement_text``, ...) and are counted later;
+a file that cannot be read at all is skipped and listed with its reason. Parsing runs inside
+Spark (mapInPandas / applyInPandas), never as a driver loop over rows.
 """
 from __future__ import annotations
 
+import io
 import json
 import re
-from pathlib import Path
+from dataclasses import dataclass, field as dc_field
 from typing import Iterator, Optional
 
 import pandas as pd
@@ -166,7 +170,9 @@ def _jsonl_mapper(column_map: dict, post=None):
                 if line is None or not line.strip():
                     continue
                 try:
-                    rec = json.loads(line)
+                    # raw bytes (see _read_jsonl): a line that is not UTF-8 is malformed
+                    rec = json.loads(bytes(line).decode("utf-8") if not isinstance(line, str)
+                                     else line)
                 except (ValueError, RecursionError):
                     rows.append({"error": "malformed_json"})
                     continue
@@ -206,76 +212,354 @@ def _records_mapper(cols: dict[str, str], post=None):
 
 
 # --------------------------------------------------------------------------------------------
-def detect_format(path: str) -> str:
-    p = Path(path)
-    if not p.exists():
+# Sources: files on any filesystem Spark reads, or a table
+# --------------------------------------------------------------------------------------------
+from ..storage import basename  # noqa: E402  (paths and URIs alike)
+
+TABLE_PREFIX = "table:"
+_EVENT_PREFIXES = ("events_", "app-", "local-", "application_", "eventlog_v2")
+_SPARK_CODECS = (".zstd", ".zst", ".lz4", ".snappy", ".lzf")
+_COMPRESSED = (".gz", ".bz2", ".deflate")
+_TEXT_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
+                 ".tsv": "csv", ".parquet": "parquet"}
+
+
+def table_source(name: str) -> str:
+    """How a table log is named where a path is expected (``superop mine --log-table``)."""
+    return TABLE_PREFIX + name
+
+
+def source_table(log: str) -> Optional[str]:
+    """The table name of a ``table:NAME`` log, None for a path."""
+    s = str(log)
+    return s[len(TABLE_PREFIX):] if s.startswith(TABLE_PREFIX) else None
+
+
+@dataclass
+class Unreadable:
+    file: str
+    reason: str          # unknown_format, corrupt_file, no_statement_text_column, ...
+    detail: str = ""
+
+
+@dataclass
+class LogRead:
+    """The log as one DataFrame plus what was (not) read, per file."""
+    df: object
+    files_by_format: dict = dc_field(default_factory=dict)
+    unreadable: list = dc_field(default_factory=list)
+
+    def summary(self) -> dict:
+        by: dict[str, int] = {}
+        for u in self.unreadable:
+            by[u.reason] = by.get(u.reason, 0) + 1
+        return {"read": sum(self.files_by_format.values()),
+                "by_format": dict(sorted(self.files_by_format.items())),
+                "unreadable": dict(sorted(by.items())),
+                "unreadable_files": [{"file": u.file, "reason": u.reason, "detail": u.detail}
+                                     for u in self.unreadable[:100]]}
+
+
+def file_format(name: str, path: str = "", head: Optional[bytes] = None) -> Optional[str]:
+    """A file's log format from its name, else from its first bytes (None: unknown)."""
+    n = name.lower()
+    if n.endswith(".inprogress"):
+        n = n[: -len(".inprogress")]
+    if n.startswith(_EVENT_PREFIXES) or "eventlog_v2_" in path or n.endswith(_SPARK_CODECS):
+        return "spark-eventlog"
+    base = n
+    for c in _COMPRESSED:
+        if base.endswith(c):
+            base = base[: -len(c)]
+            break
+    for ext, fmt in _TEXT_FORMATS.items():
+        if base.endswith(ext):
+            return fmt
+    if head is None:
+        return None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if n.endswith(".gz") or head[:2] == b"\x1f\x8b":
+        import zlib
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head)
+        except zlib.error:
+            return None
+    text = head.lstrip()
+    first = text.split(b"\n", 1)[0]
+    if text.startswith(b"{"):
+        return "spark-eventlog" if b'"Event"' in first else "jsonl"
+    try:
+        line = first.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "csv" if ("," in line or "\t" in line) and line.isprintable() else None
+
+
+def detect_format(path: str, spark=None) -> str:
+    """The format of a log whose files all share one (kept for callers that want one name;
+    :func:`open_log` reads a mixed directory file by file)."""
+    from ..storage import filesystem
+    fs = filesystem(path, spark)
+    files = _list(fs, path)
+    fmts = {_format_of(fs, f) for f in files} - {None}
+    if len(fmts) != 1:
+        raise SuperopError(f"{path}: files of {len(fmts)} formats ({', '.join(sorted(fmts)) or 'none'})")
+    return fmts.pop()
+
+
+def _list(fs, path: str):
+    if not fs.exists(path):
         raise SuperopError(f"log not found: {path}")
-    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file()
-                                           and not f.name.startswith((".", "_")))
+    files = fs.list_files(path)
     if not files:
         raise SuperopError(f"log directory is empty: {path}")
-    names = [f.name.lower() for f in files]
-    if any(n.endswith(".parquet") for n in names):
-        return "parquet"
-    if any(n.endswith((".csv", ".csv.gz")) for n in names):
-        return "csv"
-    if any(n.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz")) for n in names):
-        return "jsonl"
-    if any(re.search(r"\.(zstd|zst|lz4|snappy|lzf)(\.inprogress)?$", n) or n.startswith(
-            ("events_", "app-", "local-", "application_", "eventlog_v2")) for n in names) \
-            or any("eventlog_v2_" in str(f) for f in files):
-        return "spark-eventlog"
-    head = files[0].read_bytes()[:4096].lstrip()
-    if head.startswith(b"{"):
-        first = head.split(b"\n", 1)[0]
-        return "spark-eventlog" if b'"Event"' in first else "jsonl"
-    return "csv"
+    return files
+
+
+def _format_of(fs, f) -> Optional[str]:
+    fmt = file_format(f.name, f.path)
+    if fmt is None and f.size > 0:
+        try:
+            fmt = file_format(f.name, f.path, fs.head(f.path))
+        except Exception:
+            return None
+    return fmt
 
 
 def read_log(spark, path: str, fmt: str = "auto", column_map: Optional[dict] = None,
              post=None, post_ddl: Optional[str] = None):
-    """The log as a DataFrame with LOG_COLUMNS (see module doc). ``post`` (pandas -> pandas,
-    producing ``post_ddl``) is applied to every batch inside the same Python worker pass."""
+    """The log as a DataFrame with LOG_COLUMNS (see :func:`open_log`)."""
+    return open_log(spark, path, fmt, column_map, post, post_ddl).df
+
+
+def open_log(spark, path: str, fmt: str = "auto", column_map: Optional[dict] = None,
+             post=None, post_ddl: Optional[str] = None) -> LogRead:
+    """Read a log: a file or directory on any filesystem Spark reads (local path, ``file:``,
+    ``hdfs:``, ``s3a:``, ``abfss:``...; ``_SUCCESS``, ``.crc`` and other hidden files are
+    skipped) or a table (``table:NAME``, see :func:`table_source`).
+
+    Each file is read by its own format (``fmt`` forces one for all). A file that cannot be
+    read — unknown format, a corrupt or truncated compressed file, a CSV without a statement
+    text column, a parquet file Spark cannot open — is recorded in ``LogRead.unreadable``
+    with its reason and the rest is mined; only a log with no readable file at all is an
+    error. ``post`` (pandas -> pandas, producing ``post_ddl``) is applied to every batch
+    inside the same Python worker pass."""
+    from ..storage import filesystem
     ddl = post_ddl if post is not None else LOG_DDL
     if fmt not in FORMATS:
         raise SuperopError(f"unknown log format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if not Path(path).exists():
-        raise SuperopError(f"log not found: {path}")
-    if fmt == "auto":
-        fmt = detect_format(path)
     column_map = column_map or {}
-    if fmt == "jsonl":
-        lines = spark.read.text(_data_files(path, (".jsonl", ".json", ".ndjson", ".gz")))
-        return lines.mapInPandas(_jsonl_mapper(column_map, post), ddl)
-    if fmt == "csv":
-        files = _data_files(path, (".csv", ".gz"))
-        header = _csv_header(files[0])
-        cols = resolve_columns(header, column_map)
-        _require_text(cols, header, path)
-        from pyspark.sql.types import StringType, StructField, StructType
+    table = source_table(path)
+    if table is not None:
+        return LogRead(_read_table(spark, table, column_map, post, ddl), {"table": 1}, [])
+    fs = filesystem(path, spark)
+    files = _list(fs, path)
+    groups: dict[str, list] = {}
+    bad: list[Unreadable] = []
+    for f in files:
+        ff = fmt if fmt != "auto" else _format_of(fs, f)
+        if ff is None:
+            bad.append(Unreadable(f.path, "unknown_format", "not JSON Lines, CSV, Parquet or "
+                                                            "a Spark event log"))
+        else:
+            groups.setdefault(ff, []).append(f)
+    parts = []
+    used: dict[str, int] = {}
+    for ff, fl in groups.items():
+        df, n, why = _READERS[ff](spark, fs, fl, column_map, post, ddl)
+        bad.extend(why)
+        if df is not None:
+            parts.append(df)
+            used[ff] = n
+    if not parts:
+        detail = "; ".join(f"{basename(u.file)}: {u.detail or u.reason}" for u in bad[:3])
+        raise SuperopError(f"no readable log file in {path}: {detail}")
+    return LogRead(_union(parts), used, bad)
+
+
+# -- per-format readers: (spark, fs, files, column_map, post, ddl) -> (df|None, n, unreadable)
+def _read_jsonl(spark, fs, files, column_map, post, ddl):
+    from pyspark.sql import functions as F
+    paths, bad = _readable_text(spark, [f.path for f in files])
+    if not paths:
+        return None, 0, bad
+    # bytes, not strings: Spark keeps a line's bytes as they are, and a line that is not
+    # UTF-8 must become a counted malformed row, not a failed Arrow conversion
+    lines = spark.read.text(paths).select(F.col("value").cast("binary").alias("value"))
+    return lines.mapInPandas(_jsonl_mapper(column_map, post), ddl), len(paths), bad
+
+
+def _read_csv(spark, fs, files, column_map, post, ddl):
+    from pyspark.sql.types import StringType, StructField, StructType
+    paths, bad = _readable_text(spark, [f.path for f in files])
+    by_header: dict[tuple, list[str]] = {}
+    for p in paths:
+        try:
+            header = _csv_header(fs, p)
+        except SuperopError as e:
+            bad.append(Unreadable(p, "no_csv_header", str(e)))
+            continue
+        by_header.setdefault(tuple(header), []).append(p)
+    parts = []
+    n = 0
+    for header, group in by_header.items():
+        try:
+            cols = resolve_columns(list(header), column_map)
+            _require_text(cols, header, basename(group[0]))
+        except SuperopError as e:
+            bad.extend(Unreadable(p, "no_statement_text_column", str(e)) for p in group)
+            continue
         schema = StructType([StructField(c, StringType()) for c in header]
                             + [StructField("_corrupt_record", StringType())])
         df = (spark.read.option("header", True).option("multiLine", True).option("escape", '"')
               .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt_record")
-              .schema(schema).csv(files))
-        return df.mapInPandas(_records_mapper(cols, post), ddl)
-    if fmt == "parquet":
-        try:
-            df = spark.read.parquet(path)
-        except Exception as e:
-            raise SuperopError(f"cannot read parquet log {path}: {str(e).splitlines()[0][:200]}") from None
-        cols = resolve_columns(df.columns, column_map)
-        _require_text(cols, df.columns, path)
-        keep = sorted(set(cols.values()))
-        from pyspark.sql import functions as F
-        df = df.select(*[F.col(f"`{c}`").cast("string").alias(c) if c != cols.get("duration_ms")
-                         else F.col(f"`{c}`") for c in keep])
-        return df.mapInPandas(_records_mapper(cols, post), ddl)
+              .schema(schema).csv(group))
+        parts.append(df.mapInPandas(_records_mapper(cols, post), ddl))
+        n += len(group)
+    return _union(parts), n, bad
+
+
+def _read_parquet(spark, fs, files, column_map, post, ddl):
+    paths = [f.path for f in files]
+    bad: list[Unreadable] = []
+    try:
+        df = spark.read.parquet(*paths)
+    except Exception:
+        # find the files Spark cannot open, one by one (only on this rare path)
+        ok = []
+        for p in paths:
+            try:
+                _ = spark.read.parquet(p).schema   # opening the footer is the check
+                ok.append(p)
+            except Exception as e:
+                bad.append(Unreadable(p, "corrupt_file", _error_line(e)))
+        if not ok:
+            return None, 0, bad
+        paths = ok
+        df = spark.read.parquet(*paths)
+    try:
+        return _records_df(df, column_map, post, ddl, paths[0]), len(paths), bad
+    except SuperopError as e:
+        return None, 0, bad + [Unreadable(p, "no_statement_text_column", str(e)) for p in paths]
+
+
+def _read_eventlog(spark, fs, files, column_map, post, ddl):
     from .eventlog import read_eventlog
-    df = read_eventlog(spark, path)
+    df = read_eventlog(spark, [f.path for f in files])
     if post is not None:   # event rows are few (one per execution): a second pass is cheap
         df = df.mapInPandas(lambda it: (post(p) for p in it), ddl)
+    return df, len(files), []
+
+
+_READERS = {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet,
+            "spark-eventlog": _read_eventlog}
+
+
+def _read_table(spark, name: str, column_map, post, ddl):
+    try:
+        df = spark.table(name)
+    except Exception as e:
+        raise SuperopError(f"log table not found: {name} ({_error_line(e)})") from None
+    return _records_df(df, column_map, post, ddl, name)
+
+
+def _records_df(df, column_map, post, ddl, where):
+    from pyspark.sql import functions as F
+    cols = resolve_columns(df.columns, column_map)
+    _require_text(cols, df.columns, where)
+    keep = sorted(set(cols.values()))
+    df = df.select(*[F.col(f"`{c}`").cast("string").alias(c) if c != cols.get("duration_ms")
+                     else F.col(f"`{c}`") for c in keep])
+    return df.mapInPandas(_records_mapper(cols, post), ddl)
+
+
+def _union(parts):
+    if not parts:
+        return None
+    df = parts[0]
+    for p in parts[1:]:
+        df = df.unionByName(p)
     return df
+
+
+def _readable_text(spark, paths: list[str]) -> tuple[list[str], list[Unreadable]]:
+    """Drop the compressed files Spark cannot decompress (truncated or corrupt): one
+    JVM-only pass over the compressed files (no Python rows), repeated without a file each
+    time one fails — plain text files need no check (a bad line is a counted bad row)."""
+    compressed = [p for p in paths if p.lower().endswith(_COMPRESSED)]
+    bad: list[Unreadable] = []
+    todo = list(compressed)
+    with _quiet_task_errors(spark):       # a failed file is reported here, with its name
+        while todo:
+            try:
+                spark.read.text(todo).selectExpr("sum(length(value))").collect()
+                break
+            except Exception as e:
+                failed = _failed_file(e, todo)
+                if failed is None:
+                    raise
+                todo.remove(failed)
+                bad.append(Unreadable(failed, "corrupt_file", _error_line(e, cause=True)))
+    dropped = {u.file for u in bad}
+    return [p for p in paths if p not in dropped], bad
+
+
+class _quiet_task_errors:
+    """Silence the JVM's task-failure log lines for the checks whose failures we report."""
+    NAMES = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+             "org.apache.spark.scheduler.TaskSchedulerImpl")
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.old: list = []
+
+    def __enter__(self):
+        try:
+            jvm = self.spark._jvm
+            self.cfg = jvm.org.apache.logging.log4j.core.config.Configurator
+            lm = jvm.org.apache.logging.log4j.LogManager
+            for n in self.NAMES:
+                self.old.append((n, lm.getLogger(n).getLevel()))
+                self.cfg.setLevel(n, jvm.org.apache.logging.log4j.Level.OFF)
+        except Exception:          # Spark Connect or another logging backend: leave it
+            self.old = []
+        return self
+
+    def __exit__(self, *exc):
+        for n, level in self.old:
+            self.cfg.setLevel(n, level)
+
+
+def _failed_file(e: Exception, candidates: list[str]) -> Optional[str]:
+    """The file Spark names in a FAILED_READ_FILE error, among ``candidates``."""
+    m = re.search(r"while reading file (\S+?)\.?\s", str(e))
+    if not m:
+        return None
+    named = _file_key(m.group(1))
+    return next((c for c in candidates if _file_key(c) == named), None)
+
+
+def _file_key(p: str) -> tuple[str, str]:
+    """(host, path) of a path or URI: ``file:/x``, ``file:///x`` and ``/x`` are one file."""
+    from urllib.parse import unquote, urlparse
+    u = urlparse(str(p))
+    sch = u.scheme if len(u.scheme) > 1 else ""
+    host = "" if sch in ("", "file") and u.netloc in ("", "localhost") else u.netloc
+    path = unquote(u.path if sch else str(p))
+    return (f"{sch if sch != 'file' else ''}:{host}", "/" + path.lstrip("/"))
+
+
+def _error_line(e: Exception, cause: bool = False) -> str:
+    """One line for a Java/Spark error: the root cause (``EOFException: Unexpected end of
+    input stream``) when asked and present, else the first line."""
+    s = str(e)
+    if cause:
+        causes = re.findall(r"Caused by: ([\w.$]+): ?([^\n]*)", s)
+        if causes:
+            cls, msg = causes[-1]
+            return f"{cls.rsplit('.', 1)[-1]}: {msg}"[:200]
+    return (s.splitlines()[0] if s else type(e).__name__)[:200]
 
 
 def _require_text(cols: dict, available, path) -> None:
@@ -284,23 +568,14 @@ def _require_text(cols: dict, available, path) -> None:
                            f"(use --column-map statement_text=<column>)")
 
 
-def _data_files(path: str, suffixes: tuple) -> list[str]:
-    p = Path(path)
-    if p.is_file():
-        return [str(p)]
-    files = sorted(str(f) for f in p.rglob("*") if f.is_file()
-                   and not f.name.startswith((".", "_")) and f.name.lower().endswith(suffixes))
-    if not files:
-        raise SuperopError(f"no log files with suffix {'/'.join(suffixes)} under {path}")
-    return files
-
-
-def _csv_header(path: str) -> list[str]:
+def _csv_header(fs, path: str) -> list[str]:
     import csv
-    import gzip
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="", errors="replace") as f:
-        row = next(csv.reader(f), None)
+    import zlib
+    head = fs.head(path, 1 << 16)
+    if path.lower().endswith(".gz"):
+        head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head)
+    text = head.decode("utf-8", errors="replace")
+    row = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), None)
     if not row:
-        raise SuperopError(f"CSV log {path} has no header line")
+        raise SuperopError(f"CSV log {basename(path)} has no header line")
     return row

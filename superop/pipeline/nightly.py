@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import sys
 import time
 import traceback
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import families
-from ..families import Covers, Side, first_match
+from ..families import Side, first_match
 from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
@@ -41,57 +40,43 @@ class NightlyResult:
     registered_version: Optional[str] = None
 
 
-def content_hash(path: str | os.PathLike) -> str:
-    """sha256 over the log's bytes (every file of a directory, in name order)."""
-    p = Path(path)
+def content_hash(path, spark=None) -> str:
+    """The log's identity for the catalog's ``source`` and the MLflow dataset digest:
+    sha256 over the bytes of every file (name order) of a local log; for a log on a Hadoop
+    filesystem, sha256 over its listing (path and size of every file) — reading the whole
+    log back through the driver would cost more than mining it; for a table, sha256 over
+    the files it reads."""
+    from ..mining.readers import source_table
+    from ..storage import filesystem, local_path
     h = hashlib.sha256()
-    files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
-    for f in files:
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return "sha256:" + h.hexdigest()
-
-
-class _Tracker:
-    """MLflow parent/child runs through the client API (no global active-run state, so
-    the job can run inside other code)."""
-
-    def __init__(self, uri: str, experiment: str, artifact_root: Optional[str]):
-        from mlflow.tracking import MlflowClient
-        for name in ("mlflow", "alembic", "sqlalchemy"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
-        e = self.client.get_experiment_by_name(experiment)
-        self.exp_id = e.experiment_id if e is not None else \
-            self.client.create_experiment(experiment, artifact_location=artifact_root)
-        self.parent = None
-
-    def start(self, name: str, parent: Optional[str] = None) -> str:
-        tags = {"mlflow.parentRunId": parent} if parent else {}
-        return self.client.create_run(self.exp_id, run_name=name, tags=tags).info.run_id
-
-    def params(self, rid: str, d: dict) -> None:
-        for k, v in d.items():
-            self.client.log_param(rid, k, str(v)[:500])
-
-    def metrics(self, rid: str, d: dict) -> None:
-        for k, v in d.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.client.log_metric(rid, k, float(v))
-
-    def artifact(self, rid: str, path: Path, sub: Optional[str] = None) -> None:
-        self.client.log_artifact(rid, str(path), sub)
-
-    def end(self, rid: str, ok: bool = True) -> None:
-        self.client.set_terminated(rid, "FINISHED" if ok else "FAILED")
+    table = source_table(str(path))
+    if table is not None:       # a table: the files it reads now (none for a view)
+        for f in sorted(spark.table(table).inputFiles()):
+            h.update(f"{f}\n".encode())
+        return "table-files-sha256:" + h.hexdigest()
+    loc = local_path(str(path))
+    if loc is not None and Path(loc).exists():
+        p = Path(loc)
+        files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(f.name.encode())
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        return "sha256:" + h.hexdigest()
+    for f in filesystem(str(path), spark).list_files(str(path)):
+        h.update(f"{f.path}\0{f.size}\n".encode())
+    return "listing-sha256:" + h.hexdigest()
 
 
 def _progress(enabled: bool, msg: str) -> None:
+    """One line per stage/step on stderr, with the elapsed time since the job started
+    (also when stderr is not a terminal: a scheduled run's log shows where it is)."""
     if enabled:
-        print(f"[nightly] {msg}", file=sys.stderr, flush=True)
+        print(f"[nightly {time.perf_counter() - _T0[0]:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+_T0 = [time.perf_counter()]
 
 
 def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synth_timeout_s: float,
@@ -111,14 +96,24 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
             return out
         m = first_match(low.plan, finished=True)
         # Synthesize for the diamond itself (the part a rule replaces), not the whole
-        # example query around it; its SQL is what the certificate re-checks.
-        target = low.plan
+        # example query around it; its SQL is what the certificate re-checks. A source that
+        # is not a table (a join with dimensions, a union) is read as one table of its
+        # columns: the program reads the source's rows, and a check for every such table
+        # covers the rows the source produces.
+        target, tschema = low.plan, schema
         if m is not None:
+            from ..families.kit.diamond import over_source
+            from ..ir import Scan
             target = m.root
-            out.sql = to_sql(m.root, keep_shared=True)   # a shared view stays ONE CTE
+            src = None if isinstance(m.source, Scan) else over_source(m.root, m.source)
+            if src is not None:
+                target, tschema = src
+                out.schema = tschema
+            out.sql = to_sql(target)
+            out.example_sql = c.example_sql     # what the runtime rewrites (certified)
         if synth_fn is None:
             from ..synth.synthesizer import synthesize as synth_fn
-        res = synth_fn(target, schema=schema, K=K, timeout_s=synth_timeout_s,
+        res = synth_fn(target, schema=tschema, K=K, timeout_s=synth_timeout_s,
                        verify_timeout_s=verify_timeout_s)
         out.status, out.reason, out.streaming = OutcomeStatus(res.status), res.reason, res.streaming
         out.checked_by, out.candidates_tried = res.checked_by, res.candidates_tried
@@ -130,13 +125,14 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
             # what the certificate covers is read off the certified SQL, exactly as
             # `superop verify` re-derives it; the σ/π/ρ as written in the log are kept
             # for the report
-            again = first_match(lower(out.sql, schema).plan)
+            again = first_match(lower(out.sql, tschema).plan)
             if again is not None:
                 point = families.get(again.family).point(again)
                 out.edges = [list(e) for e in point.edges]
                 out.edges_written = merge_edges(out.edges, edges_from_shape(c.shape, again.family))
                 out.aggregates, out.branches = list(point.aggregates), point.branches
                 out.agg_side, out.join_kind = point.agg_side, again.join_kind
+                out.variant = point.variant
     except Exception as e:  # one candidate never kills the run
         out.status, out.reason = OutcomeStatus.CRASHED, f"{type(e).__name__}: {e}"
         out.traceback = traceback.format_exc(limit=5)
@@ -145,43 +141,48 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
 
 
 def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
-    """The bounded certificate of one verified pattern, in superop.verify's self-contained
-    form (it carries the sub-query SQL, schema and program, so `superop verify` re-checks
-    it with nothing else)."""
-    from ..synth.dsl import Program
-    from ..verify.certificate import bounded_certificate
-    from ..verify.result import Result
-    v = o.verifier or {}
-    if not o.verified or v.get("status") != "verified" or not o.program:
+    """The bounded certificate of one verified pattern: about the program the RUNTIME builds
+    for it (``build_program`` of the matched diamond, K >= 4), with how the SQL the runtime
+    emits is covered (``emitted_sql``). The synthesizer's program and its verification stay
+    in synthesis.json as the synthesis stage's evidence; they are not the certificate."""
+    if not o.verified:
         return None
-    r = Result(v["status"], method=v.get("method", "bounded"), K=v.get("K", K),
-               seconds=float(v.get("seconds") or 0.0), reason=v.get("reason", ""))
-    cert = bounded_certificate(o.sql, schema, Program.from_json(o.program), r,
-                               timeout_ms=int(verify_timeout_s * 1000))
-    if o.edges is not None:
-        cert["covers"] = Covers.make(o.family, join_kinds=[o.join_kind] if o.join_kind else [],
-                                     branches=o.branches, agg_side=o.agg_side, aggregates=o.aggregates,
-                                     edges=o.edges).to_json()
+    from ..verify.certificate import check_and_certify
+    cert = None
+    # the example query as mined (the runtime rewrites its match in place); else its match's
+    # sub-query alone (over its source read as one table) when the example reads more than
+    # the encoder models
+    tries = [(o.example_sql, schema), (o.sql, o.schema or schema)]
+    for sql, sch in tries:
+        if not sql:
+            continue
+        try:
+            cert = check_and_certify(sql, sch, K=max(K, 4), timeout_ms=int(verify_timeout_s * 1000),
+                                     emitted=True)
+        except Exception as e:  # e.g. the template refuses the pattern: nothing the runtime would run
+            log.warning("no certificate for %s: %s", o.candidate, e)
+            continue
+        if cert["status"] != "unsupported":
+            return cert
     return cert
 
 
 def _template_proofs(timeout_ms: int = 20000):
     """Unbounded (inductive) proofs of the template instances a rule's members need (the
-    family says which: ``Family.proof_params``), each certificate with what it covers."""
+    family says which: ``Family.proofs_for``), each certificate with what its instance
+    covers."""
     from ..verify.certificate import prove_and_certify
 
     def proofs(skeleton: tuple, members: list) -> list[dict]:
         fam = families.get(skeleton[0])
         aggs = sorted({a for m in members for a in m.aggregates})
         out = []
-        for p in fam.proof_params(skeleton, aggs):
+        for inst in fam.proofs_for(skeleton, aggs):
             try:
-                cert = prove_and_certify(fam.name, timeout_ms=timeout_ms, **p)
+                out.append(prove_and_certify(inst, timeout_ms=timeout_ms))
             except Exception as e:  # a failing proof means "bounded only", never "verified"
-                log.warning("template proof %s %s failed: %s", fam.name, p, e)
+                log.warning("template proof %s failed: %s", inst.name, e)
                 return []
-            cert["covers"] = fam.proof_covers(p).to_json()
-            out.append(cert)
         return out
     return proofs
 
@@ -193,47 +194,102 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 master: Optional[str] = None, column_map: Optional[dict] = None,
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
-                experiment: str = "superop-nightly") -> NightlyResult:
-    from ..cliutil import atomic_write_json, atomic_write_text
-    from ..mining.job import run_mining, tracking_uri_for
+                experiment: str = "superop-nightly", min_cost_share: Optional[float] = None,
+                min_executions: Optional[int] = None, share_window_s: Optional[float] = 300.0,
+                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0) -> NightlyResult:
+    """``k``, ``min_cost_share``, ``min_executions``: candidate selection of the mining stage
+    (:func:`superop.mining.job.run_mining`; None = its default). ``share_window_s``: the log
+    windows in which work sharing across queries (``superop.share``) would have paid are
+    reported (None: not computed); ``share_max_windows`` (the largest windows are kept) and
+    ``share_budget_s`` (no new window is planned after it) bound that step's work."""
+    from ..mining.job import run_mining
+    from ..storage import OutputSet, local_path
+    from ..tracking import Tracker, store_for
     from ..rules_out.catalog import make_catalog, write_catalog
     from ..rules_out.generalize import Pattern, generalize
-    from ..rules_out.report import to_markdown
+    from ..rules_out.report import to_html, to_markdown
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    local = local_path(str(out_dir))
+    out = Path(local) if local is not None else str(out_dir)
     show = sys.stderr.isatty() if progress is None else progress
+    _T0[0] = time.perf_counter()
     if schema is None:
         from ..workloads.loggen import mining_schema
         schema = mining_schema()
-    uri = tracking_uri_for(out)
-    art = None if os.environ.get("MLFLOW_TRACKING_URI") else (out.resolve() / "mlartifacts").as_uri()
-    tr = _Tracker(uri, experiment, art)
-    parent = tr.start(f"nightly-{Path(str(log_path)).name}")
+    if spark is None:
+        from ..sparkutil import get_spark
+        spark = get_spark(app_name="superop-nightly", master=master)
+    # every output of this run is staged and appears in out_dir together, at the very end
+    outputs = OutputSet(str(out_dir), spark)
+    staged = outputs.staged_dir
+    try:
+        tr = Tracker(store_for(out_dir), experiment)
+    except BaseException:
+        outputs.discard()
+        raise
+    uri = tr.uri
     params = {"log": str(log_path), "format": fmt, "k": k, "K": K,
+              "min_cost_share": min_cost_share, "min_executions": min_executions,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
-    tr.params(parent, params)
     metrics: dict = {}
     ok = False
+    parent = None
     try:
+        parent = tr.start(f"nightly-{Path(str(log_path).rstrip('/')).name}")
+        tr.params(parent, params)
+        log_hash = content_hash(log_path, spark)
+        tr.dataset(parent, digest=log_hash, columns=_log_columns(), **_dataset_of(log_path))
         # -- mine ---------------------------------------------------------------------
         t = time.perf_counter()
         _progress(show, "mine: reading and mining the log")
         child = tr.start("mine", parent)
         tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
+        tr.dataset(child, digest=log_hash, columns=_log_columns(), **_dataset_of(log_path))
+        selection = {a: v for a, v in (("min_cost_share", min_cost_share),
+                                       ("min_executions", min_executions)) if v is not None}
         mres = run_mining(log_path, out, fmt=fmt, schema=schema, k=k, spark=spark,
-                          mlflow_run=False, column_map=column_map, progress=show, master=master)
+                          mlflow_run=False, column_map=column_map, progress=show, master=master,
+                          outputs=outputs, **selection)
         s = mres.summary
         m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
                                       "recurring_subplans", "candidates", "near_misses")}
         m["seconds"] = round(time.perf_counter() - t, 3)
+        m["unreadable_files"] = sum((s.get("files") or {}).get("unreadable", {}).values())
+        _progress(show, f"mine: {m['queries_read']} queries read ({m['malformed']} malformed, "
+                        f"{m['unreadable_files']} unreadable files), {m['candidates']} candidates, "
+                        f"{m['near_misses']} near-misses ({m['seconds']:.1f} s)")
         tr.metrics(child, m)
         for f in ("summary.json", "candidates.parquet", "near_misses.parquet"):
-            tr.artifact(child, out / f, "mining")
+            tr.artifact(child, staged() / f, "mining")
         tr.end(child)
         metrics.update({f"mine_{a}": b for a, b in m.items()})
         metrics.update({a: b for a, b in m.items() if a != "seconds"})
+
+        # -- sharing opportunities (advisory: a failure is reported, never aborts) ------------
+        sharing = None
+        if share_window_s is not None:
+            from ..share.opportunities import log_sharing_report
+            from ..sparkutil import get_spark
+            t = time.perf_counter()
+            _progress(show, "share: sharing opportunities in the log's windows")
+            child = tr.start("share", parent)
+            tr.params(child, {"window_s": share_window_s, "max_windows": share_max_windows,
+                              "budget_s": share_budget_s})
+            sharing = log_sharing_report(spark or get_spark(app_name="superop-nightly", master=master),
+                                         str(log_path), window_seconds=share_window_s, fmt=fmt,
+                                         column_map=column_map, schema=schema, k=k,
+                                         timeout_ms=int(verify_timeout_s * 1000), max_windows=share_max_windows,
+                                         time_budget_s=share_budget_s)
+            if sharing.error:
+                log.warning("sharing opportunities not computed: %s", sharing.error)
+            share_m = {"windows": sharing.windows, "windows_examined": sharing.examined,
+                       "opportunities": len(sharing.opportunities), "paying": len(sharing.paying),
+                       "seconds": round(time.perf_counter() - t, 3)}
+            tr.metrics(child, share_m)
+            tr.end(child, not sharing.error)
+            metrics.update(sharing_windows=sharing.windows, sharing_paying=len(sharing.paying),
+                           share_seconds=share_m["seconds"])
 
         # -- synthesize + verify ------------------------------------------------------------
         rows = [MinedCandidate.from_row(r) for r in mres.candidates.to_dict("records")]
@@ -254,9 +310,12 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                    "no_program": by.get("no_program", 0), "crashed": by.get("crashed", 0),
                    "unsupported": by.get("unsupported", 0),
                    "seconds": round(time.perf_counter() - t, 3)}
+        _progress(show, f"synthesize + verify: {synth_m['synthesized']}/{len(rows)} programs, "
+                        f"{by.get('verified', 0)} verified, {by.get('refuted', 0)} refuted, "
+                        f"{by.get('unknown', 0)} unknown ({synth_m['seconds']:.1f} s)")
         tr.metrics(child, synth_m)
-        atomic_write_json(out / "synthesis.json", [o.to_json() for o in outcomes])
-        tr.artifact(child, out / "synthesis.json")
+        outputs.write_json("synthesis.json", [o.to_json() for o in outcomes])
+        tr.artifact(child, staged() / "synthesis.json")
         tr.end(child)
         child = tr.start("verify", parent)
         ver_m = {"verified": by.get("verified", 0), "refuted": by.get("refuted", 0),
@@ -281,13 +340,15 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
                 edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
                 branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
-                aggregates=o.aggregates, memory=o.memory or "streaming", program=o.program,
-                pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s),
+                aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
+                program=o.program, pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s),
                 distinct_queries=o.support.templates, executions=o.support.executions,
                 cost_share=o.support.cost_share, template_ids=o.template_ids))
         rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
         gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
                  "seconds": round(time.perf_counter() - t, 3)}
+        _progress(show, f"generalize: {len(patterns)} patterns -> {len(rules)} rules, "
+                        f"{len(rejected)} rejected ({gen_m['seconds']:.1f} s)")
         tr.metrics(child, gen_m)
         tr.end(child)
         metrics.update(patterns=len(patterns), rules=len(rules), generalize_seconds=gen_m["seconds"])
@@ -295,26 +356,34 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         # -- export --------------------------------------------------------------------------
         t = time.perf_counter()
         child = tr.start("export", parent)
-        source = {"log": str(log_path), "window": s.get("window"), "content_hash": content_hash(log_path)}
+        source = {"log": str(log_path), "window": s.get("window"), "content_hash": log_hash}
         catalog = make_catalog(rules, source=source)
+        if sharing is not None:
+            catalog["sharing_opportunities"] = sharing.to_json()
         catalog_report = {
             "queries_read": s.get("queries_read"), "malformed": s.get("malformed"),
             "templates": s.get("templates"), "candidates": s.get("candidates"),
             "verified": ver_m["verified"], "refuted": ver_m["refuted"], "unknown": ver_m["unknown"],
             "no_program": synth_m["no_program"], "crashed": synth_m["crashed"], "rules": len(rules)}
+        if sharing is not None:
+            catalog_report["sharing_windows_paying"] = len(sharing.paying)
         not_admitted = [{"candidate": o.candidate, "shape": o.shape,
                          "reason": f"{o.status.value}: {o.reason}"[:300]}
                         for o in outcomes if not o.verified]
         not_admitted += [{"candidate": r.pattern.candidate_id, "shape": r.pattern.shape, "reason": r.reason}
                          for r in rejected]
-        staged = out / ".catalog.staged.json"
-        written = write_catalog(staged, catalog, require_verified=True)
-        report = to_markdown(dict(written, report=catalog_report, rejected=not_admitted))
-        # Everything succeeded: only now replace the previous catalog and report.
-        atomic_write_text(out / "report.md", report)
-        os.replace(staged, out / "catalog.json")
-        for f in ("catalog.json", "report.md", "synthesis.json"):
-            tr.artifact(child, out / f, "catalog" if f == "catalog.json" else None)
+        cat_file = staged() / "catalog.json"
+        written = write_catalog(cat_file, catalog, require_verified=True)
+        outputs.write_bytes("catalog.json", cat_file.read_bytes())
+        full = dict(written, report=catalog_report, rejected=not_admitted)
+        outputs.write_text("report.md", to_markdown(full))
+        outputs.write_text("report.html", to_html(full))
+        for f in ("catalog.json", "report.md", "report.html", "synthesis.json"):
+            tr.artifact(child, staged() / f, "catalog" if f == "catalog.json" else None)
+        # the catalog as an MLflow pyfunc model of this run (and a registered version)
+        from ..rules_out.registry import log_catalog_model, register_catalog_model
+        model = log_catalog_model(cat_file, schema, {
+            "report_md": str(staged() / "report.md"), "report_html": str(staged() / "report.html")})
         exp_m = {"rules": len(rules), "seconds": round(time.perf_counter() - t, 3)}
         tr.metrics(child, exp_m)
         tr.end(child)
@@ -322,17 +391,34 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
 
         version = None
         if register:
-            from ..rules_out.registry import register_catalog
-            run = tr.client.get_run(child)
-            version = register_catalog(child, run.info.artifact_uri.rstrip("/") + "/catalog", uri)
+            version = register_catalog_model(model.model_uri, written, uri, run_id=parent)
         tr.metrics(parent, {k2: v for k2, v in metrics.items() if isinstance(v, (int, float))})
-        tr.artifact(parent, out / "catalog.json")
-        tr.artifact(parent, out / "report.md")
+        tr.artifact(parent, staged() / "report.html")
+        tr.artifact(parent, staged() / "report.md")
+        # Everything succeeded: only now does the new output set replace the previous one.
+        outputs.commit(last=["catalog.json"])
+        _progress(show, f"export: catalog of {len(rules)} rules written to {out_dir}"
+                        + (f", registered as version {version}" if version else ""))
         ok = True
-        return NightlyResult(out, out / "catalog.json", out / "report.md", written, outcomes,
+        final = (lambda n: out / n) if isinstance(out, Path) else outputs.final
+        return NightlyResult(out, final("catalog.json"), final("report.md"), written, outcomes,
                              metrics, parent, uri, version)
     finally:
-        tr.end(parent, ok)
-        staged = out / ".catalog.staged.json"
-        if staged.exists():
-            staged.unlink()
+        if parent is not None:
+            tr.end(parent, ok)
+        else:
+            tr.close()
+        outputs.discard()
+
+
+def _dataset_of(log_path) -> dict:
+    from ..mining.readers import source_table
+    table = source_table(str(log_path))
+    if table:
+        return {"name": table, "table": table}
+    return {"name": Path(str(log_path).rstrip("/")).name or str(log_path), "path": str(log_path)}
+
+
+def _log_columns():
+    from ..mining.readers import LOG_COLUMNS
+    return LOG_COLUMNS

@@ -59,7 +59,8 @@ class Outcome:
     candidate: str
     family: str
     shape: str
-    sql: str
+    sql: str                             # the matched sub-query (what synthesis is about)
+    example_sql: Optional[str] = None    # the mined example the runtime rewrites (certified)
     join_kind: Optional[str] = None
     status: OutcomeStatus = OutcomeStatus.CRASHED
     reason: str = ""
@@ -77,9 +78,11 @@ class Outcome:
     aggregates: list[str] = field(default_factory=list)
     branches: int = 2
     agg_side: Optional[str] = None
+    variant: str = ""                    # the point's Covers.variant (e.g. NB's rank offsets)
     traceback: Optional[str] = None
     support: Optional[Support] = None
     template_ids: list[str] = field(default_factory=list)
+    schema: Optional[dict[str, dict[str, str]]] = None     # of ``sql`` when it reads a source as one table
 
     @property
     def verified(self) -> bool:

@@ -17,8 +17,9 @@ admitted join kinds and aggregate sides, the streamability check, the Fig. 10 te
 its certificates and its support. The schema's enums (families, join kinds, aggregates,
 template and check names) are generated from the family registry (:func:`schema`).
 
-The runtime refuses a catalog unless the schema holds, the checksum matches and every rule
-carries certificates that are all ``verified`` (:func:`load_catalog`). This module imports
+The runtime refuses a catalog unless the schema holds, the checksum matches, every rule
+carries certificates that are all ``verified`` and those certificates were re-checked
+(:func:`load_catalog` -> :func:`superop.rules_out.trust.ensure_trusted`). This module imports
 neither Spark, Z3 nor MLflow (MLflow only lazily, for ``models:/`` / ``runs:/`` URIs).
 """
 from __future__ import annotations
@@ -200,6 +201,8 @@ def _resolve_mlflow(uri: str) -> Path:
         import mlflow  # lazy: the runtime must import without mlflow
     except ImportError as e:  # pragma: no cover
         raise CatalogError(f"cannot load {uri}: mlflow is not installed") from e
+    from ..mlflow_store import register
+    register()   # store-relative artifact locations of superop's local stores
     try:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
     except Exception as e:
@@ -223,7 +226,11 @@ def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True) 
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CatalogError(f"catalog {path} is not valid JSON: {e}") from None
-    return validate(data, require_verified, where=f"catalog {s}")
+    cat = validate(data, require_verified, where=f"catalog {s}")
+    if require_verified:   # certificates re-checked (or a recorded re-check), not just statuses
+        from .trust import ensure_trusted
+        ensure_trusted(cat, origin=s)
+    return cat
 
 
 def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False) -> dict:

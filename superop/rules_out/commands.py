@@ -8,6 +8,7 @@ from ..errors import SuperopError
 
 
 def register(sub) -> None:
+    from ..cliutil import add_json_arg
     p = sub.add_parser("catalog", help="inspect, export, diff and promote rule catalogs")
     cs = p.add_subparsers(dest="catalog_cmd", metavar="ACTION")
 
@@ -20,23 +21,29 @@ def register(sub) -> None:
     e.set_defaults(func=_export)
 
     d = cs.add_parser("diff", help="added, removed and changed rules between two catalogs")
-    d.add_argument("old")
-    d.add_argument("new")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("old", help="the older catalog (file or MLflow URI)")
+    d.add_argument("new", help="the newer catalog (file or MLflow URI)")
+    add_json_arg(d, "the differences")
     d.set_defaults(func=_diff)
 
     s = cs.add_parser("show", help="one line per rule")
-    s.add_argument("--catalog", required=True)
+    s.add_argument("--catalog", required=True, help="catalog file or MLflow URI")
+    add_json_arg(s, "the rules")
     s.set_defaults(func=_show)
 
-    pr = cs.add_parser("promote", help="point the MLflow alias 'production' at a registered catalog version")
-    pr.add_argument("--version", required=True)
-    pr.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlruns)")
-    pr.add_argument("--alias", default="production")
+    tracking = ("MLflow tracking URI of the store, e.g. sqlite:///out/nightly/mlflow.db "
+                "(default: $MLFLOW_TRACKING_URI)")
+    pr = cs.add_parser("promote", help="point the MLflow alias 'production' at a registered "
+                                       "catalog version (after re-checking it)")
+    pr.add_argument("--version", required=True, help="the registered version to promote")
+    pr.add_argument("--tracking-uri", help=tracking)
+    pr.add_argument("--alias", default="production", help="the alias to move (default production)")
+    add_json_arg(pr, "the promoted model URI")
     pr.set_defaults(func=_promote)
 
-    v = cs.add_parser("versions", help="registered catalog versions and their aliases")
-    v.add_argument("--tracking-uri")
+    v = cs.add_parser("versions", help="registered catalog versions, their aliases and tags")
+    v.add_argument("--tracking-uri", help=tracking)
+    add_json_arg(v, "the versions")
     v.set_defaults(func=_versions)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -73,6 +80,12 @@ def _diff(args) -> int:
 
 def _show(args) -> int:
     cat = _load(args.catalog, False)
+    if args.json:
+        print(json.dumps([{"id": r["id"], "family": r["family"], "shape": r["shape"],
+                           "support": r["support"], "proof": r.get("proof"),
+                           "certificates": sorted({c.get("status") for c in r.get("certificates", [])})}
+                          for r in cat["rules"]], indent=2, ensure_ascii=False))
+        return 0
     for r in cat["rules"]:
         s = r["support"]
         certs = {c.get("status") for c in r.get("certificates", [])}
@@ -84,7 +97,7 @@ def _show(args) -> int:
 def _promote(args) -> int:
     from .registry import promote
     uri = promote(args.version, args.tracking_uri, alias=args.alias)
-    print(uri)
+    print(json.dumps({"model_uri": uri, "version": str(args.version)}) if args.json else uri)
     return 0
 
 
@@ -93,6 +106,12 @@ def _versions(args) -> int:
     vs = versions(args.tracking_uri)
     if not vs:
         raise SuperopError("no registered catalog versions (run `superop mine` first)")
+    if args.json:
+        print(json.dumps(vs, indent=2))
+        return 0
     for v in vs:
-        print(f"{v['version']:>4}  {','.join(v['aliases']) or '-':24s} run={v['run_id']}  {v['source']}")
+        t = v.get("tags", {})
+        print(f"{v['version']:>4}  {','.join(v['aliases']) or '-':24s} "
+              f"rules={t.get('superop.rule_count', '?')} families={t.get('superop.families', '?')} "
+              f"{t.get('superop.verification', '')}  run={v['run_id']}  {v['source']}")
     return 0

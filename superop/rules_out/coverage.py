@@ -1,15 +1,18 @@
-"""A rule admits exactly what its certificates cover (no Spark, no Z3).
+"""A rule admits exactly what its certificates cover (no Spark, no Z3) — THE per-rule check
+of a catalog: ``load_catalog`` / ``SuperOpSession`` (through ``superop.rules_out.trust``)
+and ``superop verify --catalog`` run :func:`coverage_problems` on every rule.
 
 Every certificate covers a set of instances (:class:`superop.families.Covers`): a template
-proof what its family says the proof is about (``Family.proof_covers`` of its parameters),
-a bounded certificate the instance of its sub-query (``Family.point`` of the match on its
-SQL). The recorded ``covers`` of a certificate must equal what its inputs give (it cannot be
-widened by editing the JSON: the inputs are what ``superop verify`` re-proves). A rule's
-admitted set (:func:`superop.rules_out.catalog.admitted`) must lie inside the union of its
+proof its symbolic instance's record (``Family.proof_instances``), a bounded certificate
+the instance of its sub-query (``Family.point`` of the match on its SQL). The recorded
+``covers`` of a certificate must equal what its inputs give
+(``superop.verify.certificate.certificate_covers``: it cannot be widened by editing the
+JSON; the inputs are what a re-check re-proves). A covers record proved in parts (several
+symbolic instances with one record, e.g. Min & Join with and without a join residual)
+counts only when the rule carries every part. A rule's admitted set
+(:func:`superop.rules_out.catalog.admitted`) must lie inside the union of its
 certificates' covers, and the fields a rule lists for reading (edges, join kinds, sides,
 aggregates) must be exactly the hull of what it admits.
-
-``superop verify --catalog`` runs :func:`coverage_problems` on every rule.
 """
 from __future__ import annotations
 
@@ -18,48 +21,23 @@ from typing import Any, Optional
 
 from .. import families
 from ..families import Covers
+from ..verify.certificate import certificate_covers, derived_covers
 from .catalog import OPTIONAL_OPS, admitted
 
+__all__ = ["coverage_problems", "covered_rule", "certificate_covers", "derived_covers"]
 
-def derived_covers(cert: dict[str, Any]) -> Optional[Covers]:
-    """What a certificate covers, re-derived from the inputs it carries (None when it
-    carries none that say: not produced by superop.verify)."""
+
+def _template(cert: dict[str, Any]) -> Optional[str]:
     inputs = cert.get("inputs")
-    if not isinstance(inputs, dict):
-        return None
-    kind = inputs.get("kind")
-    try:
-        if kind == "template-proof":
-            params = dict(inputs.get("params") or {})
-            fam = families.get(str(params.pop("family")))
-            return fam.proof_covers(params)
-        if kind == "bounded-equivalence":
-            from ..ir import lower
-            m = families.first_match(lower(inputs["sql"], inputs["schema"]).plan)
-            return families.get(m.family).point(m) if m is not None else None
-    except Exception:  # a malformed certificate covers nothing
-        return None
+    if isinstance(inputs, dict) and inputs.get("kind") == "template-proof":
+        return str(inputs.get("template"))
     return None
 
 
-def certificate_covers(cert: dict[str, Any]) -> tuple[Optional[Covers], str]:
-    """(what the certificate covers, problem or ""). A recorded ``covers`` must equal the
-    re-derived one; without a record the re-derived one counts."""
-    derived = derived_covers(cert)
-    rec = cert.get("covers")
-    if rec is None:
-        if derived is None:
-            return None, "records no covers and carries no inputs to derive them from"
-        return derived, ""
-    try:
-        recorded = Covers.from_json(rec)
-    except ValueError as e:
-        return None, str(e)
-    if derived is None:
-        return None, "covers cannot be re-derived from the certificate's inputs"
-    if recorded != derived:
-        return None, f"records covers {recorded.describe()} but its inputs prove {derived.describe()}"
-    return recorded, ""
+def _missing_parts(cov: Covers, template: str, proved: set[str]) -> list[str]:
+    """The other parts of a covers record proved in parts that the rule does not carry."""
+    parts = [i.name for i in families.get(cov.family).proof_instances() if i.covers == cov]
+    return [n for n in parts if n != template and n not in proved]
 
 
 def _maximal_points(rec: Covers) -> list[Covers]:
@@ -76,14 +54,25 @@ def _maximal_points(rec: Covers) -> list[Covers]:
 
 def coverage_problems(rule: dict[str, Any]) -> list[str]:
     """Why the rule admits something no certificate covers (empty: it does not)."""
+    certs = rule.get("certificates") or []
+    if not certs:
+        return ["has no certificate"]
     out: list[str] = []
     covers: list[Covers] = []
-    for i, c in enumerate(rule.get("certificates") or []):
+    proved = {t for c in certs if c.get("status") == "verified" and (t := _template(c)) is not None}
+    for i, c in enumerate(certs):
         cov, why = certificate_covers(c)
         if why:
             out.append(f"certificate #{i}: {why}")
-        if cov is not None and c.get("status") == "verified":
-            covers.append(cov)
+        if cov is None or c.get("status") != "verified":
+            continue
+        t = _template(c)
+        missing = _missing_parts(cov, t, proved) if t is not None else []
+        if missing:
+            out.append(f"certificate #{i}: {t} proves one part of {cov.describe()}; the rule lacks "
+                       f"{', '.join(missing)}")
+            continue
+        covers.append(cov)
     try:
         admits = admitted(rule)
     except (KeyError, ValueError) as e:
@@ -115,3 +104,22 @@ def _hull_problems(rule: dict[str, Any], admits: list[Covers]) -> list[str]:
     if rule.get("aggregates") is not None and sorted(rule["aggregates"]) != aggs:
         out.append(f"aggregates {rule['aggregates']} but the rule admits {aggs}")
     return out
+
+
+def covered_rule(family: str, certificates: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
+    """A rule admitting exactly what ``certificates`` cover: ``admits`` the maximal covers
+    records of the verified ones, the fields listed for reading their hull (``kw`` goes to
+    :func:`superop.rules_out.catalog.make_rule`: ``rule_id``, ``description``, ...)."""
+    from .catalog import make_rule
+    from .generalize import maximal
+    recs = [Covers.from_json(c["covers"]) for c in certificates
+            if c.get("status") == "verified" and c.get("covers")]
+    if not recs:
+        raise ValueError(f"no verified certificate with a covers record for a {family} rule")
+    admits = maximal(recs)
+    hull = [sorted({o for a in admits for o in a.edges[i]}) for i in range(len(admits[0].edges))]
+    return make_rule(family, branches=admits[0].branches,
+                     join_kinds=sorted({k for a in admits for k in a.join_kinds}),
+                     agg_sides=sorted({a.agg_side for a in admits if a.agg_side}) or None, edges=hull,
+                     aggregates=sorted({x for a in admits for x in a.aggregates}), admits=admits,
+                     certificates=certificates, **kw)

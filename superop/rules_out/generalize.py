@@ -7,7 +7,7 @@ count, join kind and aggregate side). Each group becomes one abstract rule.
 **A rule admits exactly what its certificates cover.** Every certificate carries a
 ``covers`` record (:class:`superop.families.Covers`): a member's bounded certificate covers
 its pattern (join kind, side, branch count, folds, the σ/π/ρ seen on each edge); a template
-proof covers what its family says it proves (``Family.proof_covers``). The rule's
+proof covers its symbolic instance's record (``Family.proof_instances``). The rule's
 ``admits`` is the union of its certificates' covers (the records no other record
 contains); its ``abstract_edges``, ``join_kinds``, ``agg_sides`` and ``aggregates`` are the
 hull of ``admits``, for reading. The runtime admits an instance only inside some ``admits``

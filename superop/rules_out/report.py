@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .. import families
@@ -39,42 +40,75 @@ def _k(rule: dict, method: str):
     return "/".join(str(k) for k in ks) or "?"
 
 
-def to_markdown(catalog: dict, after: Optional[Callable[[str], str]] = None) -> str:
-    """``after(sql)`` gives the rewritten SQL of an example (e.g. the runtime rewriter);
-    without it the report shows the verified program instead."""
+# ---------------------------------------------------------------------------------------
+# Rendering: the report is built once as blocks, then written as Markdown or as HTML.
+# Inline code is marked with backticks in block text; everything else is plain text.
+# ---------------------------------------------------------------------------------------
+@dataclass
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass
+class Para:
+    text: str
+
+
+@dataclass
+class Bullets:
+    items: list
+
+
+@dataclass
+class Table:
+    header: list
+    rows: list
+
+
+@dataclass
+class Code:
+    text: str
+    lang: str = ""
+    label: str = ""
+
+
+def report_blocks(catalog: dict, after: Optional[Callable[[str], str]] = None) -> list:
+    """The report's content. ``after(sql)`` gives the rewritten SQL of an example (e.g. the
+    runtime rewriter); without it the report shows the verified program instead."""
     src = catalog.get("source") or {}
-    out = [f"# superop rule catalog {catalog.get('version')}", "",
-           f"- created: {catalog.get('created_at')} by superop {catalog.get('tool_version')}",
-           f"- source log: `{src.get('log')}` (content {src.get('content_hash')}), window "
-           f"{json.dumps(src.get('window'))}",
-           f"- rules: {len(catalog['rules'])}; checksum `{catalog.get('checksum')}`", ""]
+    out: list = [Heading(1, f"superop rule catalog {catalog.get('version')}"), Bullets([
+        f"created: {catalog.get('created_at')} by superop {catalog.get('tool_version')}",
+        f"source log: `{src.get('log')}` (content {src.get('content_hash')}), window "
+        f"{json.dumps(src.get('window'))}",
+        f"rules: {len(catalog['rules'])}; checksum `{catalog.get('checksum')}`"])]
     extra = catalog.get("report") or {}
     if extra:
-        out += ["## Run summary", "", "| metric | value |", "|---|---|"]
-        out += [f"| {k} | {v} |" for k, v in extra.items() if not isinstance(v, (dict, list))]
-        out.append("")
-    out += ["## Rules", "", "| id | shape | patterns | queries | executions | cost share | proof |",
-            "|---|---|---|---|---|---|---|"]
+        out += [Heading(2, "Run summary"), Table(["metric", "value"], [
+            [k, str(v)] for k, v in extra.items() if not isinstance(v, (dict, list))])]
+    out += [Heading(2, "Rules"), Table(
+        ["id", "shape", "patterns", "queries", "executions", "cost share", "proof"],
+        [[f"`{r['id']}`", f"`{r['shape']}`", str(r['support'].get('patterns')),
+          str(r['support'].get('distinct_queries')), str(r['support'].get('executions')),
+          f"{r['support'].get('cost_share', 0):.4f}", str(r.get('proof', '?'))]
+         for r in catalog["rules"]])]
     for r in catalog["rules"]:
         s = r["support"]
-        out.append(f"| `{r['id']}` | `{r['shape']}` | {s.get('patterns')} | {s.get('distinct_queries')} | "
-                   f"{s.get('executions')} | {s.get('cost_share', 0):.4f} | {r.get('proof', '?')} |")
-    out.append("")
-    for r in catalog["rules"]:
-        s = r["support"]
-        out += [f"### `{r['id']}`", "", r.get("description", ""), "",
-                "```", draw_tree(r), "```", "",
-                f"- shape: `{r['shape']}`",
-                f"- streamability check: {r['streamability']}; template: {r['template']['name']}",
-                f"- support: {s.get('patterns')} patterns, {s.get('distinct_queries')} distinct queries, "
-                f"{s.get('executions')} executions, cost share {s.get('cost_share', 0):.4f}",
-                f"- seen: {r.get('first_seen')} … {r.get('last_seen')}",
-                f"- certificates: {_cert_summary(r)}"]
-        out += [f"- admits: {c.describe()}" for c in admitted(r)] + [""]
+        out += [Heading(3, f"`{r['id']}`")]
+        if r.get("description"):
+            out.append(Para(r["description"]))
+        out += [Code(draw_tree(r)), Bullets([
+            f"shape: `{r['shape']}`",
+            f"streamability check: {r['streamability']}; template: {r['template']['name']}",
+            f"support: {s.get('patterns')} patterns, {s.get('distinct_queries')} distinct "
+            f"queries, {s.get('executions')} executions, cost share {s.get('cost_share', 0):.4f}",
+            f"seen: {r.get('first_seen')} … {r.get('last_seen')}",
+            f"certificates: {_cert_summary(r)}"]
+            + [f"admits: {c.describe()}" for c in admitted(r)])]
         ex = (r["template"].get("parameters") or {}).get("examples") or []
         if ex:
             e = ex[0]
-            out += ["Example before:", "", "```sql", e["sql"], "```", ""]
+            out.append(Code(e["sql"], "sql", "Example before:"))
             rewritten = None
             if after is not None:
                 try:
@@ -82,23 +116,85 @@ def to_markdown(catalog: dict, after: Optional[Callable[[str], str]] = None) -> 
                 except Exception as err:  # the report must not die on one example
                     rewritten = f"-- rewrite failed: {type(err).__name__}: {err}"
             if rewritten:
-                out += ["After (runtime rewriter):", "", "```sql", rewritten, "```", ""]
+                out.append(Code(rewritten, "sql", "After (runtime rewriter):"))
             if e.get("pseudo_code"):
-                out += ["Verified super-operator program:", "", "```", e["pseudo_code"], "```", ""]
+                out.append(Code(e["pseudo_code"], "", "Verified super-operator program:"))
+    from ..share.opportunities import section_blocks   # the section's one renderer (issue 15)
+    out += section_blocks(catalog.get("sharing_opportunities"))
     rej = catalog.get("rejected") or []
     if rej:
-        out += ["## Patterns not admitted", "", "| candidate | shape | reason |", "|---|---|---|"]
-        out += [f"| {x.get('candidate')} | `{x.get('shape')}` | {x.get('reason')} |" for x in rej]
-        out.append("")
-    return "\n".join(out) + "\n"
+        out += [Heading(2, "Patterns not admitted"), Table(["candidate", "shape", "reason"], [
+            [str(x.get("candidate")), f"`{x.get('shape')}`", str(x.get("reason"))] for x in rej])]
+    return out
+
+
+def _md_cell(text: str) -> str:
+    # a '|' would end the cell (also inside `code`); a newline would end the row
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def to_markdown(catalog: dict, after: Optional[Callable[[str], str]] = None) -> str:
+    return render_markdown(report_blocks(catalog, after))
+
+
+def render_markdown(blocks: list) -> str:
+    """Markdown of report blocks (Heading, Para, Bullets, Table, Code)."""
+    lines: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            lines += ["#" * b.level + " " + b.text, ""]
+        elif isinstance(b, Para):
+            lines += [b.text, ""]
+        elif isinstance(b, Bullets):
+            lines += [f"- {i}" for i in b.items] + [""]
+        elif isinstance(b, Table):
+            lines.append("| " + " | ".join(_md_cell(h) for h in b.header) + " |")
+            lines.append("|" + "---|" * len(b.header))
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            lines.append("")
+        elif isinstance(b, Code):
+            fence = "```"
+            while fence in b.text:
+                fence += "`"
+            lines += ([b.label, ""] if b.label else []) + [fence + b.lang, b.text, fence, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _inline_html(text: str) -> str:
+    parts = str(text).split("`")
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p)
+                   for i, p in enumerate(parts))
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+        "line-height:1.45}table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid "
+        "#d0d7de;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f6f8fa}"
+        "pre{background:#f6f8fa;padding:1em;overflow-x:auto}code{font-family:ui-monospace,"
+        "monospace}td code{white-space:nowrap}")
 
 
 def to_html(catalog: dict, after: Optional[Callable[[str], str]] = None) -> str:
-    md = to_markdown(catalog, after)
-    # Plain, dependency-free HTML: the Markdown in a styled <pre> per section is enough
-    # to read in a browser and keeps one source of truth for the content.
-    body = html.escape(md)
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>superop catalog "
-            f"{html.escape(str(catalog.get('version')))}</title><style>body{{font-family:sans-serif;"
-            "max-width:1100px;margin:2em auto}}pre{{white-space:pre-wrap;background:#f6f8fa;"
-            "padding:1em}}</style></head><body><pre>" + body + "</pre></body></html>\n")
+    """A standalone HTML page (headings, tables, code blocks; no scripts, no external
+    resources), e.g. for MLflow's artifact viewer."""
+    body: list[str] = []
+    for b in report_blocks(catalog, after):
+        if isinstance(b, Heading):
+            body.append(f"<h{b.level}>{_inline_html(b.text)}</h{b.level}>")
+        elif isinstance(b, Para):
+            body.append(f"<p>{_inline_html(b.text)}</p>")
+        elif isinstance(b, Bullets):
+            body.append("<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in b.items) + "</ul>")
+        elif isinstance(b, Table):
+            head = "".join(f"<th>{_inline_html(h)}</th>" for h in b.header)
+            rows = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>"
+                           for row in b.rows)
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif isinstance(b, Code):
+            if b.label:
+                body.append(f"<p>{_inline_html(b.label)}</p>")
+            cls = f' class="language-{b.lang}"' if b.lang else ""
+            body.append(f"<pre><code{cls}>{html.escape(b.text)}</code></pre>")
+    title = html.escape(f"superop rule catalog {catalog.get('version')}")
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{title}</title><style>{_CSS}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")

@@ -1,8 +1,8 @@
 """``superop rewrite --catalog FILE (--sql TEXT | --sql-file FILE) [--schema FILE] [--json]``
 
-Prints the rewritten SQL (or, with ``--json``, an object with ``sql``, ``applied``,
-``changed``, ``explanation``, exchange counts and timings). A query no rule covers is
-printed unchanged, byte for byte.
+Prints the rewritten SQL, one clause per line (or, with ``--json``, an object with ``sql``
+exactly as generated, ``applied``, ``changed``, ``explanation``, exchange counts and
+timings). A query no rule covers is printed unchanged, byte for byte.
 
 The benefit gate plans both queries with Spark: tables come from ``--schema`` (as empty
 tables with those column types, in a private Spark session) or, without ``--schema``, from
@@ -22,12 +22,19 @@ log = logging.getLogger("superop.runtime")
 
 
 def register(sub) -> None:
+    import argparse
+
+    from ..cliutil import add_json_arg, add_spark_args, plain
     p = sub.add_parser("rewrite", help="rewrite a Spark SQL query with a verified rule catalog",
-                       description=__doc__.split("\n\n")[0])
+                       description=plain(__doc__.split("\n", 2)[2]).strip(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--catalog", required=True, help="catalog.json or an MLflow URI (models:/name@alias)")
     add_sql_args(p)
-    p.add_argument("--json", action="store_true", help="print a JSON object")
+    add_json_arg(p)
+    p.add_argument("--compact", action="store_true",
+                   help="print the rewritten SQL on one line, exactly as generated")
     p.add_argument("--no-gate", action="store_true", help="no Spark: structural rewrite without the benefit gate")
+    add_spark_args(p)
     p.set_defaults(func=run)
 
 
@@ -56,7 +63,9 @@ def run(args) -> int:
         from ..sparkutil import get_spark
         from .session import SuperOpSession
         parse(sql)  # a syntax error is the user's: report it instead of failing safe
-        spark = get_spark(app_name="superop-rewrite").newSession()
+        from ..cliutil import spark_conf
+        spark = get_spark(app_name="superop-rewrite", master=args.master,
+                          conf=spark_conf(args)).newSession()
         if schema:
             _empty_tables(spark, schema)
         res = SuperOpSession(spark, catalog, schema=schema or None).rewrite(sql)
@@ -65,6 +74,11 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(res.to_json(), indent=2, default=str))
     else:
-        # the SQL exactly as returned (a trailing newline only if it has none)
-        sys.stdout.write(res.sql + ("" if res.sql.endswith("\n") else "\n"))
+        # an unchanged query exactly as given; a rewritten one for people to read (--compact:
+        # exactly as generated); a trailing newline only if it has none
+        text = res.sql
+        if res.changed and not args.compact:
+            from ..cliutil import pretty_sql
+            text = pretty_sql(text)
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     return 0

@@ -1,13 +1,15 @@
 """Super-operator programs (superop.synth.dsl) -> Spark SQL that runs after ONE exchange.
 
 * Only partition emits (DU, DJ): one ``GROUP BY keys`` with guarded aggregates
-  (``sum(CASE WHEN guard THEN arg END)``), flags as ``max(CASE WHEN guard THEN 1 ELSE 0
-  END) = 1``, then the emits: a single emit is a ``WHERE``; several become
+  (``sum(CASE WHEN guard THEN arg END)``), flags as ``count(CASE WHEN guard THEN 1 END) >
+  0`` or as a test of an accumulator over the same guard (:func:`_flag_sql`: Spark shares
+  the buffer, so a flag adds no column to what crosses the exchange), then the emits: a
+  single emit is a ``WHERE``; several become
   ``inline(filter(array(struct(guard, outputs...), ...), x -> x.guard))`` — 0..n rows
   per group from one pass.
 * No keys (global aggregates): the same without ``GROUP BY`` — exactly one row, also over
-  an empty input, as the DSL's one keyless partition (flags are ``coalesce(max(..), 0)``:
-  FALSE, not NULL, over no rows).
+  an empty input, as the DSL's one keyless partition (a flag's ``count(..) > 0`` or
+  ``min/max(..) IS NOT NULL`` is FALSE, not NULL, over no rows).
 * Neighbours (``nb.*``): ``lag(arg, k)`` / ``lead(arg, k) OVER (PARTITION BY keys ORDER BY
   sort)`` — the same partitioning as every other window, so still one exchange.
 * Row emits (MJ): window aggregates ``f(CASE WHEN guard THEN arg END) OVER (PARTITION BY
@@ -115,13 +117,57 @@ def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expre
     return f"{func}({val}){ov}"
 
 
-def _flag_sql(guard: Optional[exp.Expression], keyless: bool = False) -> str:
-    """A flag as 0/1 (compared with 1 by the caller). A keyed partition always has a row;
-    the one keyless partition may be empty, where max() is NULL and the flag is FALSE."""
-    if guard is None:
-        return "coalesce(max(1), 0)" if keyless else "max(1)"
-    m = f"max(CASE WHEN {_s(guard)} THEN 1 ELSE 0 END)"
-    return f"coalesce({m}, 0)" if keyless else m
+_NULL_INTOLERANT = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)   # not <=> (NullSafeEQ)
+
+
+def _unparen(x: exp.Expression) -> exp.Expression:
+    while isinstance(x, exp.Paren):
+        x = x.this
+    return x
+
+
+def _rejects_null(guard: exp.Expression, arg: Optional[exp.Expression]) -> bool:
+    """Does ``guard`` being TRUE imply ``arg IS NOT NULL``? Only for a bare column that a
+    conjunct of the guard compares (``=``, ``<>``, ``<``, ... are NULL on a NULL operand),
+    tests with IN, or tests ``IS NOT NULL``."""
+    arg = None if arg is None else _unparen(arg)
+    if not isinstance(arg, exp.Column):
+        return False
+
+    def same(x: exp.Expression) -> bool:
+        x = _unparen(x)
+        return isinstance(x, exp.Column) and x.name == arg.name and x.table == arg.table
+
+    for c in _conjuncts(guard):
+        if isinstance(c, _NULL_INTOLERANT) and (same(c.this) or same(c.expression)):
+            return True
+        if isinstance(c, exp.In) and same(c.this):
+            return True
+        if isinstance(c, exp.Not) and isinstance(_unparen(c.this), exp.Is) \
+                and isinstance(_unparen(c.this).expression, exp.Null) and same(_unparen(c.this).this):
+            return True
+    return False
+
+
+def _flag_sql(guard: Optional[exp.Expression], accs: Sequence[tuple[str, Optional[exp.Expression],
+                                                                      Optional[exp.Expression]]] = (),
+              over: str = "") -> str:
+    """``exists row: guard`` as a boolean aggregate written so that Spark can share one
+    aggregation buffer with an accumulator of the same guard (Spark plans semantically
+    equal aggregate functions once, so the flag costs no column in the partial aggregate
+    that crosses the exchange): ``count(CASE WHEN guard THEN 1 END) > 0`` (the same
+    function as a guarded ``count(*)``), or ``min/max/count(CASE WHEN guard THEN x END)``
+    tested for non-NULL / > 0 when ``guard`` implies ``x IS NOT NULL`` (an accumulator's
+    ``(func, arg, guard)`` in ``accs``). Not ``sum``/``avg``: with ANSI off a decimal sum
+    that overflows is NULL. Each form is true iff some row of the group (window frame) has
+    ``guard`` TRUE, and never NULL, as the program's flag."""
+    if guard is not None:
+        g = _s(guard)
+        for func, arg, ag in accs:
+            if func in ("min", "max", "count") and ag is not None and _s(ag) == g and _rejects_null(guard, arg):
+                agg = _agg_sql(func, arg, guard, over)
+                return f"({agg} > 0)" if func == "count" else f"({agg} IS NOT NULL)"
+    return f"({_agg_sql('count_star', None, guard, over)} > 0)"
 
 
 def _row_ref(ns: str, name: str) -> exp.Expression:
@@ -319,8 +365,9 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
         items = [_q(k) for k in program.keys]
         for a in program.accumulators:
             items.append(f"{_agg_sql(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref))} AS {nm.acc[a.name]}")
+        accs = [(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)) for a in program.accumulators]
         for f in program.flags:
-            items.append(f"({_flag_sql(_subst(f.guard, _row_ref), keyless)} = 1) AS {nm.flag[f.name]}")
+            items.append(f"{_flag_sql(_subst(f.guard, _row_ref), accs)} AS {nm.flag[f.name]}")
         if not items:
             items.append(f"count(1) AS {P}rows")          # a SELECT needs an item
         group = f" GROUP BY {keys}" if keys else ""
@@ -360,12 +407,13 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
         if running and ("acc", a.name) in used_in_rows:
             run_acc[a.name] = f"{P}r{nm.acc[a.name][len(P):]}"
             items.append(f"{_agg_sql(a.func, arg, guard, over_run)} AS {run_acc[a.name]}")
+    accs = [(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)) for a in program.accumulators]
     for f in program.flags:
-        fl = _flag_sql(_subst(f.guard, _row_ref))
-        items.append(f"({fl} {over_final} = 1) AS {nm.flag[f.name]}")
+        fg = _subst(f.guard, _row_ref)
+        items.append(f"{_flag_sql(fg, accs, over_final)} AS {nm.flag[f.name]}")
         if running and ("flag", f.name) in used_in_rows:
             run_flag[f.name] = f"{P}r{nm.flag[f.name][len(P):]}"
-            items.append(f"({fl} {over_run} = 1) AS {run_flag[f.name]}")
+            items.append(f"{_flag_sql(fg, accs, over_run)} AS {run_flag[f.name]}")
     if program.partition_emits:
         items.append(f"row_number() OVER (PARTITION BY {keys} ORDER BY {keys}) AS {P}rn")
     inner = f"SELECT {', '.join(items)} FROM {src_item}"

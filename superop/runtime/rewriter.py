@@ -258,7 +258,8 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict) -> RewriteResult:
     low = lower(sql, schema)
     t1 = time.perf_counter()
     trace: list[str] = []
-    matches = rw.match(low.plan, trace)
+    plan = families.regroup(low.plan)     # the plan matches are nodes of
+    matches = rw.match(plan, trace)
     t2 = time.perf_counter()
     timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
     if not matches:
@@ -267,7 +268,7 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict) -> RewriteResult:
     chosen = select_non_conflicting(matches)
     if not chosen:
         return unchanged(sql, "no rule matches: " + " | ".join(trace), timings)
-    new = rw.apply(low.plan, chosen)
+    new = rw.apply(plan, chosen)
     timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
     return RewriteResult(sql=new, applied=[m.rule_id for m in chosen], changed=True,
                          explanation="structural rewrite (no benefit gate): " +

@@ -4,16 +4,28 @@
     so = SuperOpSession(spark, "catalog.json")     # or a dict, or models:/superop-catalog@production
     df = so.sql(query)                              # the rewritten query (or the original)
     so.rewrite(query)                               # RewriteResult(sql, applied, changed, explanation, ...)
-    print(so.explain(query))                        # exchanges before/after from Spark's physical plans
+    print(so.explain(query))                        # plans, costs and the gate's reason
 
-Benefit gate: a rewrite is used only if Spark's physical plan of the rewritten query has
-FEWER shuffle exchanges than the original's (plan.py says how they are counted) and the
-same output columns and types. Competing rewrites (all matches together; each alone)
-are ranked by (exchanges, CBO-style cost of what the shuffles move).
+Benefit gate (``gate="cost"``, the default): Spark plans the original and every candidate
+rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.cost` estimates what each plan
+costs from Spark's statistics — bytes every shuffle and broadcast moves, rows every scan
+reads, rows every sort/aggregate/join/window consumes — and a candidate is applied only if
+it has the same output columns and types and its predicted speed-up
+``cost(original) / cost(candidate)`` is at least ``min_speedup``. The best-predicted
+candidate wins; any number of candidates per query can be ranked (all matches together,
+each alone, and alternative forms of one match). A refusal says why in the explanation.
+``gate="exchanges"`` is the old rule (fewer shuffle exchanges); ``gate=False`` applies any
+candidate that plans with the same schema (for tests of the rewriting itself).
+
+Decision cache: decisions are cached per query template, catalog checksum, table versions
+and plan-relevant settings (cache.py), so a repeated dashboard query pays only parsing
+and a lookup; new literals are rendered into the same rewrite.
+
+Works on classic and Spark Connect sessions (no ``df._jdf``; see plan.py, tablestats.py).
 
 Fail-safe: any error while rewriting (lowering, matching, generating, planning) is
-logged and the original query runs unchanged. Thread-safe: the session keeps no mutable
-state; the Rewriter is immutable after construction.
+logged and the original query runs unchanged. Thread-safe: the Rewriter is immutable, the
+cache is locked.
 """
 from __future__ import annotations
 
@@ -23,38 +35,65 @@ import time
 from typing import Optional, Union
 
 
+from .. import families
 from ..ir.generate import to_sql
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema
 from ..rules_out.catalog import load_catalog, validate
+from .cache import (PLAN_CONF, Decision, DecisionCache, make_render, template_of,
+                    with_sentinels)
+from .cost import CONSTANTS, CostConstants, judge
 from .plan import PlanInfo, analyze_plan
 from .rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
+from .tablestats import CatalogStats, conf_fingerprint, table_version
 
 log = logging.getLogger("superop.runtime")
+
+GATES = ("cost", "exchanges", "off")
 
 
 def _load(catalog, require_verified: bool) -> dict:
     if isinstance(catalog, dict):
-        return validate(catalog, require_verified)
+        cat = validate(catalog, require_verified)
+        if require_verified:   # an in-memory catalog is trusted like a file (rules_out/trust.py)
+            from ..rules_out.trust import ensure_trusted
+            ensure_trusted(cat, origin="(in-memory)")
+        return cat
     return load_catalog(catalog, require_verified)
 
 
+def _gate_mode(gate) -> str:
+    if gate is True or gate is None:
+        return "cost"
+    if gate is False:
+        return "off"
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {GATES} (or True/False), not {gate!r}")
+    return gate
+
+
 class SuperOpSession:
-    def __init__(self, spark, catalog: Union[str, dict], *, gate: bool = True,
+    def __init__(self, spark, catalog: Union[str, dict], *, gate: Union[bool, str] = "cost",
                  schema: Optional[dict] = None, max_alternatives: int = 4,
-                 analyze_tables: bool = False):
+                 analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
+                 cache_size: int = 1024, cost_constants: Optional[CostConstants] = None):
         """``analyze_tables``: run ``ANALYZE TABLE .. COMPUTE STATISTICS FOR ALL COLUMNS``
-        once per catalog table a query reads, so the cost ranking uses real row counts
-        (with ``spark.sql.cbo.enabled``); temp views have no table statistics and are skipped."""
+        once per catalog table a query reads and give the cost model the stored row
+        counts and column NDVs (temp views have no table statistics and are skipped).
+        ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
+        :class:`DecisionCache`, or False."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
         self.catalog = _load(catalog, require_verified=True)
         self.rewriter = Rewriter(self.catalog)
-        self.gate = gate
+        self.gate = _gate_mode(gate)
         self.schema = schema
         self.max_alternatives = max_alternatives
+        self.constants = cost_constants or CONSTANTS
+        self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
+                                               DecisionCache(cache_size) if cache else None)
 
     # -- helpers ------------------------------------------------------------
     def _schema_for(self, sql: str):
@@ -86,6 +125,11 @@ class SuperOpSession:
     def _types_of(self, node) -> list[str]:
         return [f.dataType.simpleString() for f in self.spark.sql(to_sql(node)).schema.fields]
 
+    def _cache_key(self, tpl):
+        versions = tuple((t, table_version(self.spark, t)) for t in tpl.tables)
+        conf = conf_fingerprint(self.spark, PLAN_CONF)
+        return DecisionCache.key(tpl, self.catalog.get("checksum", ""), versions, conf)
+
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
         try:
@@ -97,61 +141,147 @@ class SuperOpSession:
 
     def _rewrite(self, sql: str) -> RewriteResult:
         t0 = time.perf_counter()
+        key = tpl = None
+        if self.cache is not None:
+            tpl = template_of(sql)
+            if self.analyze_tables:          # ANALYZE first, so the key sees the new statistics
+                for t in tpl.tables:
+                    self._analyze(t)
+            key = self._cache_key(tpl)
+            d = self.cache.get(key, tpl.literals)
+            if d is not None:
+                return self._from_cache(sql, tpl, d, t0)
+        res, decision = self._decide(sql, t0)
+        if self.cache is not None and decision is not None:
+            t1 = time.perf_counter()
+            if decision.changed:
+                decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
+            decision.literals = tpl.literals
+            self.cache.put(key, decision)
+            res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
+        res.timings_ms["cache_hit"] = 0.0
+        return res
+
+    def _from_cache(self, sql: str, tpl, d: Decision, t0: float) -> RewriteResult:
+        timings = {"cache_hit": 1.0}
+        if not d.changed:
+            timings["total_ms"] = (time.perf_counter() - t0) * 1e3
+            return unchanged(sql, "cached decision: " + d.explanation, timings, **d.extra)
+        if d.render is not None:
+            new = d.render.fill(tpl.literals)
+        else:
+            new = self._generate(sql, d.label)
+            if new is None:
+                return unchanged(sql, "cached decision could not be re-generated for these literals; "
+                                      "original kept", timings)
+        timings["total_ms"] = (time.perf_counter() - t0) * 1e3
+        return RewriteResult(sql=new, applied=list(d.applied), changed=True,
+                             explanation="cached decision: " + d.explanation, original_sql=sql,
+                             timings_ms=timings, **d.extra)
+
+    def _generate(self, sql: str, label: str) -> Optional[str]:
+        """The SQL of candidate ``label`` for ``sql`` (lowering, matching, generation; no
+        planning) — how a cached decision is applied to new literals."""
+        low = lower(sql, self._schema_for(sql))
+        matches = prepare(self.rewriter.match(low.plan))
+        if not matches:
+            return None
+        names = [f.name for f in self.spark.sql(sql).schema.fields]
+        for c in candidates_for(self.rewriter, low.plan, matches, names=names, types_of=self._types_of,
+                                limit=self.max_alternatives):
+            if c.label == label:
+                return c.sql
+        return None
+
+    def _render(self, sql: str, label: str, literals: tuple, expected: str):
+        if not literals:
+            return make_render(expected, [], expected, [], (), expected)
+        try:
+            s0, sent0 = with_sentinels(sql, 0)
+            s1, sent1 = with_sentinels(sql, 1)
+            g0, g1 = self._generate(s0, label), self._generate(s1, label)
+            if g0 is None or g1 is None:
+                return None
+            return make_render(g0, sent0, g1, sent1, literals, expected)
+        except Exception as e:   # the decision is still cached; hits re-generate
+            log.info("superop: no literal template for the cached decision (%s)", str(e).splitlines()[0])
+            return None
+
+    def _decide(self, sql: str, t0: float) -> tuple[RewriteResult, Optional[Decision]]:
         schema = self._schema_for(sql)
         low = lower(sql, schema)
         t1 = time.perf_counter()
         trace: list[str] = []
-        matches = self.rewriter.match(low.plan, trace)
+        plan = families.regroup(low.plan)     # the plan matches are nodes of
+        matches = self.rewriter.match(plan, trace)
         t2 = time.perf_counter()
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
         if not matches:
-            return unchanged(sql, "no rule matches" + (": " + " | ".join(trace) if trace else ""), timings)
+            why = "no rule matches" + (": " + " | ".join(trace) if trace else "")
+            return unchanged(sql, why, timings), Decision(False, explanation=why)
         matches = prepare(matches, trace)
         if not matches:
             timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
-            return unchanged(sql, "no rule matches: " + " | ".join(trace), timings)
-        before = analyze_plan(self.spark, sql)
+            why = "no rule matches: " + " | ".join(trace)
+            return unchanged(sql, why, timings), Decision(False, explanation=why)
+        stats = CatalogStats(self.spark) if self.analyze_tables else None
+        before = analyze_plan(self.spark, sql, stats, self.constants)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
-        cands = candidates_for(self.rewriter, low.plan, matches, names=before.columns,
+        cands = candidates_for(self.rewriter, plan, matches, names=before.columns,
                                types_of=self._types_of, limit=self.max_alternatives)
         t3 = time.perf_counter()
         timings["generate_ms"] = (t3 - t2b) * 1e3   # incl. Spark analysis for output types
-        ranked = []
+        ranked, ok = [], []
         for c in cands:
             try:
-                c.plan = analyze_plan(self.spark, c.sql)
+                c.plan = analyze_plan(self.spark, c.sql, stats, self.constants)
             except Exception as e:
                 log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
                 ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
                 continue
             same_schema = c.plan.columns == before.columns and c.plan.types == before.types
-            ranked.append({"label": c.label, "rules": [m.rule_id for m in c.matches],
-                           "exchanges": c.plan.exchanges, "reused_exchanges": c.plan.reused,
-                           "cost": c.plan.cost, "same_schema": same_schema})
+            v = judge(c.label, before.estimate, c.plan.estimate, self.constants)
+            entry = {"label": c.label, "rules": [m.rule_id for m in c.matches],
+                     "exchanges": c.plan.exchanges, "reused_exchanges": c.plan.reused,
+                     "cost": c.plan.cost, "predicted_speedup": v.speedup, "same_schema": same_schema,
+                     "cost_terms": c.plan.estimate.terms(), "verdict": v.reason}
             if not same_schema:
-                c.plan = None
+                entry["verdict"] = "different output schema"
+            elif self.gate == "off" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
+                    or (self.gate == "cost" and v.accepted):
+                ok.append((c, v))
+            ranked.append(entry)
         timings["gate_ms"] = (time.perf_counter() - t3) * 1e3
-        ok = [c for c in cands if c.plan is not None and (not self.gate or c.plan.exchanges < before.exchanges)]
-        common = dict(timings=timings, exchanges_before=before.exchanges, cost_before=before.cost,
-                      candidates=ranked)
+        sensitive = before.estimate.uses_cbo or any(
+            c.plan is not None and c.plan.estimate.uses_cbo for c in cands)
+        common = dict(exchanges_before=before.exchanges, cost_before=before.cost, candidates=ranked)
         if not ok:
-            why = "; ".join(f"{r['label']}: " + (r["error"] if "error" in r else
-                            f"{r['exchanges']} exchanges" + ("" if r["same_schema"] else ", different output schema"))
-                            for r in ranked)
-            return unchanged(sql, f"benefit gate: no rewrite has fewer than {before.exchanges} exchanges ({why})",
-                             **common)
-        best = min(ok, key=lambda c: (c.plan.exchanges, c.plan.cost, -len(c.matches)))
-        expl = (f"applied {', '.join(m.describe() for m in best.matches)}; shuffle exchanges "
-                f"{before.exchanges} -> {best.plan.exchanges} (reused {before.reused} -> {best.plan.reused}); "
-                f"cost {before.cost:.4g} -> {best.plan.cost:.4g}")
+            rule = {"cost": f"no rewrite is predicted to be at least {self.constants.min_speedup:g}x faster",
+                    "exchanges": f"no rewrite has fewer than {before.exchanges} shuffle exchanges",
+                    "off": "no candidate plans with the same output"}[self.gate]
+            why = f"benefit gate ({self.gate}): {rule} — " + "; ".join(
+                f"{r['label']}: " + (r["error"] if "error" in r else
+                                     f"{r['verdict']}; shuffle exchanges {before.exchanges} -> {r['exchanges']}")
+                for r in ranked)
+            return (unchanged(sql, why, timings, **common),
+                    Decision(False, explanation=why, literal_sensitive=sensitive, extra=common))
+        if self.gate == "exchanges":
+            best, v = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
+        else:
+            best, v = max(ok, key=lambda cv: (cv[1].speedup or 0.0, len(cv[0].matches)))
+        expl = (f"applied {', '.join(m.describe() for m in best.matches)}; benefit gate ({self.gate}): "
+                f"{v.reason}; shuffle exchanges {before.exchanges} -> {best.plan.exchanges} "
+                f"(reused {before.reused} -> {best.plan.reused})")
         if len(ranked) > 1:
-            expl += "; ranked: " + ", ".join(f"{r['label']}={r.get('exchanges', 'n/a')}x/{r.get('cost', 0):.3g}"
-                                             for r in ranked)
-        return RewriteResult(sql=best.sql, applied=[m.rule_id for m in best.matches], changed=True,
-                             explanation=expl, original_sql=sql, timings_ms=timings,
-                             exchanges_before=before.exchanges, exchanges_after=best.plan.exchanges,
-                             cost_before=before.cost, cost_after=best.plan.cost, candidates=ranked)
+            expl += "; ranked: " + ", ".join(
+                f"{r['label']}=" + (f"{r['predicted_speedup']:.2f}x" if r.get("predicted_speedup") else "n/a")
+                for r in ranked)
+        extra = dict(common, exchanges_after=best.plan.exchanges, cost_after=best.plan.cost)
+        res = RewriteResult(sql=best.sql, applied=[m.rule_id for m in best.matches], changed=True,
+                            explanation=expl, original_sql=sql, timings_ms=timings, **extra)
+        return res, Decision(True, label=best.label, applied=tuple(res.applied), explanation=expl,
+                             literal_sensitive=sensitive, extra=extra)
 
     def sql(self, query: str):
         """The query as a DataFrame, rewritten when a verified rule pays off."""
@@ -165,17 +295,26 @@ class SuperOpSession:
         return self.spark.sql(query)
 
     def explain(self, sql: str) -> str:
-        """Applied rules and Spark's physical plans before and after, with exchange counts."""
+        """The gate's decision and reason, and Spark's physical plans and the cost model's
+        estimate before and after."""
         r = self.rewrite(sql)
-        b = analyze_plan(self.spark, sql)
+        stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
+        b = analyze_plan(self.spark, sql, stats, self.constants)
         lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
-                 f"exchanges before: {b.exchanges} shuffle, {b.reused} reused, {b.broadcasts} broadcast; "
-                 f"cost {b.cost:.4g}; PushedFilters {b.pushed_filters}"]
-        a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql) if r.changed else None
+                 _plan_line("before:", b)]
+        a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql, stats, self.constants) if r.changed else None
         if a is not None:
-            lines.append(f"exchanges after:  {a.exchanges} shuffle, {a.reused} reused, {a.broadcasts} broadcast; "
-                         f"cost {a.cost:.4g}; PushedFilters {a.pushed_filters}")
+            lines.append(_plan_line("after: ", a))
+        for c in r.candidates or []:
+            if "error" not in c:
+                lines.append(f"candidate {c['label']}: {c['verdict']}")
         lines += ["", "== physical plan before ==", b.tree]
         if a is not None:
             lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
         return "\n".join(lines)
+
+
+def _plan_line(which: str, p: PlanInfo) -> str:
+    terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
+    return (f"exchanges {which} {p.exchanges} shuffle, {p.reused} reused, {p.broadcasts} broadcast; "
+            f"predicted cost {p.cost:.3g} s ({terms}); PushedFilters {p.pushed_filters}")

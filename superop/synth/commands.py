@@ -8,11 +8,18 @@ from ..errors import SuperopError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("synth", help="synthesize + verify a super-operator program for one sub-query")
+    from ..cliutil import add_json_arg, deprecated, timeout_s
+    p = sub.add_parser("synth", help="synthesize + verify a super-operator program for one sub-query",
+                       description="Synthesizes a super-operator program for one sub-query and "
+                                   "verifies it with Z3 (bounded), or prints a counterexample.")
     add_sql_args(p)
-    p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.add_argument("-K", type=int, default=4, help="Z3 bound: input tables of at most K rows (default 4)")
-    p.add_argument("--timeout", type=float, default=120.0, help="search time limit in seconds")
+    add_json_arg(p)
+    p.add_argument("--bound", type=int, default=4, dest="K", metavar="K",
+                   help="Z3 bound: input tables of at most K rows (default 4)")
+    deprecated(p, "-K", "--K", dest="K", use="--bound", type=int)
+    p.add_argument("--timeout-s", type=timeout_s, default=120.0, dest="timeout", metavar="S",
+                   help="search time limit in seconds (default 120)")
+    deprecated(p, "--timeout", dest="timeout", use="--timeout-s", type=timeout_s)
     p.add_argument("--no-verify", action="store_true", help="test candidates only (status is then unknown)")
     p.add_argument("--streaming-only", action="store_true",
                    help="accept only streaming programs (constant state per partition)")
@@ -40,7 +47,7 @@ def run(args) -> int:
     from .corpus import PAPER_SCHEMA
     from .synthesizer import UNSUPPORTED, SynthResult, synthesize
     if args.K < 1:
-        raise SuperopError("-K must be at least 1")
+        raise SuperopError("--bound must be at least 1")
     sql = read_sql(args)
     schema = read_schema(args) or PAPER_SCHEMA   # the paper's tables when no --schema
     low = lower(sql, schema)
@@ -68,7 +75,8 @@ def run(args) -> int:
         print(json.dumps(res.to_json(), indent=2, default=str))
         return 0
     if res.sub_plan_sql:
-        print(f"sub-query: {res.sub_plan_sql}")
+        from ..cliutil import pretty_sql
+        print(f"sub-query:\n{pretty_sql(res.sub_plan_sql)}")
     print(f"status: {res.status}" + (f" ({res.family})" if res.family else ""))
     if res.program is not None:
         print(f"memory: {'streaming' if res.streaming else 'buffering'}; checked by {res.checked_by}")

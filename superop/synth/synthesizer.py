@@ -335,55 +335,85 @@ class Synthesizer:
             from ..verify.result import UNKNOWN as _U, Result
             return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
-    def _template_route(self, why: str, t0: float) -> Optional[SynthResult]:
-        """A sub-plan the search space does not cover but a family's template does (e.g.
-        a neighbour self-join: LAG/LEAD over a ranked view): the ONE candidate is the
-        template's program — what the runtime runs — tested on generated inputs and checked
-        by Z3 against the sub-plan reading the match's shared source as a table, on inputs
-        that satisfy the program's preconditions (which the match establishes for the real
-        source). None when no family matches the sub-plan."""
+    def _family_template(self, res: SynthResult) -> bool:
+        """A sub-plan outside the search space (the space enumerates DU/DJ/MJ-shaped
+        choices) that a registered family matches as a whole (a pivot join, a neighbour
+        self-join: LAG/LEAD over a ranked view): the ONE candidate is the family's template
+        program — what the runtime runs. It is tested on generated inputs, then checked by
+        the bounded verifier against the sub-plan reading the match's shared source as one
+        table (:func:`superop.families.over_source`), on inputs that satisfy the program's
+        preconditions (which the match establishes for the real source). Statuses as above
+        (``checked_by`` z3); False when no family matches the whole sub-plan."""
         from .. import families
-        from ..ir.analysis import walk_edge
         m = families.first_match(self.plan, finished=True)
-        if m is None or walk_edge(self.plan).bottom is not m.root or m.program is None:
-            return None
-        sub, schema = families.over_source(m)
-        leaf = next(n for n in walk(sub) if isinstance(n, Scan))
-        program = m.program
-        res = SynthResult(UNSUPPORTED, family=m.family, search_space=1)
-        self.plan = sub
-        self.parts = Parts(m.family, m.root, [], None, [], [leaf], sub.names)
-        keys = set(program.keys) | {c for r in program.requires for c in (r.column, *r.partition)}
-        gen = Inputs(self.parts, sub, keys, self.seed)
-        self.tests = []
+        if m is None or m.program is None or m.root != families.regroup(self.plan):
+            return False
+        searched = res.reason
+        res.family, res.search_space = m.family, max(res.search_space, 1)
+        res.candidates_tried = max(res.candidates_tried, 1)
+        prog = m.program
+        tried = f"the {m.family} template (the search space has no program for this shape: {searched})"
+        over = families.over_source(m.root, m.source)
+        if over is None and prog.requires:
+            res.status, res.program = UNKNOWN, None
+            res.reason = f"{tried}; NOT verified: its preconditions are on a source whose column types are unknown"
+            return True
+        sub = over[0] if over is not None else m.root
+        leaves = {n.table: n for n in walk(sub) if isinstance(n, Scan)}
+        if len(leaves) == 1:         # the program reads one table: test it before Z3
+            leaf = next(iter(leaves.values()))
+            self.plan = sub
+            self.parts = Parts(m.family, m.root, [], None, [], [leaf], sub.names)
+            keys = set(prog.keys) | {c for r in prog.requires for c in (r.column, *r.partition)}
+            gen = Inputs(self.parts, sub, keys, self.seed)
+            self.tests = []
+            try:
+                for data in gen.initial(self.initial_tests):
+                    self._add_test(satisfy_requires(prog, leaf, data, gen.rng), "generated")
+            except (PlanEvalError, EvalError) as e:
+                res.status = UNKNOWN
+                res.reason = f"{tried}; the sub-plan cannot be evaluated on test data: {e}"
+                return True
+            res.tests = len(self.tests)
+            failed = self._test(prog, Choice((), ()))
+            if failed is not None:
+                res.status = NO_PROGRAM
+                res.counterexample = self._cex(failed, prog, self._run(
+                    Compiled(prog, [c for c, _ in leaf.columns]), failed), Choice((), ()))
+                res.reason = f"{tried} fails a test"
+                return True
+        elif prog.requires:
+            res.status, res.program = UNKNOWN, None
+            res.reason = f"{tried}; NOT verified: its preconditions need the source read as one table"
+            return True
+        if not self.use_verifier:
+            res.status, res.program = UNKNOWN, prog
+            res.reason = f"{tried}; NOT verified (verification disabled)"
+            return True
+        from ..verify import check_equivalence
+        remaining = max(1.0, self.deadline - time.perf_counter())
         try:
-            for data in gen.initial(self.initial_tests):
-                self._add_test(satisfy_requires(program, leaf, data, gen.rng), "generated")
-        except (PlanEvalError, EvalError) as e:
-            res.reason = f"the sub-plan cannot be evaluated on test data: {e}"
-            res.seconds = time.perf_counter() - t0
-            return res
-        res.tests, res.candidates_tried = len(self.tests), 1
-        tried = "the family's template program (the search space has none: " + why + ")"
-        failed = self._test(program, Choice((), ()))
-        if failed is not None:
+            v = check_equivalence(sub, prog, self.K, timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
+        except Exception as e:  # a verifier crash is "not decided", never "verified"
+            res.status, res.reason = UNKNOWN, f"{tried}; verifier error: {type(e).__name__}: {e}"
+            return True
+        res.verifier = v.to_json()
+        res.checked_by = "z3"
+        pre = "; on inputs satisfying its preconditions" if prog.requires else ""
+        if v.status == VERIFIED:
+            res.status, res.program = VERIFIED, replace(prog, output_types=prog.output_types or output_types(m.root))
+            res.streaming = res.program.memory == STREAMING
+            res.counterexample = None
+            res.reason = f"{tried}; verified by Z3 for every input of at most {self.K} rows{pre}"
+            return True
+        if v.status == REFUTED:
             res.status = NO_PROGRAM
-            res.counterexample = self._cex(failed, program, self._run(Compiled(program, [c for c, _ in leaf.columns]),
-                                                                        failed), Choice((), ()))
-            res.reason = f"{tried} fails a test"
-        else:
-            v = self._verify(program)
-            status = getattr(v, "status", None)
-            res.verifier = v.to_json() if hasattr(v, "to_json") else {}
-            res.program, res.checked_by = program, "z3" if v is not None else "testing"
-            res.status = VERIFIED if status == VERIFIED else (REFUTED if status == REFUTED else UNKNOWN)
-            pre = "; on inputs satisfying its preconditions" if program.requires else ""
-            res.reason = f"{tried}: Z3 {status}: {getattr(v, 'reason', '')}{pre}"
-            if status == REFUTED and v is not None and v.counterexample is not None:
-                res.counterexample = v.counterexample.to_json()
-            res.streaming = program.memory == STREAMING
-        res.seconds = time.perf_counter() - t0
-        return res
+            res.counterexample = v.counterexample.to_json() if v.counterexample is not None else None
+            res.reason = f"{tried}; refuted by Z3: {v.reason}"
+            return True
+        res.status, res.program = UNKNOWN, prog
+        res.reason = f"{tried}; Z3 {v.status}: {v.reason}{pre}"
+        return True
 
     def run(self) -> SynthResult:
         t0 = time.perf_counter()
@@ -392,10 +422,8 @@ class Synthesizer:
         try:
             self.parts = analyze(self.plan)
         except NotSupported as why:
-            tr = self._template_route(str(why), t0)
-            if tr is not None:
-                return tr
             res.reason = str(why)
+            self._family_template(res)
             res.seconds = time.perf_counter() - t0
             return res
         parts = self.parts
@@ -538,6 +566,8 @@ class Synthesizer:
             if not parts.shared:
                 res.reason = (f"the inputs are not one shared source ({', '.join(s.table for s in parts.sources)}); "
                               + res.reason)
+        if res.status == NO_PROGRAM and self._family_template(res):
+            last_cex = last_stream_cex = None
         if res.status == NO_PROGRAM and last_cex is not None:
             res.counterexample = self._minimal_cex(*last_cex)
             if self.require_streaming:

@@ -1,15 +1,33 @@
 """Certificates: one self-contained JSON record per verified item, and re-checking.
 
-A certificate carries everything needed to re-check it — the sub-plan SQL + schema + the
-program JSON + K (bounded), or the template id + parameters (inductive) — and the sha256
-of those inputs, so :func:`recheck_certificate` needs nothing else. It fits the rule
-catalog's certificate entries (``status``, ``method``, ``produced_by`` required, extra
-fields allowed; see ``superop/rules_out/catalog.schema.json``).
+Two kinds, both carrying everything a re-check needs (``inputs``, hashed into
+``inputs_sha256``), what they cover (``covers``) and the program they are about
+(``program_sha256``; template certificates also the program itself):
 
-Fields: status, method (bounded | inductive), K (None for inductive), produced_by,
-checked_at, z3_version, seconds, claim (what was proven, in words), assumptions,
-pattern (shape string, bounded), inputs, inputs_sha256, and for inductive proofs the
-obligations with their status.
+* **bounded** (``method: bounded``) — ``check_equivalence`` of one sub-query (SQL + schema)
+  and one program, for input tables of at most K rows. ``program_source`` says whose
+  program it is: ``runtime-template`` (what ``build_program`` returns for the sub-query:
+  what the runtime runs) or ``given`` (any other program, e.g. the synthesizer's).
+  ``emitted_sql`` says how the SQL the runtime emits for the pattern is covered:
+  ``checked_by: bounded`` (lowered and checked plan vs plan) or ``differential-tests``.
+* **inductive** (``method: inductive``) — the unbounded proof of a template program for a
+  symbolic instance (:mod:`superop.verify.template_proofs`), with its obligations.
+
+``covers`` (the shape the rule catalog uses to admit exactly what is covered)::
+
+    {"family": "DJ", "join_kinds": ["left"], "branches": 2, "agg_side": null|"left"|"right",
+     "aggregates": ["sum", ...], "edges": [["Select","Project","Rename"], ...]}
+
+a :class:`superop.families.Covers` record (``edges`` in the family's abstract-edge order): for a
+bounded certificate the instance its SQL matches (``Family.point``), for a template proof
+its symbolic instance's record (``Family.proof_instances``).
+
+Re-checking. :func:`structural_check` needs no Z3 (the runtime uses it on load): the
+inputs hash, the program hash, that the program is what the CURRENT template builder
+returns for the certificate's query / instance (for runtime-template and inductive
+certificates), and that ``covers`` is what the query / instance covers.
+:func:`recheck_detail` adds the Z3 re-run. A certificate that records anything but
+``verified`` never holds.
 """
 from __future__ import annotations
 
@@ -22,11 +40,15 @@ from .result import VERIFIED, Result
 
 BOUNDED_ASSUMPTIONS = [
     "input tables of at most K rows (every row present or absent, every value nullable)",
-    "integers are unbounded, doubles are exact reals (no overflow, no rounding, no NaN or infinities)",
-    "division by zero is NULL (Spark non-ANSI); ANSI errors are outside the model",
+    "integers are mathematical integers with ANSI overflow checks by type width; doubles are exact "
+    "reals (no rounding, no NaN or infinities)",
+    "ANSI mode: division / remainder by zero, integer overflow and invalid casts raise; the program may "
+    "not raise where the query does not, and returns the same bag where the query does not raise",
     "bag semantics: outputs compared by multiplicity of NULL-safe equal rows",
     "row emits see running values when the program is streaming, final values when buffering",
+    "emit outputs are evaluated only where the emit's guard holds (the DSL's semantics)",
 ]
+RUNTIME, GIVEN = "runtime-template", "given"
 
 
 def _now() -> str:
@@ -41,7 +63,12 @@ def sha256_of(obj) -> str:
     return "sha256:" + hashlib.sha256(canonical(obj).encode("utf-8")).hexdigest()
 
 
-def _produced_by() -> str:
+def program_sha256(program) -> str:
+    """The identity of a program: sha256 of its canonical JSON (``Program.to_json``)."""
+    return sha256_of(program.to_json())
+
+
+def produced_by() -> str:
     from .. import __version__
     return f"superop.verify {__version__}"
 
@@ -51,25 +78,119 @@ def _z3_version() -> str:
     return z3.get_version_string()
 
 
-def bounded_certificate(sql: str, schema: dict, program, result: Result,
-                        timeout_ms: int = 20000) -> dict:
+# ---------------------------------------------------------------------------
+# what a pattern is (no Z3)
+# ---------------------------------------------------------------------------
+def match_of_plan(plan):
+    """The super-operator match a certificate is about: the top-most instance the
+    registry's matching path finds in the plan, through every check the runtime applies
+    (``superop.families.first_match(plan, finished=True)``); ValueError if none."""
+    from .. import families
+    m = families.first_match(plan, finished=True)
+    if m is None:
+        near = [f for f in families.scan(plan) if not isinstance(f, families.Match)]
+        why = f" ({near[0].family}: {near[0].why})" if near else ""
+        raise ValueError(f"no super-operator instance the runtime would match{why}")
+    return m
+
+
+def match_of(sql: str, schema: dict):
+    """The super-operator match of a query (:func:`match_of_plan` of its lowered plan)."""
+    from ..ir import lower
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
+    return match_of_plan(low.plan)
+
+
+def runtime_program(sql: str, schema: dict):
+    """The program the runtime runs for a sub-query: the family's template program of
+    its match (``superop.families.build_program``)."""
+    from .. import families
+    return families.build_program(match_of(sql, schema))
+
+
+def covers_of(m):
+    """What a certificate about the concrete match ``m`` covers: the instance itself
+    (``Family.point``)."""
+    from .. import families
+    return families.get(m.family).point(m)
+
+
+def derived_covers(cert: dict):
+    """What a certificate covers, re-derived from the inputs it carries (the template
+    proof's symbolic instance, or the match of the bounded certificate's SQL); None when
+    they say nothing (a malformed or foreign certificate covers nothing). The ONE
+    derivation: :func:`structural_check` and the rule catalog's coverage check
+    (``superop.rules_out.coverage``) both go through :func:`certificate_covers`."""
+    inputs = cert.get("inputs") if isinstance(cert, dict) else None
+    if not isinstance(inputs, dict):
+        return None
+    try:
+        if inputs.get("kind") == "template-proof":
+            from .instances import find
+            return find(str(inputs["template"])).covers
+        if inputs.get("kind") == "bounded-equivalence":
+            return covers_of(match_of(inputs["sql"], inputs["schema"]))
+    except Exception:  # a malformed certificate covers nothing
+        return None
+    return None
+
+
+def certificate_covers(cert: dict):
+    """(what the certificate covers, problem or ""). The recorded ``covers`` must equal
+    :func:`derived_covers` (it cannot be widened by editing the JSON: the inputs are what
+    a re-check re-proves)."""
+    from ..families import Covers
+    rec = cert.get("covers") if isinstance(cert, dict) else None
+    if rec is None:
+        return None, "records no covers"
+    try:
+        recorded = Covers.from_json(rec)
+    except ValueError as e:
+        return None, str(e)
+    derived = derived_covers(cert)
+    if derived is None:
+        return None, "covers cannot be re-derived from the certificate's inputs"
+    if recorded != derived:
+        return None, f"records covers {recorded.describe()} but its inputs prove {derived.describe()}"
+    return recorded, ""
+
+
+# ---------------------------------------------------------------------------
+# bounded
+# ---------------------------------------------------------------------------
+def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
+                        program_source: str = GIVEN, emitted: Optional[dict] = None) -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
     from ..ir import lower, shape
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
-              "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms}
+              "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
+              "ansi": True, "emit_outputs": "guarded",
+              # runtime-template: the program replaces the query's match, as the runtime does;
+              # given: the program replaces the whole query
+              "replaces": "match" if program_source == RUNTIME else "query"}
     try:
         pattern = shape(lower(sql, schema).plan)
     except Exception:  # the certificate is still valid without a pattern string
         pattern = None
+    try:
+        covers = covers_of(match_of(sql, schema)).to_json()
+    except Exception:
+        covers = None
     cert = {
         "status": result.status, "method": "bounded", "K": result.K,
-        "produced_by": _produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
-        "seconds": round(result.seconds, 4), "pattern": pattern,
-        "claim": (f"the {program.memory} program outputs the same bag as the SQL sub-plan on every "
-                  f"input table of at most {result.K} rows"),
+        "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
+        "seconds": round(result.seconds, 4), "pattern": pattern, "covers": covers,
+        "program_source": program_source, "program_sha256": program_sha256(program),
+        "claim": (f"the {program.memory} program "
+                  f"({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
+                  f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
         "assumptions": BOUNDED_ASSUMPTIONS,
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if emitted is not None:
+        cert["emitted_sql"] = emitted
     st = _streamability(sql, schema)
     if st is not None:
         cert["streamability"] = st
@@ -91,38 +212,88 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
         return None
 
 
-def inductive_certificate(result: Result, params: dict, timeout_ms: int = 20000) -> dict:
-    """Certificate for :func:`superop.verify.inductive.prove_template` with ``params``."""
-    inputs = {"kind": "template-proof", "template": result.details.get("template"),
-              "params": dict(params), "timeout_ms": timeout_ms}
-    return {
+def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
+                      emitted: bool = False) -> dict:
+    """Check ``program`` against the whole query ``sql`` and certify the result. Default: the
+    program the runtime builds for the query's match, checked as the runtime applies it
+    (the match replaced by the program, everything around it as written).
+    ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`)."""
+    source = GIVEN
+    if program is None:
+        program, source = runtime_program(sql, schema), RUNTIME
+    r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
+    em = None
+    if emitted and r.status == VERIFIED:
+        from .emitted import check_emitted
+        em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms)
+        if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
+            r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
+                       reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
+    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em))
+
+
+def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
+    from .check import check_rewrite, check_sql
+    if replaces == "query":
+        return check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
+    from ..ir import lower
+    from .result import UNSUPPORTED
+    low = lower(sql, schema)
+    if not low.fully_lowered:
+        return Result(UNSUPPORTED, K=K, reason="; ".join(low.opaque_reasons))
+    return check_rewrite(low.plan, program, K=K, timeout_ms=timeout_ms)
+
+
+# ---------------------------------------------------------------------------
+# inductive
+# ---------------------------------------------------------------------------
+def inductive_certificate(result: Result, instance, timeout_ms: int = 20000) -> dict:
+    """Certificate for :func:`superop.verify.template_proofs.prove_instance` of
+    ``instance`` (a family's ``ProofInstance``)."""
+    det = result.details
+    inputs = {"kind": "template-proof", "template": instance.name,
+              "instance_sql": instance.sql, "functions": dict(instance.functions),
+              "program_sha256": det.get("program_sha256"), "emit_outputs": det.get("emit_outputs"),
+              "timeout_ms": timeout_ms}
+    cert = {
         "status": result.status, "method": "inductive", "K": None,
-        "produced_by": _produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
+        "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
         "seconds": round(result.seconds, 4),
-        "claim": result.details.get("covers"),
-        "assumptions": result.details.get("assumptions"),
+        "template": instance.name, "covers": instance.covers.to_json(),
+        "program": det.get("program"), "program_sha256": det.get("program_sha256"),
+        "program_source": RUNTIME,
+        "claim": det.get("claim"),
+        "assumptions": det.get("assumptions"),
         "obligations": [{"name": o["name"], "text": o["text"], "status": o["status"]}
-                        for o in result.details.get("obligations", [])],
+                        for o in det.get("obligations", [])],
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if result.status != VERIFIED:
+        cert["reason"] = result.reason
+    return cert
 
 
-def prove_and_certify(family: str, timeout_ms: int = 20000, **params) -> dict:
-    from .inductive import prove_template
-    p = dict(family=family, **params)
-    r = prove_template(timeout_ms=timeout_ms, **p)
-    return inductive_certificate(r, p, timeout_ms)
+def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
+    """Prove a template instance and certify the result. ``instance``: a family's
+    ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
+    :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
+    from .instances import find, find_by
+    from .template_proofs import prove_instance
+    if isinstance(instance, str):
+        instance = find(instance) if "/" in instance else find_by(instance, **params)
+    r = prove_instance(instance, timeout_ms=timeout_ms)
+    return _remember(inductive_certificate(r, instance, timeout_ms))
 
 
-def check_and_certify(sql: str, schema: dict, program, K: int = 4, timeout_ms: int = 20000) -> dict:
-    from .check import check_sql
-    r = check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
-    return bounded_certificate(sql, schema, program, r, timeout_ms)
-
-
-def recheck_detail(cert: dict) -> tuple[bool, str]:
-    """(holds, why). A certificate holds iff it records ``verified``, its inputs hash to
-    ``inputs_sha256``, and re-running the check on those inputs gives ``verified`` again."""
+# ---------------------------------------------------------------------------
+# re-checking
+# ---------------------------------------------------------------------------
+def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, str]:
+    """(holds so far, why) without Z3: status, inputs hash, program hash, the program is the
+    one the current templates build (runtime-template / inductive), ``covers`` is what
+    the inputs cover (:func:`certificate_covers`). ``require_runtime``: a certificate
+    about any other program does not hold (a rule catalog's certificates must be about
+    what the runtime runs)."""
     if not isinstance(cert, dict):
         return False, "not a certificate object"
     if cert.get("status") != VERIFIED:
@@ -132,31 +303,122 @@ def recheck_detail(cert: dict) -> tuple[bool, str]:
         return False, "carries no inputs to re-check (not produced by superop.verify)"
     if sha256_of(inputs) != cert.get("inputs_sha256"):
         return False, "inputs do not match inputs_sha256 (tampered)"
+    if require_runtime and cert.get("program_source") != RUNTIME:
+        return False, "is about a program the runtime does not build (not a runtime-template certificate)"
     kind = inputs.get("kind")
     try:
         if kind == "bounded-equivalence":
-            from ..synth.dsl import Program
-            from .check import check_sql
-            prog = Program.from_json(inputs["program"])
-            r = check_sql(inputs["sql"], inputs["schema"], prog, K=int(inputs["K"]),
-                          timeout_ms=int(inputs.get("timeout_ms", 20000)))
+            ok, why = _structural_bounded(cert, inputs)
         elif kind == "template-proof":
-            from .inductive import prove_template
-            r = prove_template(timeout_ms=int(inputs.get("timeout_ms", 20000)), **inputs["params"])
-            if r.details.get("template") != inputs.get("template"):
-                return False, "template id does not match its parameters"
+            ok, why = _structural_template(cert, inputs)
         else:
             return False, f"unknown certificate kind {kind!r}"
+    except Exception as e:  # a malformed certificate does not hold; never crash the check
+        return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    if not ok:
+        return ok, why
+    if require_runtime or cert.get("covers") is not None:   # a catalog's certificates must say what they cover
+        _, why = certificate_covers(cert)
+        if why:
+            return False, why
+    return True, "structure holds"
+
+
+def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
+    from ..synth.dsl import Program
+    prog = Program.from_json(inputs["program"])
+    h = program_sha256(prog)
+    if cert.get("program_sha256") != h:
+        return False, "program_sha256 is not the hash of the program checked"
+    if cert.get("program_source") == RUNTIME:
+        if inputs.get("replaces") != "match":
+            return False, "a runtime-template certificate must check the program in place of the match"
+        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"]))
+        if now != h:
+            return False, "the runtime now builds a different program for this pattern (templates changed)"
+    return True, ""
+
+
+def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
+    from ..synth.dsl import Program
+    from .instances import find, program_of
+    try:
+        inst = find(str(inputs.get("template")))
+    except ValueError as e:
+        return False, str(e)
+    if cert.get("template") != inst.name:
+        return False, "template id does not match its inputs"
+    if inputs.get("instance_sql") != inst.sql or inputs.get("functions") != inst.functions:
+        return False, "the symbolic instance differs from this version's"
+    h = program_sha256(program_of(inst))
+    if cert.get("program_sha256") != h or inputs.get("program_sha256") != h:
+        return False, "the program proved is not the program the template builds now"
+    if cert.get("program") is None or program_sha256(Program.from_json(cert["program"])) != h:
+        return False, "the certificate's program does not hash to program_sha256"
+    return True, ""
+
+
+_RERUN: dict = {}   # _rerun_key -> (holds, why): re-running a check is a pure function of its inputs
+
+
+def _rerun_key(cert: dict) -> str:
+    return sha256_of([cert.get("inputs_sha256"), cert.get("streamability"), cert.get("emitted_sql")])
+
+
+def _remember(cert: dict) -> dict:
+    """A verified certificate just produced in this process is what re-running its inputs
+    in this process gives: remember it (the structural checks still run every time)."""
+    if cert.get("status") == VERIFIED and cert.get("inputs_sha256") == sha256_of(cert.get("inputs")):
+        _RERUN[_rerun_key(cert)] = (True, f"holds (checked in this process, {cert.get('method')})")
+    return cert
+
+
+def recheck_detail(cert: dict, require_runtime: bool = False) -> tuple[bool, str]:
+    """(holds, why). A certificate holds iff its structure holds (:func:`structural_check`)
+    and re-running the check on its inputs gives ``verified`` again (memoized per process
+    by the inputs' hash: the same inputs re-checked by the same code give the same answer)."""
+    ok, why = structural_check(cert, require_runtime)
+    if not ok:
+        return ok, why
+    key = _rerun_key(cert)
+    if key not in _RERUN:
+        _RERUN[key] = _rerun(cert)
+    return _RERUN[key]
+
+
+def _rerun(cert: dict) -> tuple[bool, str]:
+    inputs = cert["inputs"]
+    kind = inputs["kind"]
+    try:
+        if kind == "bounded-equivalence":
+            from ..synth.dsl import Program
+            prog = Program.from_json(inputs["program"])
+            r = _check(inputs["sql"], inputs["schema"], prog, int(inputs["K"]),
+                       int(inputs.get("timeout_ms", 20000)), inputs.get("replaces", "query"))
+        else:
+            from .instances import find
+            from .template_proofs import prove_instance
+            r = prove_instance(find(str(inputs["template"])), timeout_ms=int(inputs.get("timeout_ms", 20000)))
     except Exception as e:  # a malformed certificate does not hold; never crash the re-check
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if r.status != VERIFIED:
         return False, f"re-check gives {r.status}: {r.reason}"
-    if kind == "bounded-equivalence" and cert.get("streamability", {}).get("ok"):
-        st = _streamability(inputs["sql"], inputs["schema"])
-        if not (st and st.get("ok")):
-            return False, "the recorded streamability check no longer holds"
+    if kind == "bounded-equivalence":
+        if cert.get("streamability", {}).get("ok"):
+            st = _streamability(inputs["sql"], inputs["schema"])
+            if not (st and st.get("ok")):
+                return False, "the recorded streamability check no longer holds"
+        em = cert.get("emitted_sql") or {}
+        if em.get("checked_by") == "bounded":
+            from .emitted import check_emitted
+            now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
+                                timeout_ms=int(inputs.get("timeout_ms", 20000)))
+            if now.get("sql") != em.get("sql"):
+                return False, "the runtime now emits different SQL for this pattern"
+            if now.get("status") != VERIFIED:
+                return False, f"the emitted SQL re-checks {now.get('status')}: {now.get('reason', '')}"
     return True, f"re-checked ({cert.get('method')}, {r.seconds:.2f}s)"
 
 
-def recheck_certificate(cert: dict) -> bool:
-    return recheck_detail(cert)[0]
+def recheck_certificate(cert: dict, require_runtime: bool = False) -> bool:
+    return recheck_detail(cert, require_runtime)[0]

@@ -1,27 +1,36 @@
 """Bounded equivalence: ``check_equivalence(sub_plan, program, K)``.
 
 Asks Z3 for an input table of at most K rows (each row present or not, every value
-nullable) on which the sub-plan's output bag and the program's output bag differ.
+nullable) on which the outcomes differ: the program raises an error (ANSI) where the
+sub-plan does not, or neither raises and the output bags differ.
 unsat -> ``verified`` (bounded by K), sat -> ``refuted`` with the concrete table and
-both outputs, anything else -> ``unknown``.
+both outcomes, anything else -> ``unknown``. :func:`check_outcomes` is the same decision
+for any two relations built over one symbolic table (e.g. plan vs plan).
 """
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 import z3
 
 from ..ir.nodes import Node, Scan, walk
 from ..synth.dsl import Program
-from .encode import (PlanEncoder, ProgramEncoder, Table, _lt, bags_differ, concrete_rel,
-                     not_distinct)
+from .bags import concrete_rel, outcomes_differ, raises
+from .exprs import encoding
 from .neighbours import requires_constraints
+from .plan_encoder import PlanEncoder
+from .program_encoder import GUARDED, ProgramEncoder
+from .relations import Rel, Table
 from .result import (REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result,
                      Unsupported)
+from .values import lt, not_distinct
 
 DEFAULT_K = 4
 DEFAULT_TIMEOUT_MS = 20000
+
+# what a pair of relations built over one symbolic table is: (original, candidate)
+Build = Callable[[Table], tuple[Rel, Rel]]
 
 
 def base_table(sub_plan: Node) -> Scan:
@@ -50,33 +59,17 @@ def _nice_bounds(table: Table) -> list:
     return cs
 
 
-def _encode(sub_plan: Node, program: Program, K: int, abstract: bool):
-    from . import encode as enc
-    enc.ABSTRACT_NONLINEAR[0] = abstract
-    enc.NONLINEAR_USED[0] = False
-    try:
-        scan = base_table(sub_plan)
-        table = Table(scan.table, scan.columns, K)
-        plan_rel = PlanEncoder(table).encode(sub_plan)
-        prog_rel = ProgramEncoder(table, program).encode()
-        # only inputs that satisfy the program's preconditions (superop.verify.neighbours)
-        differ = z3.And(bags_differ(plan_rel, prog_rel), *requires_constraints(program, table.rows, table.col_index))
-        return scan, table, plan_rel, prog_rel, differ, enc.NONLINEAR_USED[0]
-    finally:
-        enc.ABSTRACT_NONLINEAR[0] = False
-
-
 def _key_le(a, b) -> z3.BoolRef:
     """Lexicographic a <= b over nullable key values, NULL first."""
     out = z3.BoolVal(True)
     for x, y in reversed(list(zip(a, b))):
         both = z3.And(z3.Not(x.null), z3.Not(y.null))
-        lt = z3.Or(z3.And(x.null, z3.Not(y.null)), z3.And(both, _lt(x.v, y.v, x.kind)))
-        out = z3.Or(lt, z3.And(not_distinct(x, y), out))
+        less = z3.Or(z3.And(x.null, z3.Not(y.null)), z3.And(both, lt(x.v, y.v, x.kind)))
+        out = z3.Or(less, z3.And(not_distinct(x, y), out))
     return out
 
 
-def _new_solver(timeout_ms: int) -> z3.Solver:
+def new_solver(timeout_ms: int) -> z3.Solver:
     # Preprocessing before the SMT core (measured 2-5x faster on the Table 2 corpus at
     # K = 5): the encodings have many definitional equalities and unconstrained terms.
     s = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
@@ -85,12 +78,12 @@ def _new_solver(timeout_ms: int) -> z3.Solver:
 
 
 def _solver(table: Table, differ, timeout_ms: int, keys=()) -> z3.Solver:
-    s = _new_solver(timeout_ms)
+    s = new_solver(timeout_ms)
     s.add(differ)
-    # Symmetry breaking. Sound because the plan is order-free and the program depends
-    # only on the relative order of rows WITHIN a partition (sort ties): every table can
-    # be stably permuted so that (1) present rows come first and (2) present rows are
-    # ordered by partition key, without changing either output.
+    # Symmetry breaking. Sound because the original is order-free and the candidate
+    # depends only on the relative order of rows WITHIN a partition (sort ties): every
+    # table can be stably permuted so that (1) present rows come first and (2) present
+    # rows are ordered by partition key, without changing either output.
     idx = [table.col_index(k) for k in keys]
     for i in range(1, table.K):
         (p0, v0), (p1, v1) = table.rows[i - 1], table.rows[i]
@@ -100,56 +93,138 @@ def _solver(table: Table, differ, timeout_ms: int, keys=()) -> z3.Solver:
     return s
 
 
-def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
-                      timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
-    """Bounded equivalence of an IR sub-plan over ONE base table and a DSL program
-    reading that table's rows. Never raises for unmodelled input: returns ``unsupported``.
+def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                   *, keys: Sequence[str] = (), ansi: bool = True,
+                   functions: Optional[dict] = None,
+                   assume: Optional[Callable[[Table], Sequence[z3.BoolRef]]] = None) -> Result:
+    """Bounded refinement of two relations built over ONE symbolic table of at most K rows
+    (``build(table) -> (original, candidate)``): no table makes the candidate raise where
+    the original does not, or return a different bag. Never raises for unmodelled input.
+    ``assume(table)``: constraints every table considered satisfies (a program's
+    preconditions); only tables satisfying them can refute.
 
     Nonlinear terms are first abstracted by uninterpreted functions (sound for
-    ``verified``); a counterexample found under the abstraction is re-checked with the
+    ``verified``); a counterexample found under the abstraction is re-decided with the
     exact encoding before it is reported."""
     t0 = time.perf_counter()
     elapsed_ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
+
+    def encode(abstract: bool):
+        with encoding(ansi=ansi, abstract_nonlinear=abstract, functions=functions) as enc:
+            table = Table(scan.table, scan.columns, K)
+            a, b = build(table)
+            differ = outcomes_differ(a, b)
+            if assume is not None:
+                differ = z3.And(differ, *assume(table))
+            return table, a, b, differ, enc.nonlinear_used
     try:
-        scan, table, plan_rel, prog_rel, differ, abstracted = _encode(sub_plan, program, K, True)
-        if plan_rel.rows and prog_rel.rows and len(plan_rel.rows[0][1]) != len(prog_rel.rows[0][1]):
+        table, a, b, differ, abstracted = encode(True)
+        if a.rows and b.rows and len(a.rows[0][1]) != len(b.rows[0][1]):
             return Result(UNSUPPORTED, K=K, seconds=time.perf_counter() - t0,
-                          reason=f"arity differs: plan {len(plan_rel.rows[0][1])} columns, "
-                                 f"program {len(prog_rel.rows[0][1])}")
+                          reason=f"arity differs: original {len(a.rows[0][1])} columns, "
+                                 f"candidate {len(b.rows[0][1])}")
     except Unsupported as why:
         return Result(UNSUPPORTED, K=K, seconds=time.perf_counter() - t0, reason=str(why))
-    s = _solver(table, differ, timeout_ms, program.keys)
+    s = _solver(table, differ, timeout_ms, keys)
     r = s.check()
     if r != z3.unsat and abstracted:
         # the abstraction may have invented a difference: decide with exact arithmetic
-        scan, table, plan_rel, prog_rel, differ, _ = _encode(sub_plan, program, K, False)
-        s = _solver(table, differ, timeout_ms - elapsed_ms(), program.keys)
+        table, a, b, differ, _ = encode(False)
+        s = _solver(table, differ, timeout_ms - elapsed_ms(), keys)
         r = s.check() if timeout_ms - elapsed_ms() > 0 else z3.unknown
     if r == z3.unsat:
         return Result(VERIFIED, K=K, seconds=time.perf_counter() - t0,
-                      reason=f"no input table of at most {K} rows distinguishes the outputs")
+                      reason=f"no input table of at most {K} rows distinguishes the outcomes")
     if r == z3.unknown:
         why = s.reason_unknown() if timeout_ms - elapsed_ms() > 0 else "timeout"
         return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0, reason=f"solver: {why}")
     model = s.model()
     # Prefer a small, readable counterexample when one exists (a fresh solver: the
     # tactic-based solver is not incremental).
-    nice = _new_solver(max(1000, min(10000, timeout_ms)))
+    nice = new_solver(max(1000, min(10000, timeout_ms)))
     nice.add(*s.assertions())
     nice.add(*_nice_bounds(table))
     if nice.check() == z3.sat:
         model = nice.model()
-    cex = counterexample_from_model(model, table, scan, plan_rel, prog_rel)
-    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0,
-                  reason="the outputs differ on the counterexample table", counterexample=cex)
+    cex = counterexample_from_model(model, table, scan, a, b)
+    why = ("the program raises an error where the original does not" if cex.program_error
+           else "the outputs differ on the counterexample table")
+    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
 
 
-def counterexample_from_model(model, table: Table, scan: Scan, plan_rel, prog_rel) -> Counterexample:
+def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
+                      timeout_ms: int = DEFAULT_TIMEOUT_MS, *, ansi: bool = True,
+                      emit_outputs: str = GUARDED, functions: Optional[dict] = None) -> Result:
+    """Bounded equivalence of an IR sub-plan over ONE base table and a DSL program
+    reading that table's rows (errors as outcomes: see :mod:`superop.verify.bags`).
+    ``emit_outputs``: when the program's emit outputs are evaluated (``guarded``: only
+    where the emit's guard holds, the DSL's semantics; ``eager``: always). Only tables that
+    satisfy the program's preconditions (``Program.requires``,
+    :func:`superop.verify.neighbours.requires_constraints`) are considered: the match that
+    builds such a program establishes them for the source it reads."""
+    try:
+        scan = base_table(sub_plan)
+    except Unsupported as why:
+        return Result(UNSUPPORTED, K=K, reason=str(why))
+
+    def build(table: Table):
+        return (PlanEncoder(table).encode(sub_plan),
+                ProgramEncoder(program, table, emit_outputs=emit_outputs).encode())
+    assume = (lambda table: requires_constraints(program, table.rows, table.col_index)) if program.requires else None
+    return check_outcomes(scan, build, K, timeout_ms, keys=program.keys, ansi=ansi, functions=functions,
+                          assume=assume)
+
+
+def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                  *, diamond=None, ansi: bool = True, emit_outputs: str = GUARDED) -> Result:
+    """The query ``plan`` against the same query with its super-operator match (``diamond``,
+    a ``superop.families.Match`` in ``plan``; default: the one the runtime matches) replaced
+    by ``program`` reading the match's shared source — what the runtime does. Errors as
+    outcomes."""
+    from .certificate import match_of_plan
+    try:
+        d = diamond if diamond is not None else match_of_plan(plan)
+        scan = base_table(plan)
+    except (Unsupported, ValueError) as why:
+        return Result(UNSUPPORTED, K=K, reason=str(why))
+    direct = d.source is scan or (isinstance(d.source, Scan) and d.source.table == scan.table)
+
+    def build(table: Table):
+        original = PlanEncoder(table).encode(plan)
+        src = PlanEncoder(table).encode(d.source)
+        prog = ProgramEncoder(program, list(d.source.names), emit_outputs=emit_outputs).encode(rows=src)
+        if len(d.root.fields) != len(program.output):
+            raise Unsupported(f"the program outputs {len(program.output)} columns, the match {len(d.root.fields)}")
+        return original, PlanEncoder(table, seeds={id(d.root): prog}).encode(plan)
+    return check_outcomes(scan, build, K, timeout_ms, keys=program.keys if direct else (), ansi=ansi)
+
+
+def check_plans_outcomes(plan_a: Node, plan_b: Node, K: int = DEFAULT_K,
+                         timeout_ms: int = DEFAULT_TIMEOUT_MS, *, ansi: bool = True) -> Result:
+    """Bounded refinement of two IR plans over the same ONE base table (errors as outcomes:
+    ``plan_b`` may not raise where ``plan_a`` does not). Multi-table plan-vs-plan checks
+    without error outcomes: ``superop.verify.plans.check_plans_equivalent``."""
+    try:
+        scan = base_table(plan_a)
+        other = base_table(plan_b)
+    except Unsupported as why:
+        return Result(UNSUPPORTED, K=K, reason=str(why))
+    if (other.table, other.columns) != (scan.table, scan.columns):
+        return Result(UNSUPPORTED, K=K, reason=f"the plans read different tables ({scan.table}, {other.table})")
+
+    def build(table: Table):
+        enc = PlanEncoder(table)
+        return enc.encode(plan_a), enc.encode(plan_b)
+    return check_outcomes(scan, build, K, timeout_ms, ansi=ansi)
+
+
+def counterexample_from_model(model, table: Table, scan: Scan, plan_rel: Rel, prog_rel: Rel) -> Counterexample:
     rows = concrete_rel(model, table.rel())
     return Counterexample(table=scan.table, columns=[c for c, _ in scan.columns],
                           types=[t for _, t in scan.columns], rows=rows,
                           plan_output=concrete_rel(model, plan_rel),
-                          program_output=concrete_rel(model, prog_rel))
+                          program_output=concrete_rel(model, prog_rel),
+                          plan_error=raises(model, plan_rel), program_error=raises(model, prog_rel))
 
 
 def check_sql(sql: str, schema: dict, program: Program, K: int = DEFAULT_K,
@@ -182,7 +257,7 @@ def check_memory_class(sub_plan: Node, program: Program, K: int = DEFAULT_K,
 def _fix_rows(table: Table, rows) -> list:
     """Constraints pinning the symbolic table to concrete rows (None = NULL)."""
     import datetime as _dt
-    from .encode import EPOCH
+    from .values import EPOCH
     cs = []
     for i, (p, vals) in enumerate(table.rows):
         if i >= len(rows):
@@ -208,15 +283,25 @@ def _fix_rows(table: Table, rows) -> list:
     return cs
 
 
-def evaluate(sub_plan: Node, rows, program: Optional[Program] = None) -> list[tuple]:
+class RaisesError(Exception):
+    """The encoding says that evaluating the relation on these rows raises (ANSI)."""
+
+
+def evaluate(sub_plan: Node, rows, program: Optional[Program] = None, *, ansi: bool = True,
+             emit_outputs: str = GUARDED) -> list[tuple]:
     """The encodings run forwards: the output the Z3 encoding of ``sub_plan`` (or of
-    ``program`` over the sub-plan's base table) gives for concrete input ``rows``. Used
-    to test the encodings against Spark and the reference interpreter."""
+    ``program`` over the sub-plan's base table) gives for concrete input ``rows``; raises
+    :class:`RaisesError` when the encoding says the evaluation raises. Used to test the
+    encodings against Spark and the reference interpreter."""
     scan = base_table(sub_plan)
-    table = Table(scan.table, scan.columns, max(1, len(rows)))
-    rel = ProgramEncoder(table, program).encode() if program is not None else PlanEncoder(table).encode(sub_plan)
+    with encoding(ansi=ansi):
+        table = Table(scan.table, scan.columns, max(1, len(rows)))
+        rel = (ProgramEncoder(program, table, emit_outputs=emit_outputs).encode() if program is not None
+               else PlanEncoder(table).encode(sub_plan))
     s = z3.Solver()
     s.add(*_fix_rows(table, rows))
     if s.check() != z3.sat:  # pragma: no cover - pinned inputs are always satisfiable
         raise RuntimeError("cannot evaluate the encoding on the given rows")
+    if raises(s.model(), rel):
+        raise RaisesError("the encoding raises on these rows")
     return concrete_rel(s.model(), rel)

@@ -9,7 +9,7 @@
   program equivalent to its sub-plan on every input table that satisfies them.
 
 Used by the program encoder (``ProgramEncoder.encode``) and the bounded check; imports
-the encoding's values through ``superop.verify.encode``.
+the encoding's values from ``superop.verify.values``.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import z3
 
 from ..synth.dsl import Program
-from .encode import NULL, V, ite, rows_not_distinct
+from .values import NULL, V, ite, rows_not_distinct
 from .result import Unsupported
 
 Rows = Sequence[tuple[z3.BoolRef, Sequence[V]]]

@@ -38,12 +38,17 @@ class Counterexample:
     rows: list[tuple]                      # input rows (bag: duplicates are meaningful)
     plan_output: list[tuple]               # what the SQL sub-plan returns (as the model claims)
     program_output: list[tuple]            # what the program returns (as the model claims)
+    plan_error: bool = False               # the sub-plan raises (ANSI) on these rows
+    program_error: bool = False            # the program raises on these rows
 
     def to_json(self) -> dict:
-        return {"table": self.table, "columns": list(self.columns), "types": list(self.types),
-                "rows": [[_jsonable(v) for v in r] for r in self.rows],
-                "plan_output": [[_jsonable(v) for v in r] for r in self.plan_output],
-                "program_output": [[_jsonable(v) for v in r] for r in self.program_output]}
+        out = {"table": self.table, "columns": list(self.columns), "types": list(self.types),
+               "rows": [[_jsonable(v) for v in r] for r in self.rows],
+               "plan_output": [[_jsonable(v) for v in r] for r in self.plan_output],
+               "program_output": [[_jsonable(v) for v in r] for r in self.program_output]}
+        if self.plan_error or self.program_error:
+            out.update(plan_error=self.plan_error, program_error=self.program_error)
+        return out
 
     def ddl(self) -> str:
         """A Spark DDL schema string for ``spark.createDataFrame(rows, ddl)``."""

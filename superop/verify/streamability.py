@@ -29,8 +29,10 @@ from ..families.kit.diamond import PlanContext, equalities_imply, equi_pairs
 from ..ir.analysis import walk_edge
 from ..ir.nodes import Join, Node, Scan, walk
 from ..synth.dsl import STREAMING, Program
-from .encode import (FALSE, TRUE, PlanEncoder, Table, V, _bool3, _cmp, ev, fresh, is_true,
-                     not_distinct, Ctx)
+from .exprs import Ctx, bool3, cmp, ev
+from .plan_encoder import PlanEncoder
+from .relations import Table
+from .values import FALSE, TRUE, V, fresh, is_true, not_distinct
 from .result import Unsupported
 
 
@@ -93,9 +95,9 @@ def join_implies_key_equality(join: Join, pairs: list[tuple[int, int]], scan: Sc
     ctx = Ctx(col)
     cond = V(TRUE, FALSE, "bool")
     for a, b in join.equi:
-        cond = _bool3("and", cond, _cmp(exp.EQ, ev(a, ctx), ev(b, ctx)))
+        cond = bool3("and", cond, cmp(exp.EQ, ev(a, ctx), ev(b, ctx)))
     if join.residual is not None:
-        cond = _bool3("and", cond, ev(join.residual, ctx))
+        cond = bool3("and", cond, ev(join.residual, ctx))
     nl = len(join.left.fields)
     goal = z3.And(*[not_distinct(vals[i], vals[nl + j]) for i, j in pairs]) if pairs else TRUE
     s = z3.Solver()

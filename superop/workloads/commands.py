@@ -1,4 +1,4 @@
-"""`superop bench micro|tpch|mine|rewrite` — benchmarks (issue 8).
+"""`superop bench micro|tpch|tpcds|mine|rewrite` — benchmarks (issue 8).
 
 Other workload commands may be registered here too: add them to ``register`` below."""
 from __future__ import annotations
@@ -49,16 +49,21 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
     p.add_argument("--data-dir", default=".superop/bench-data",
                    help="where generated data is cached (default .superop/bench-data)")
-    p.add_argument("--catalog", help="rule catalog file or MLflow URI (default: the built-in bench catalog)")
+    p.add_argument("--catalog", help="rule catalog file or MLflow URI (default: the catalog the nightly job "
+                   "mines from --log, mined once and cached under --data-dir; 'bench-default' = the "
+                   "hand-built catalog, for harness tests only)")
+    p.add_argument("--log", help="query log the default catalog is mined from (default: the bundled log)")
     p.add_argument("--rewriter", choices=["runtime", "identity"], default="runtime",
                    help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
     p.add_argument("--shuffle-partitions", type=_positive, help="spark.sql.shuffle.partitions (default: Spark's)")
-    p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra Spark conf, repeatable (e.g. spark.sql.autoBroadcastJoinThreshold=-1)")
+    from ..cliutil import add_json_arg, add_spark_args
+    add_spark_args(p)
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--readme", help="also put the Markdown table into this README's bench section")
+    add_json_arg(p, "the whole result document (instead of the Markdown table)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--readme", metavar="PAGE",
+                   help="also put the Markdown table into this page's bench section "
+                        "(the benchmark page is docs/BENCHMARKS.md)")
     p.add_argument("--readme-block", help="name of the block in that section (default: micro / tpch)")
 
 
@@ -67,12 +72,13 @@ _SCRIPTS = {"mine": "mining_bench.py", "rewrite": "rewrite_bench.py"}
 
 
 def register_bench(sub) -> None:
-    p = sub.add_parser("bench", help="benchmarks: super-operators vs stock Spark (micro, tpch, mine, rewrite)")
+    p = sub.add_parser("bench", help="benchmarks: super-operators vs stock Spark (micro, tpch, tpcds, mine, "
+                                         "rewrite)")
     bs = p.add_subparsers(dest="bench_command", metavar="BENCH")
 
     m = bs.add_parser("micro", help="DU/DJ/MJ micro set: original vs rewritten vs limit query")
-    m.add_argument("--rows", type=_rows, default=[10_000_000],
-                   help="rows of ops, or a comma list for time-vs-rows (default 10m)")
+    m.add_argument("--rows", type=_rows, default=[1_000_000, 10_000_000],
+                   help="rows of ops, or a comma list for time-vs-rows (default 1m,10m)")
     m.add_argument("--queries", help="comma list of query names or families (du,dj,mj); default all")
     m.add_argument("--seed", type=int, default=7)
     m.add_argument("--budget-min", type=float,
@@ -143,6 +149,10 @@ def _finish(doc, args, kind: str, progress) -> int:
     if args.readme:
         from .bench.report import update_readme
         update_readme(args.readme, args.readme_block or kind, md)
+    if getattr(args, "json", False):
+        import json
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
     print(md)
     print(f"wrote {outs['json']}, {outs['markdown']}" + (f", {', '.join(outs['plots'])}" if outs["plots"] else ""))
     if run_id:
@@ -160,7 +170,7 @@ def run_micro_cmd(args) -> int:
     started = now()
     machine = machine_info()
     spark = _spark(args)
-    rw = make_rewriter(spark, args.rewriter, args.catalog)
+    rw = make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log)
     progress = Progress(enabled=not args.quiet)
     doc = run_micro(spark, rw, rows=args.rows, repeat=args.repeat, warmup=args.warmup,
                     data_dir=args.data_dir, queries=queries, seed=args.seed, progress=progress,
@@ -184,7 +194,8 @@ def run_tpch_cmd(args) -> int:
     machine = machine_info()
     spark = _spark(args)
     progress = Progress(enabled=not args.quiet)
-    doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog), sf=args.sf,
+    doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log),
+                   sf=args.sf,
                    queries=qs, repeat=args.repeat, warmup=args.warmup, data_dir=args.data_dir,
                    progress=progress)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,

@@ -18,8 +18,8 @@ from superop.workloads.bench.rewriters import Rewrite, Rewriter, runtime_rewrite
 
 
 @pytest.fixture()
-def mlflow_tmp(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def mlflow_tmp(tmp_path, monkeypatch, seed_mlflow_db):
+    uri = seed_mlflow_db(tmp_path / "mlflow.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     import mlflow
     mlflow.set_tracking_uri(uri)
@@ -78,19 +78,74 @@ def test_exchange_counting(spark, small_view):
     assert (t.shuffle_exchanges, t.broadcast_exchanges, t.reused_exchanges) == (1, 1, 1)
 
 
-def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp):
-    """The full pipeline with the real rewriter (superop.runtime) on one DU query: every
-    step runs, the rewrite is checked equal, and the outputs are written and logged."""
-    qs = select_queries(["du_core"])
-    rw = runtime_rewriter(spark)
+def _bundled_slice(path: Path) -> int:
+    """The lines of the bundled log that run one template of its simplest Diamond Union
+    variant, ``(γ, γ)∪`` (found through the log's own truth file, matched on the mining
+    job's literal normalization). Returns how many lines were written."""
+    import gzip
+
+    from superop.mining.normalize import normalize
+    from superop.workloads.bundled import LOG, TRUTH
+    truth = json.loads(Path(TRUTH).read_text())
+    du = [v for v in truth["variants"] if v["family"] == "DU" and v["shape"] == "(γ, γ)∪"]
+    assert du, "the bundled log has no (γ, γ)∪ variant to slice"
+    want = normalize(du[0]["example_sql"])
+    n = 0
+    with gzip.open(LOG, "rt", encoding="utf-8", errors="surrogateescape") as f, open(path, "w") as out:
+        for line in f:
+            try:
+                text = json.loads(line).get("statement_text", "")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(text, str) and normalize(text) == want:
+                out.write(line)
+                n += 1
+    return n
+
+
+@pytest.fixture(scope="module")
+def mined(spark, tmp_path_factory):
+    """The nightly job (real Spark mining, synthesis, Z3, generalization) on a small slice
+    of the bundled log: the executions of one DU template, so k=1 makes it one candidate
+    (cheap: the rest of `tests/bench` uses it; the whole bundled log is mined by `superop
+    bench`, not by tests)."""
+    from superop.workloads.bench.mined import mined_catalog
+    d = tmp_path_factory.mktemp("bench-mined")
+    log = d / "log.jsonl"
+    assert _bundled_slice(log) >= 2
+    kw = dict(k=1, max_candidates=1, synth_timeout_s=20, verify_timeout_s=10)
+    m = mined_catalog(d / "data", log, spark=spark, **kw)
+    return m, d, log, kw
+
+
+def test_mined_catalog_is_cached_by_log_and_code(spark, mined):
+    from superop.workloads.bench.mined import mined_catalog
+    m, d, log, kw = mined
+    assert not m.cached and m.path.is_file() and m.log_hash.startswith("sha256:")
+    again = mined_catalog(d / "data", log, spark=spark, **kw)
+    assert again.cached and again.path == m.path
+    log2 = d / "log2.jsonl"
+    log2.write_bytes(log.read_bytes() + b"\n")         # another log: another key
+    from superop.pipeline.nightly import content_hash
+    assert content_hash(log2) != m.log_hash
+
+
+def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined):
+    """The full pipeline with the real rewriter (superop.runtime) on the catalog the nightly job
+    mined: every step runs, a rewrite is checked equal, the outputs are written and logged."""
+    m, d, log, kw = mined
+    rw = runtime_rewriter(spark, None, d / "data", log, mine_kw=kw)       # the default: mined
+    assert "mined by the nightly job" in rw.info["catalog"] and "cached" in rw.info["catalog"]
+    fams = {r["family"] for r in json.loads(m.path.read_text())["rules"]}
+    assert fams == {"DU"} and m.rules >= 1, "the nightly job mined no DU rule from the slice"
+    qs = [next(q for q in select_queries(None) if q.family in fams and q.variant == "core")]
     doc = run_micro(spark, rw, rows=[2000], repeat=1, warmup=0,
                     data_dir=tmp_path / "data", queries=qs, progress=Progress(enabled=False))
     doc.update(started_at=now(), command="test", machine=machine_info(), params={"repeat": 1, "warmup": 0},
                rewriter={"name": rw.name, **rw.info})
-    assert [r["name"] for r in doc["results"]] == ["du_core"]
+    assert [r["name"] for r in doc["results"]] == [qs[0].name]
     for r in doc["results"]:
-        assert r["equal"]["equal"], r["equal"]
-        assert r["equal"]["rows_left"] > 0
+        assert r["equal"]["equal"] is not False, r["equal"]
         for side in ("original", "rewritten", "limit"):
             t = r["timing"][side]
             assert t["runs"] == 1 and t["median_s"] > 0
@@ -98,17 +153,25 @@ def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp):
         assert r["plans"]["limit"]["shuffle_exchanges"] == 1
     du = doc["results"][0]
     assert du["plans"]["original"]["shuffle_exchanges"] == 2
-    assert du["rewrite"]["changed"] and du["rewrite"]["applied"], du["rewrite"]
-    assert du["plans"]["rewritten"]["shuffle_exchanges"] == 1
+    if du["rewrite"]["changed"]:
+        assert du["rewrite"]["applied"] and du["plans"]["rewritten"]["shuffle_exchanges"] == 1
+        assert du["equal"]["equal"] is True
+    else:   # the cost gate kept the original: no self-comparison reported as "equal"
+        assert du["equal"]["equal"] is None and "benefit gate" in du["rewrite"]["explanation"]
+    # either way the mined rule covers the query: without the gate it is rewritten
+    from superop.runtime import SuperOpSession
+    off = SuperOpSession(spark, str(m.path), gate=False, cache=False).rewrite(qs[0].sql)
+    assert off.changed and off.applied == [r["id"] for r in json.loads(m.path.read_text())["rules"]], \
+        off.explanation
     outs = write_outputs(doc, tmp_path / "out", "micro")
     assert json.loads(Path(outs["json"]).read_text())["results"][0]["name"] == "du_core"
     md = Path(outs["markdown"]).read_text()
-    assert "du_core" in md and "| rows |" in md
+    assert qs[0].name in md and "| rows |" in md
     assert outs["plots"] and all(Path(p).stat().st_size > 1000 for p in outs["plots"])
     run_id = log_mlflow(doc, "micro", experiment="superop-bench-test")
     import mlflow
     run = mlflow.get_run(run_id)
-    assert any(k.endswith("du_core.original_median_s") for k in run.data.metrics)
+    assert any(k.endswith(f"{qs[0].name}.original_median_s") for k in run.data.metrics)
 
 
 def test_micro_wrong_rewrite_is_caught_and_not_timed(spark, tmp_path):
@@ -136,14 +199,26 @@ def test_tpch_bench_two_queries(spark, tpch_dir):
     """TPC-H through the real rewriter (tiny SF from the conftest fixture): the pipeline runs,
     results are checked equal, unchanged queries are timed once."""
     from superop.workloads.bench.tpch_bench import run_tpch
-    doc = run_tpch(spark, lambda: runtime_rewriter(spark), queries=[1, 13], repeat=1, warmup=0,
-                   tpch_dir=tpch_dir, progress=Progress(enabled=False))
+    doc = run_tpch(spark, lambda: runtime_rewriter(spark, "bench-default"), queries=[1, 13], repeat=1,
+                   warmup=0, tpch_dir=tpch_dir, progress=Progress(enabled=False))
     assert [r["query"] for r in doc["results"]] == [1, 13]
     for r in doc["results"]:
         assert not r.get("error"), r.get("error")
-        assert r["equal"]["equal"], r["equal"]
+        # unchanged queries: "n/a (unchanged)", never a self-comparison reported as equal
+        assert r["equal"]["equal"] is (True if r["rewrite"]["changed"] else None), r["equal"]
         assert ("rewritten" in r["timing"]) == r["rewrite"]["changed"]
     assert doc["summary"]["queries"] == 2
+
+
+def test_unchanged_query_reports_n_a_not_equal(spark, tmp_path):
+    from superop.workloads.bench.rewriters import identity_rewriter
+    from superop.workloads.bench.report import micro_markdown
+    doc = run_micro(spark, identity_rewriter(), rows=[2000], repeat=1, warmup=0, data_dir=tmp_path / "data",
+                    queries=select_queries(["du_core"]), progress=Progress(enabled=False))
+    r = doc["results"][0]
+    assert r["equal"]["equal"] is None and r["ratios"]["original_over_rewritten"] == 1.0
+    doc.update(params={"repeat": 1, "warmup": 0})
+    assert "n/a (unchanged)" in micro_markdown(doc)
 
 
 def test_readme_blocks_touch_only_the_bench_section(tmp_path):

@@ -51,8 +51,8 @@ def _mj_rule_from_generalize():
 
     def proofs(sk, members):       # only the MIN proof holds (e.g. the MAX proof timed out)
         return [{"status": "verified", "method": "inductive", "produced_by": "test",
-                 "covers": mj.proof_covers(p).to_json()} for p in mj.proof_params(sk, ["min"])
-                if p["func"] == "min"]
+                 "covers": i.covers.to_json()} for i in mj.proofs_for(sk, ["min"])
+                if i.covers.aggregates == ("min",)]
     (rule,), _ = generalize([member], proofs)
     return rule
 
@@ -75,13 +75,10 @@ def certified_catalog(tmp_path_factory):
     bounded certificate of one instance (both re-checked by superop verify)."""
     from superop.verify.certificate import check_and_certify, prove_and_certify
     mj = families.get("MJ")
-    params = dict(join_kind="inner", agg_left=True, func="min")
-    proof = dict(prove_and_certify("MJ", **params), covers=mj.proof_covers(params).to_json())
-    m = families.first_match(lower(AGG_FIRST_MIN, S).plan, finished=True)
-    from superop.ir import to_sql
-    bounded = check_and_certify(to_sql(m.root), S, m.program, K=2)
-    bounded["covers"] = mj.point(m).to_json()
-    admits = [mj.proof_covers(params)]
+    (inst,) = [i for i in mj.proofs_for(("MJ", 2, "inner", "left")) if i.covers.aggregates == ("min",)]
+    proof = prove_and_certify(inst)
+    bounded = check_and_certify(AGG_FIRST_MIN, S, K=2)      # the runtime's program, its own covers
+    admits = [inst.covers]
     rule = make_rule("MJ", rule_id="min-join-inner-aggregate-first", join_kinds=["inner"], agg_sides=["left"],
                      edges=[["Project", "Rename"], ALL, ALL], aggregates=["min"], admits=admits,
                      certificates=[proof, bounded])

@@ -75,7 +75,9 @@ def test_verification_agrees(e):
         st = check_streamability(f.root)
         if isinstance(f, families.Match):
             assert st.ok, (f.family, st.reason)
-            r = check_equivalence(families.over_source(f)[0], f.program, K=2, timeout_ms=60000)
+            over = families.over_source(f.root, f.source)
+            assert over is not None, f.family
+            r = check_equivalence(over[0], f.program, K=2, timeout_ms=60000)
             assert r.status == "verified", (r.reason, f.program.pretty())
         elif f.code in STREAM_REASONS:
             assert not st.ok and st.family == f.family, st.reason

@@ -102,12 +102,9 @@ def test_physical_plan_one_scan_one_aggregate(spark, tables, tmp_path):
 @pytest.mark.parametrize("name", ["q28", "q88", "q90", "q47", "q57"])
 def test_a_mined_sub_plan_re_lowers_to_the_same_match(name):
     """Mining records a match's sub-plan as SQL and the nightly synthesizes from that text:
-    with ``keep_shared`` a shared join / ranked view is ONE CTE and re-lowers to the same
-    instance and program; inlined per use (the default) the uses no longer share a node."""
+    a shared join / ranked view is ONE CTE and re-lowers to the same instance and program."""
     from superop.ir import to_sql
     m = families.first_match(lower(queries()[name], TPCDS_SCHEMA).plan, finished=True)
     assert m is not None and m.program is not None
-    again = families.first_match(lower(to_sql(m.root, keep_shared=True), TPCDS_SCHEMA).plan, finished=True)
+    again = families.first_match(lower(to_sql(m.root), TPCDS_SCHEMA).plan, finished=True)
     assert again is not None and again.family == m.family and again.program == m.program
-    if name != "q28":       # q28's shared input is one table: the same by name either way
-        assert families.first_match(lower(to_sql(m.root), TPCDS_SCHEMA).plan, finished=True) is None

@@ -116,7 +116,9 @@ def test_the_bounded_check_refutes_a_program_with_the_wrong_offset():
     from superop.verify.check import check_equivalence
     m = families.first_match(lower(NB_QUERIES[2].format(t="ops"), SCHEMA).plan, finished=True)
     assert m is not None and m.program is not None
-    sub, _ = families.over_source(m)
+    over = families.over_source(m.root, m.source)
+    assert over is not None
+    sub = over[0]
     assert check_equivalence(sub, m.program, K=3, timeout_ms=60000).status == "verified"
     flipped = replace(m.program, neighbours=tuple(replace(n, offset=-n.offset) for n in m.program.neighbours))
     r = check_equivalence(sub, flipped, K=3, timeout_ms=60000)

@@ -89,11 +89,11 @@ def test_mlflow_run_logged_to_local_store(bundled, monkeypatch):
     assert {"summary.json", "candidates.parquet"} <= arts
 
 
-def test_mlflow_tracking_uri_is_honored(bundled, tmp_path, monkeypatch):
+def test_mlflow_tracking_uri_is_honored(bundled, tmp_path, monkeypatch, seed_mlflow_db):
     """MLFLOW_TRACKING_URI wins over the default store in the output directory."""
     from mlflow.tracking import MlflowClient
     from superop.mining.job import _log_mlflow
-    uri = f"sqlite:///{tmp_path}/elsewhere.db"
+    uri = seed_mlflow_db(tmp_path / "elsewhere.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     # an existing experiment (as on a tracking server) keeps artifacts out of the cwd
     MlflowClient(tracking_uri=uri).create_experiment(

@@ -19,7 +19,7 @@ def small_log(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nightly(spark, small_log, tmp_path_factory):
+def nightly(spark, small_log, tmp_path_factory, seed_mlflow_db):
     """One run where candidate #2 crashes the synthesizer (injected) and the rest are real."""
     from superop.pipeline import nightly as N
     from superop.synth.synthesizer import synthesize
@@ -32,8 +32,10 @@ def nightly(spark, small_log, tmp_path_factory):
         return synthesize(plan, **kw)
 
     out = tmp_path_factory.mktemp("nightly")
+    seed_mlflow_db(out / "mlflow.db")     # the job's default store, already migrated
     res = N.run_nightly(small_log, out, spark=spark, max_candidates=4, synth_timeout_s=40,
-                        verify_timeout_s=15, synth_fn=flaky, progress=False)
+                        verify_timeout_s=15, synth_fn=flaky, progress=False,
+                        share_budget_s=20)    # the sharing step runs, bounded (tests/share covers it)
     return res
 
 
@@ -88,36 +90,104 @@ def test_rule_support_matches_the_generators_ground_truth(nightly, small_log):
 
 def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     from mlflow.tracking import MlflowClient
-    c = MlflowClient(tracking_uri=nightly.tracking_uri)
+    c = MlflowClient(tracking_uri=nightly.tracking_uri, registry_uri=nightly.tracking_uri)
     parent = c.get_run(nightly.mlflow_run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.params["K"] == "4"
+    # fluent runs carry MLflow's standard tags (and the code version)
+    assert parent.data.tags["mlflow.source.type"] == "LOCAL"
+    assert parent.data.tags["mlflow.user"] and parent.data.tags["superop.version"]
+    # the mined log is the run's input dataset
+    ds = [i.dataset for i in parent.inputs.dataset_inputs]
+    assert len(ds) == 1 and ds[0].source_type == "spark"
+    assert ds[0].digest in json.loads(nightly.catalog_path.read_text())["source"]["content_hash"]
     kids = c.search_runs([parent.info.experiment_id],
                          filter_string=f"tags.mlflow.parentRunId = '{nightly.mlflow_run_id}'")
     names = sorted(r.info.run_name for r in kids)
     assert names == ["export", "generalize", "mine", "synthesize", "verify"]
+    assert all(r.info.status == "FINISHED" for r in kids)
     mine = next(r for r in kids if r.info.run_name == "mine")
     assert mine.data.metrics["queries_read"] == nightly.metrics["queries_read"] > 0
+    # the HTML report is an artifact the MLflow UI renders
+    assert "report.html" in {a.path for a in c.list_artifacts(nightly.mlflow_run_id)}
     assert nightly.registered_version is not None
-    # production loads the catalog by a registry URI once it is promoted
-    from superop.rules_out.registry import _TrackingUri, promote
+    mv = c.get_model_version("superop-catalog", nightly.registered_version)
+    cat = json.loads(nightly.catalog_path.read_text())
+    assert mv.tags["superop.checksum"] == cat["checksum"]
+    assert mv.tags["superop.rule_count"] == str(len(cat["rules"]))
+    assert mv.tags["superop.verification"] in ("verified", "empty")
+    assert not mv.source.startswith(("/", "file:"))          # no absolute local path
+
+
+def test_promoted_catalog_loads_as_pyfunc_model_and_in_the_runtime(nightly, spark, tmp_path):
+    """Register (done by the nightly job), promote, then load models:/...@production with
+    MLflow itself and with the runtime — from a copy of the store in another directory."""
+    import shutil
+
+    import mlflow
+    import pandas as pd
+
+    from superop.rules_out.registry import promote
+    from superop.runtime import SuperOpSession
     uri = promote(nightly.registered_version, nightly.tracking_uri)
     assert uri == "models:/superop-catalog@production"
-    with _TrackingUri(nightly.tracking_uri):
-        cat = load_catalog(uri)
-    assert cat["checksum"] == json.loads(nightly.catalog_path.read_text())["checksum"]
+    cat = json.loads(nightly.catalog_path.read_text())
+    # moving the store must not break loading: artifact locations are store-relative
+    moved = tmp_path / "moved"
+    shutil.copytree(nightly.out_dir, moved)
+    from superop.tracking import tracking_uri
+    store = tracking_uri(f"sqlite:///{moved}/mlflow.db").__enter__()
+    # ... and the original artifacts are out of reach while the copy is read
+    orig, away = Path(nightly.out_dir) / "mlartifacts", Path(nightly.out_dir) / "mlartifacts.away"
+    orig.rename(away)
+    try:
+        model = mlflow.pyfunc.load_model(uri)
+        assert model.metadata.signature is not None
+        examples = [e["sql"] for r in cat["rules"]
+                    for e in (r["template"].get("parameters") or {}).get("examples", [])]
+        queries = examples[:2] + ["SELECT a FROM ops", "SELECT nope FROM no_such_table"]
+        out = model.predict(queries)
+        assert list(out.columns) == ["sql", "changed", "applied", "explanation", "error"]
+        assert len(out) == len(queries)
+        # a query no rule covers, and one the schema does not know, come back unchanged
+        assert out.iloc[-2]["sql"] == "SELECT a FROM ops" and not out.iloc[-2]["changed"]
+        assert out.iloc[-1]["sql"] == queries[-1] and not out.iloc[-1]["changed"]
+        assert "no_such_table" in out.iloc[-1]["error"]
+        if examples:          # every rule's own example is rewritten by a rule of the catalog
+            rule_ids = {r["id"] for r in cat["rules"]}
+            for i in range(len(examples[:2])):
+                assert out.iloc[i]["changed"], out.iloc[i]["explanation"]
+                assert set(out.iloc[i]["applied"]) <= rule_ids
+        # a DataFrame input works the same
+        df_out = model.predict(pd.DataFrame({"sql": queries[-2:]}))
+        assert list(df_out["sql"]) == queries[-2:]
+        so = SuperOpSession(spark, uri)
+        assert so.catalog["checksum"] == cat["checksum"]
+    finally:
+        away.rename(orig)
+        store.__exit__(None, None, None)
 
 
-def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, monkeypatch):
-    from superop.rules_out import generalize as G
+def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, nightly, tmp_path,
+                                                            monkeypatch):
+    """A run that dies after mining (here: in generalization), with its output directory given
+    as a file: URI (written through Hadoop's FileSystem, like s3a:/hdfs:), leaves every
+    previous output as it was: no new summary.json or parquet beside the previous catalog."""
     from superop.pipeline import nightly as N
-    before = nightly.catalog_path.read_bytes()
+    from superop.rules_out import generalize as G
+    out = Path(nightly.out_dir)
+    names = ("catalog.json", "report.md", "report.html", "summary.json", "synthesis.json",
+             "candidates.parquet", "near_misses.parquet", "recurring.parquet")
+    before = {n: (out / n).read_bytes() for n in names}
+    # another (small) log: mining writes outputs that differ from the previous ones
+    tiny = tmp_path / "tiny.jsonl"
+    tiny.write_text("".join(small_log.read_text().splitlines(keepends=True)[:12]))
 
     def boom(*a, **k):
         raise RuntimeError("generalization exploded")
     monkeypatch.setattr(G, "generalize", boom)
     with pytest.raises(RuntimeError, match="exploded"):
-        N.run_nightly(small_log, nightly.out_dir, spark=spark, max_candidates=0, progress=False,
-                      register=False)
-    assert nightly.catalog_path.read_bytes() == before
-    assert not list(Path(nightly.out_dir).glob(".catalog.staged*"))
+        N.run_nightly(tiny, out.as_uri(), spark=spark, max_candidates=0, progress=False,
+                      register=False, share_window_s=None)
+    assert {n: (out / n).read_bytes() for n in names} == before
+    assert not [p for p in out.iterdir() if p.name.startswith((".staging-", ".catalog.staged"))]

@@ -29,5 +29,8 @@ def catalog():
 
 @pytest.fixture(scope="session")
 def so(spark, ops, catalog):
+    # These tests are about the rewriting (rows, schemas, exchanges), so the session gates on
+    # the exchange count, which tiny data cannot change; the cost gate has its own tests
+    # (test_gate.py) on tables whose statistics Spark reports at production size.
     from superop.runtime import SuperOpSession
-    return SuperOpSession(spark, catalog)
+    return SuperOpSession(spark, catalog, gate="exchanges")

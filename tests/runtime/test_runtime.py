@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pandas as pd
 import pytest
 
-from .runtime_fixtures import OPS_ROWS, TEST_CERT, catalog_rules
+from .runtime_fixtures import OPS_ROWS, STREAMING_FOLDS, catalog_rules, rule_certificates
 from superop.rules_out.catalog import make_catalog, make_rule, write_catalog
 from superop.runtime import SuperOpSession, compile_program, run_generic
 from superop.runtime.plan import analyze_plan
@@ -53,18 +53,18 @@ def test_uncovered_queries_come_back_byte_for_byte(so, sql):
 
 
 def test_catalog_without_the_family_and_edge_restrictions(spark, ops):
-    only_du = SuperOpSession(spark, make_catalog([make_rule("DU", certificates=[TEST_CERT])]))
+    only_du = SuperOpSession(spark, make_catalog([make_rule("DU", aggregates=STREAMING_FOLDS, certificates=rule_certificates("du-2way"))]))
     assert only_du.rewrite(DU_Q).changed
     assert only_du.rewrite(DJ_Q).sql == DJ_Q
     # the spool->γ edges admit only ρ: the σ's of DU_Q are outside the abstract tree
-    rho_only = make_rule("DU", rule_id="du-rho", edges=[("Rename",), ("Rename",), ("Select", "Project", "Rename"),
-                                                        ("Select", "Project", "Rename")], certificates=[TEST_CERT])
+    rho_only = make_rule("DU", rule_id="du-rho", aggregates=STREAMING_FOLDS, edges=[("Rename",), ("Rename",), ("Select", "Project", "Rename"),
+                                                        ("Select", "Project", "Rename")], certificates=rule_certificates("du-2way"))
     s = SuperOpSession(spark, make_catalog([rho_only]))
     r = s.rewrite(DU_Q)
     assert not r.changed and "Select on an edge" in r.explanation
     assert s.rewrite(DU_Q.replace(" WHERE b > 0", "").replace(" WHERE c < 5", "")).changed
     # a join-kind restricted rule does not fire on another kind
-    left_only = SuperOpSession(spark, make_catalog([make_rule("DJ", join_kinds=["left"], certificates=[TEST_CERT])]))
+    left_only = SuperOpSession(spark, make_catalog([make_rule("DJ", join_kinds=["left"], aggregates=STREAMING_FOLDS, certificates=rule_certificates("dj-left"))]))
     assert left_only.rewrite(DJ_Q).sql == DJ_Q
     assert left_only.rewrite(DJ_Q.replace(" JOIN ", " LEFT JOIN ", 1)).applied == ["dj-left"]
 
@@ -91,7 +91,7 @@ def test_benefit_gate_refuses_when_no_shuffle_is_saved(spark, so):
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     assert not r.changed and r.sql == MJ_Q
-    assert "benefit gate" in r.explanation and r.exchanges_before == 1
+    assert "benefit gate (exchanges)" in r.explanation and r.exchanges_before == 1
     assert so.rewrite(MJ_Q).changed
 
 
@@ -212,7 +212,7 @@ def test_cli_rewrite(spark, cli_files, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["sql"] == q and out["changed"] is False and out["applied"] == []
     assert main(["rewrite", "--catalog", cat, "--schema", sch, "--no-gate", "--sql", DU_Q]) == 0
-    assert "INLINE(FILTER(ARRAY(" in capsys.readouterr().out
+    assert "INLINE(FILTER(ARRAY(" in "".join(capsys.readouterr().out.split())   # pretty-printed
     assert main(["rewrite", "--catalog", sch, "--sql", DU_Q]) == 2
     assert "refused" in capsys.readouterr().err
 

@@ -24,7 +24,7 @@ def test_cli_json_found_and_no_program(capsys, tmp_path):
 def test_cli_text_with_schema_and_z3(capsys, tmp_path):
     sch = tmp_path / "s.json"
     sch.write_text(json.dumps({"t": {"k": "int", "v": "int"}}))
-    rc = main(["synth", "--schema", str(sch), "-K", "3", "--sql",
+    rc = main(["synth", "--schema", str(sch), "--bound", "3", "--sql",
                "SELECT k, sum(v) AS x FROM t WHERE v > 0 GROUP BY k UNION ALL SELECT k, count(*) AS x FROM t GROUP BY k"])
     text = capsys.readouterr().out
     assert rc == 0 and "status: verified" in text and "partition by k" in text
@@ -35,7 +35,7 @@ def test_cli_bad_input_is_one_line(capsys):
     assert main(["synth", "--sql", "SELECT nope FROM"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("superop synth: error:") and "\n" not in err
-    assert main(["synth", "--sql", "SELECT 1", "-K", "0"]) == 2
+    assert main(["synth", "--sql", "SELECT 1", "--bound", "0"]) == 2
 
 
 def test_cli_streaming_only_fig13(capsys):

@@ -1,86 +1,150 @@
-"""Certificates (bounded + inductive), re-checking, and `superop verify --catalog`."""
+"""Certificates (bounded + template): what they cover and what they are about, re-checking
+against what they claim, and `superop verify --catalog / --sql / --templates`."""
 from __future__ import annotations
 
 import copy
 import json
 
+import pytest
+
 from superop.cli import main
-from superop.rules_out.catalog import checksum, make_catalog, make_rule
-from superop.verify.certificate import (check_and_certify, prove_and_certify, recheck_certificate,
-                                        recheck_detail, sha256_of)
+from superop.rules_out.catalog import checksum, make_catalog
+from superop.rules_out.coverage import covered_rule
+from superop.synth.dsl import Program
+from superop.verify import certificate as C
+from superop.verify.certificate import (check_and_certify, program_sha256, prove_and_certify,
+                                        recheck_detail, runtime_program, sha256_of, structural_check)
 
 from .conftest import SCHEMA
-from .test_equivalence import FIG8, FIG11, FIG11_PROG, fig8_prog
+from .test_equivalence import FIG8, fig8_prog
 
 K = 2
+DU_Q = ("SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
+        "UNION ALL SELECT a, count(*) AS t FROM (SELECT a AS a FROM ops) u GROUP BY a")
+DJ_Q = ("SELECT x.a, x.t, y.mb FROM (SELECT a, sum(s) AS t FROM ops GROUP BY a) x JOIN "
+        "(SELECT a, max(b) AS mb FROM ops WHERE c > 0 GROUP BY a) y ON x.a = y.a")
 
 
-def test_bounded_certificate_is_self_contained_and_rechecks():
-    cert = check_and_certify(FIG8, SCHEMA, fig8_prog(), K=K)
-    assert cert["status"] == "verified" and cert["method"] == "bounded" and cert["K"] == K
-    assert cert["z3_version"] and cert["seconds"] >= 0 and cert["pattern"]
-    assert cert["inputs_sha256"] == sha256_of(cert["inputs"])
-    assert cert["streamability"]["ok"] and cert["streamability"]["family"] == "DU"
-    json.dumps(cert)  # plain JSON
-    assert recheck_certificate(json.loads(json.dumps(cert)))
+@pytest.fixture(scope="module")
+def du_cert():
+    return check_and_certify(DU_Q, SCHEMA, K=K, emitted=True)
 
 
-def test_tampered_or_refuted_certificates_do_not_hold():
-    cert = check_and_certify(FIG8, SCHEMA, fig8_prog(), K=K)
-    t = copy.deepcopy(cert)
-    t["inputs"]["sql"] = t["inputs"]["sql"].replace("s < 100", "s < 50")
-    ok, why = recheck_detail(t)
-    assert not ok and "tampered" in why
-    # a wrong program re-hashed "honestly" is re-checked and fails on its own merits
-    t2 = copy.deepcopy(cert)
-    t2["inputs"]["program"] = fig8_prog(with_flag=False).to_json()
-    t2["inputs_sha256"] = sha256_of(t2["inputs"])
-    ok, why = recheck_detail(t2)
-    assert not ok and "refuted" in why
+@pytest.fixture(scope="module")
+def dj_cert():
+    return check_and_certify(DJ_Q, SCHEMA, K=K, emitted=True)
+
+
+@pytest.fixture(scope="module")
+def dj_left_proof():
+    return prove_and_certify("DJ", join_kind="left")
+
+
+def _fresh(cert):
+    """Re-check from scratch (no per-process memo of re-runs)."""
+    C._RERUN.clear()
+    return recheck_detail(cert, require_runtime=True)
+
+
+def test_bounded_certificate_is_about_the_runtime_program(du_cert):
+    c = du_cert
+    assert c["status"] == "verified" and c["method"] == "bounded" and c["K"] == K
+    assert c["program_source"] == "runtime-template" and c["inputs"]["replaces"] == "match"
+    assert c["program_sha256"] == program_sha256(runtime_program(DU_Q, SCHEMA))
+    assert c["inputs"]["program"] == runtime_program(DU_Q, SCHEMA).to_json()
+    assert c["covers"] == {"family": "DU", "join_kinds": [], "branches": 2, "agg_side": None,
+                           "aggregates": ["count_star", "sum"],
+                           "edges": [["Select"], ["Project"], [], []]}
+    assert c["inputs_sha256"] == sha256_of(c["inputs"])
+    # the DU's two emits compile to a generator the lowerer does not read: differential tests
+    assert c["emitted_sql"]["checked_by"] == "differential-tests" and c["emitted_sql"]["sql"]
+    ok, why = _fresh(json.loads(json.dumps(c)))      # plain JSON, re-checked from scratch
+    assert ok and why.startswith("re-checked"), why
+
+
+def test_emitted_sql_checked_by_the_bounded_verifier_where_modelled(dj_cert):
+    em = dj_cert["emitted_sql"]
+    assert em["checked_by"] == "bounded" and em["status"] == "verified" and "GROUP BY" in em["sql"]
+    ok, why = _fresh(dj_cert)
+    assert ok, why
+
+
+def test_tampered_certificates_do_not_hold(du_cert):
+    t = copy.deepcopy(du_cert)
+    t["inputs"]["sql"] = t["inputs"]["sql"].replace("b > 0", "b > 1")
+    assert structural_check(t) == (False, "inputs do not match inputs_sha256 (tampered)")
+    # another program, honestly re-hashed: the hash of the program checked no longer matches
+    t = copy.deepcopy(du_cert)
+    t["inputs"]["program"] = fig8_prog().to_json()
+    t["inputs_sha256"] = sha256_of(t["inputs"])
+    assert "program_sha256" in structural_check(t)[1]
+    # ... and with program_sha256 updated too: not what the runtime builds for the pattern
+    t["program_sha256"] = sha256_of(t["inputs"]["program"])
+    ok, why = structural_check(t)
+    assert not ok and "runtime now builds a different program" in why
+    # covers widened beyond the pattern
+    t = copy.deepcopy(du_cert)
+    t["covers"]["edges"] = [["Select", "Project", "Rename"]] * 4
+    ok, why = structural_check(t)
+    assert not ok and "covers" in why
+    # a refuted certificate never holds
     bad = check_and_certify(FIG8, SCHEMA, fig8_prog(with_flag=False), K=K)
-    assert bad["status"] == "refuted" and not recheck_certificate(bad)
+    assert bad["status"] == "refuted" and not recheck_detail(bad)[0]
 
 
-def test_inductive_certificate():
-    cert = prove_and_certify("DJ", join_kind="left")
-    assert cert["status"] == "verified" and cert["method"] == "inductive" and cert["K"] is None
-    assert all(o["status"] == "proved" for o in cert["obligations"])
-    assert "LEFT join" in cert["claim"] and cert["assumptions"]
-    assert recheck_certificate(cert)
+def test_a_given_program_is_not_what_the_runtime_runs():
+    c = check_and_certify(FIG8, SCHEMA, fig8_prog(), K=K)
+    assert c["status"] == "verified" and c["program_source"] == "given"
+    assert recheck_detail(c)[0]
+    ok, why = recheck_detail(c, require_runtime=True)
+    assert not ok and "runtime does not build" in why
 
 
-def _catalog(tmp_path, certs_per_rule):
-    # each rule admits what its certificates cover: the template proofs' folds, MJ with the
-    # aggregate on the right, MIN, no σ into the MIN
-    folds = ["count_star", "count", "sum", "min", "max", "avg"]
-    rules = [make_rule("DU", rule_id="du-2way", aggregates=folds, certificates=certs_per_rule[0]),
-             make_rule("MJ", rule_id="mj-inner", join_kinds=("inner",), agg_sides=["right"], aggregates=["min"],
-                       edges=[["Project", "Rename"]] + [["Select", "Project", "Rename"]] * 2,
-                       certificates=certs_per_rule[1])]
+def test_template_certificate(dj_left_proof, monkeypatch):
+    c = dj_left_proof
+    assert c["status"] == "verified" and c["method"] == "inductive" and c["K"] is None
+    assert c["template"] == "DJ/left" and c["covers"]["join_kinds"] == ["left"]
+    assert c["covers"]["aggregates"] == ["avg", "count", "count_star", "max", "min", "sum"]
+    assert c["program_sha256"] == program_sha256(Program.from_json(c["program"]))
+    assert all(o["status"] == "proved" for o in c["obligations"]) and c["assumptions"] and c["claim"]
+    ok, why = _fresh(c)
+    assert ok, why
+    # the template changes (the NULL-key guard removed): the certificate is not about it any more
+    from superop.families import dj
+    monkeypatch.setattr(dj, "keys_not_null", lambda keys: None)
+    ok, why = structural_check(c)
+    assert not ok and "not the program the template builds now" in why
+
+
+def _catalog(tmp_path, rules):
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(make_catalog(rules)))
     return path
 
 
-def test_cli_verify_catalog(tmp_path, capsys):
-    du = [prove_and_certify("DU", branches=2), check_and_certify(FIG8, SCHEMA, fig8_prog(), K=K)]
-    mj = [prove_and_certify("MJ", join_kind="inner", agg_left=False),
-          check_and_certify(FIG11, SCHEMA, FIG11_PROG, K=K)]
-    path = _catalog(tmp_path, [du, mj])
-    assert main(["verify", "--catalog", str(path), "--json"]) == 0
+def test_cli_verify_catalog(tmp_path, capsys, du_cert, dj_cert, monkeypatch):
+    monkeypatch.setenv("SUPEROP_TRUST_DIR", str(tmp_path / "trust"))
+    proof = prove_and_certify("DU", branches=2)
+    rules = [covered_rule("DU", [proof, du_cert], rule_id="du-2way"),
+             covered_rule("DJ", [dj_cert], rule_id="dj-inner")]
+    path = _catalog(tmp_path, rules)
+    assert main(["verify", "--catalog", str(path), "--json", "--record"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["ok"] and len(rep["certificates"]) == 4 and all(c["holds"] for c in rep["certificates"])
+    assert rep["ok"] and len(rep["certificates"]) == 3 and all(c["holds"] for c in rep["certificates"])
+    assert rep["recorded"] and (tmp_path / "trust").is_dir()
 
-    # one certificate whose program was swapped (and the catalog re-checksummed): exit 1
+    # a forged certificate and a swapped program (catalog re-checksummed): exit 1, one line each
     cat = json.loads(path.read_text())
-    cat["rules"][0]["certificates"][1]["inputs"]["program"] = fig8_prog(with_flag=False).to_json()
+    cat["rules"][0]["certificates"].append({"status": "verified", "method": "inductive", "produced_by": "me"})
+    cat["rules"][1]["certificates"][0]["inputs"]["program"] = fig8_prog().to_json()
     cat["checksum"] = checksum(cat["rules"])
     path.write_text(json.dumps(cat))
-    assert main(["verify", "--catalog", str(path)]) == 1
-    out = capsys.readouterr().out
-    assert "FAILS  du-2way#1" in out and "tampered" in out
+    assert main(["verify", "--catalog", str(path), "--record"]) == 1
+    out = capsys.readouterr()
+    assert "FAILS  du-2way#2" in out.out and "not produced by superop.verify" in out.out
+    assert "FAILS  dj-inner#0" in out.out and "tampered" in out.out
+    assert "recorded" not in out.err
 
-    # a catalog that is not one: one-line error, exit 2
     (tmp_path / "bad.json").write_text("{}")
     assert main(["verify", "--catalog", str(tmp_path / "bad.json")]) == 2
 
@@ -89,15 +153,26 @@ def test_cli_verify_one_program(tmp_path, capsys):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
     (tmp_path / "good.json").write_text(json.dumps(fig8_prog().to_json()))
     (tmp_path / "bad.json").write_text(json.dumps(fig8_prog(with_flag=False).to_json()))
-    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--K", "2"]
+    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--bound", "2"]
     assert main(base + ["--program", str(tmp_path / "good.json"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["status"] == "verified" and recheck_certificate(out["certificate"])
+    assert out["status"] == "verified" and recheck_detail(out["certificate"])[0]
     assert main(base + ["--program", str(tmp_path / "bad.json")]) == 1
     assert capsys.readouterr().out.startswith("refuted")
     assert main(base) == 2   # no --program: one-line error
 
 
-def test_cli_verify_templates(capsys):
-    assert main(["verify", "--templates"]) == 0
-    assert "DJ/full" in capsys.readouterr().out
+def test_cli_verify_templates(capsys, monkeypatch):
+    assert main(["verify", "--templates", "--only", "DJ/semi"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("verified  DJ/semi") and "4/4 obligations" in out
+    assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[:2] for ln in lines] == [["verified", "MJ/full/agg-left/min"],
+                                                ["verified", "MJ/full/agg-left/min/residual"]]
+    # the flag of the template as it was (the residual on every row): refuted, exit 1
+    from superop.families import mj
+    from superop.synth.dsl import e
+    monkeypatch.setattr(mj, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
+    assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min/residual"]) == 1
+    assert "failed: fold.step" in capsys.readouterr().out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower, to_sql
+from superop.ir import lower
 from superop.families import build_program
 from superop.verify import check_equivalence
 from superop.verify.corpus import OPS_SCHEMA

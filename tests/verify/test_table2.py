@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower, shape, to_sql
+from superop.ir import lower, shape
 from superop.ir.dialect import DIALECT
 from superop.synth.dsl import RowEmit, e
 from superop.families import build_program

@@ -23,8 +23,9 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import Edge, walk_edge
+from ...ir.dialect import DIALECT
 from ...ir.nodes import (Aggregate, Field, Join, Limit, Node, Project, Rename, Scan, Select, Sort,
-                         UnionAll, Window, parents, resolve_field, walk)
+                         UnionAll, Window, parents, replace, resolve_field, walk)
 from .records import Branch, Reason
 
 _MAX_TRACE = 10_000
@@ -61,11 +62,10 @@ def trace(node: Node, idx: int, stop: Node) -> Optional[int]:
             node = node.child
             continue
         if isinstance(node, Rename):
-            src = node.mapping[idx][0]
-            kids = node.child.fields
-            if src not in kids:
+            j = find_field(node.child.fields, node.mapping[idx][0].column())
+            if j is None:
                 return None
-            idx, node = kids.index(src), node.child
+            idx, node = j, node.child
             continue
         if isinstance(node, (Project, Aggregate)):
             c = bare_column(node.items[idx][0])
@@ -88,6 +88,41 @@ def trace(node: Node, idx: int, stop: Node) -> Optional[int]:
                 idx, node = idx - nl, node.right
             continue
         return None
+    return None
+
+
+def field_type(node: Node, idx: int) -> Optional[str]:
+    """The declared (scan) type of output column ``idx`` of ``node`` when it carries a base
+    table's column unchanged (through renames, bare projections, grouping keys, join sides,
+    filters, UNION ALL inputs that all agree); None otherwise."""
+    for _ in range(_MAX_TRACE):
+        if isinstance(node, Scan):
+            return node.columns[idx][1].lower()
+        if isinstance(node, UnionAll):
+            ts = {field_type(c, idx) for c in node.inputs}
+            return ts.pop() if len(ts) == 1 else None
+        child = node.children[0] if len(node.children) == 1 else None
+        if isinstance(node, (Select, Sort, Limit)):
+            node = node.children[0]
+            continue
+        if isinstance(node, Join):
+            nl = len(node.left.fields)
+            node, idx = (node.left, idx) if idx < nl else (node.right, idx - nl)
+            continue
+        if isinstance(node, Rename) and child is not None:
+            j = find_field(child.fields, node.mapping[idx][0].column())
+        elif isinstance(node, (Project, Aggregate)) and child is not None:
+            c = bare_column(node.items[idx][0])
+            j = None if c is None else find_field(child.fields, c)
+            if j is not None and isinstance(node, Aggregate) and not any(
+                    (k := bare_column(key)) is not None and find_field(child.fields, k) == j
+                    for key in node.keys):
+                j = None
+        else:
+            return None
+        if j is None or child is None:
+            return None
+        node, idx = child, j
     return None
 
 
@@ -361,3 +396,54 @@ def source_dependencies(e: exp.Expr, fields: Sequence[Field], edge: Edge) -> Opt
             nxt = idx
         idx = nxt
     return frozenset(idx)
+
+
+SOURCE_TABLE = "__source"
+
+
+def over_source(root: Node, source: Node, schema: Optional[dict[str, dict[str, str]]] = None
+                ) -> Optional[tuple[Node, dict[str, dict[str, str]]]]:
+    """The sub-plan at ``root`` reading its shared ``source`` as one table (``__source``,
+    the source's columns with their types) and that table's schema; ``root`` itself (and
+    the scanned table's schema) when the source is a scan. What the program a family
+    builds reads is the source's rows: checking the sub-plan for EVERY such table is at
+    least as strong as checking it on the rows the source produces. None when a column's
+    type is unknown or the source's column names repeat."""
+    if isinstance(source, Scan):
+        return root, {source.table: dict(source.columns)}
+    names = list(source.names)
+    if len({n.lower() for n in names}) != len(names):
+        return None
+    inferred: Optional[list[Optional[str]]] = None
+    cols = []
+    for i, n in enumerate(names):
+        t = field_type(source, i)
+        if t is None:
+            inferred = inferred if inferred is not None else inferred_types(source)
+            t = inferred[i]
+        if t is None:
+            return None
+        cols.append((n, t))
+    leaf = Scan(SOURCE_TABLE, tuple(cols))
+    return replace(root, {id(source): leaf}), {SOURCE_TABLE: dict(cols)}
+
+
+def inferred_types(node: Node) -> list[Optional[str]]:
+    """Spark SQL types of ``node``'s output columns as sqlglot infers them from the scans'
+    declared types (None where it cannot)."""
+    from sqlglot.optimizer.annotate_types import annotate_types
+
+    from ...ir.generate import to_sql
+    from ...ir.lower import qualified
+    # a qualified table is not found in this flat mapping: its types are unknown (None)
+    schema: dict[str, object] = {n.table: dict(n.columns) for n in walk(node) if isinstance(n, Scan)}
+    try:
+        ast = annotate_types(qualified(to_sql(node), schema), schema=schema, dialect=DIALECT)
+    except Exception:  # a type is a convenience here: unknown means "cannot"
+        return [None] * len(node.fields)
+    out: list[Optional[str]] = []
+    for e in ast.selects:
+        t = e.type
+        out.append(None if t is None or t.this == exp.DataType.Type.UNKNOWN
+                   else t.sql(dialect=DIALECT).lower())
+    return out if len(out) == len(node.fields) else [None] * len(node.fields)

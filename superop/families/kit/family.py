@@ -14,10 +14,10 @@
 * what it **supports** — join kinds, aggregate sides, branch counts, accumulator functions;
 * its **streamability** premises (Algorithms 1-3) — :meth:`Family.streamability`;
 * its **template** program (Fig. 10) — :meth:`Family.build_program`, callable on any match;
-* its **proof obligations** — :meth:`Family.proof_params` / :meth:`Family.proof_covers`
-  (the template instances a rule needs proved and what each proof covers; the z3 modules
-  that prove them are loaded by the verifier only) and :meth:`Family.proof_instances`
-  (symbolic instances for proofs through the program encoder);
+* its **proof obligations** — :meth:`Family.proof_instances`: symbolic instances of its
+  template, each with what its proof covers (the verifier proves the program
+  :meth:`Family.build_program` returns for them; the z3 side is loaded by the verifier
+  only); :meth:`Family.proofs_for` — the instances a rule needs;
 * its **Spark-native** specifics — :meth:`Family.prefilter` (the generic compiler in
   ``superop.runtime.compile`` turns any DSL program into SQL);
 * its **catalog names** and the **examples** the log generator plants.
@@ -26,7 +26,7 @@ Families import only the IR, the DSL and this kit — never a stage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from sqlglot import exp
@@ -68,11 +68,26 @@ class Streamability:
 @dataclass(frozen=True)
 class ProofInstance:
     """A symbolic instance of the family's template (SQL whose edge predicates and
-    projections are uninterpreted calls), for proofs through the program encoder."""
+    projections are uninterpreted calls), for proofs through the program encoder
+    (``superop.verify.template_proofs``): the program proved is what the family's
+    :meth:`Family.build_program` returns for the instance's match. ``functions`` declares
+    each uninterpreted function with its result type (the verifier encodes a call as an
+    arbitrary value, NULL-ness and error of its arguments); ``assumptions`` say why the
+    instance stands for every instance its ``covers`` record describes.
+
+    Several instances may share one ``covers`` record (parts of one claim: the template
+    builds a different program for each part, e.g. Min & Join with and without a join
+    residual); a record counts as proved only when all its parts are."""
     name: str
     sql: str
     schema: dict[str, dict[str, str]]
     covers: Covers
+    functions: dict[str, str] = field(default_factory=dict)   # uninterpreted function -> result kind
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return self.covers.family
 
 
 class Family:
@@ -251,19 +266,26 @@ class Family:
         return None
 
     # -- proofs (the z3 side lives in modules the verifier loads) -------------------------
-    def proof_params(self, skeleton: tuple[Any, ...], aggregates: Sequence[str]) -> list[dict[str, Any]]:
-        """Parameters of the template proofs a rule of ``skeleton`` needs (``aggregates``:
-        the functions its members fold); each is passed to ``superop.verify``'s
-        ``prove_template(family, **params)``."""
-        return []
-
-    def proof_covers(self, params: dict[str, Any]) -> Covers:
-        """What the template proof with ``params`` covers."""
-        raise NotImplementedError
-
     def proof_instances(self) -> tuple[ProofInstance, ...]:
-        """Symbolic instances of the template for proofs through the program encoder."""
+        """Symbolic instances of the template, each proved for every table size by
+        ``superop.verify.template_proofs`` through the program encoder (the family's one
+        proof obligation; what each proof covers is its instance's ``covers``)."""
         return ()
+
+    def proof_instance(self, name: str) -> ProofInstance:
+        for inst in self.proof_instances():
+            if inst.name == name:
+                return inst
+        raise KeyError(f"family {self.name} has no proof instance {name!r}")
+
+    def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
+        """The proof instances a rule of ``skeleton`` needs (``aggregates``: the functions
+        its members fold; an instance is needed when it folds one of them, or when none
+        are given): every instance of that skeleton, all parts of each covers record."""
+        want = set(aggregates)
+        return tuple(i for i in self.proof_instances()
+                     if self.skeleton(i.covers) == tuple(skeleton)
+                     and (not want or want & set(i.covers.aggregates)))
 
     # -- examples for the log generator ---------------------------------------------------
     def examples(self) -> tuple["ExampleSpec", ...]:

@@ -4,15 +4,16 @@ program, an aggregate path's outputs over them, DSL expression helpers, the join
 Algorithms 2-3). No Spark, no Z3."""
 from __future__ import annotations
 
-from typing import Optional, Sequence, cast, overload
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, cast, overload
 
 from sqlglot import exp
 
 from ...ir.analysis import EdgeParams, capture_parameters
 from ...ir.dialect import DIALECT
 from ...ir.generate import translate_columns
-from ...ir.nodes import Aggregate, Field, Join
-from ...synth.dsl import Accumulator, Flag, NoAccumulator, Program, accumulator_call, ref
+from ...ir.nodes import Aggregate, Field, Join, Node
+from ...synth.dsl import Accumulator, Flag, NoAccumulator, PartitionEmit, Program, accumulator_call, ref
 from .diamond import equalities_imply
 from .records import Branch, TemplateError
 
@@ -130,12 +131,22 @@ class Accs:
 
 class AggBranch:
     """An aggregate path: keys traced to the source, its accumulators, and the DSL
-    expression of every column at the core operator's input (``outputs``)."""
+    expression of every column at the core operator's input (``outputs``).
 
-    def __init__(self, b: Branch, accs: Accs, keys: Optional[Sequence[str]] = None,
-                 global_ok: bool = False):
-        """``global_ok``: a global aggregate (no GROUP BY) is allowed — it has ONE row
-        whatever its input edge keeps, so it gets no emptiness flag."""
+    Options for a path whose upper edge filters grouping keys (the pivot join): ``guard``
+    (over source columns) is AND-ed to the lower edge's predicate — a σ on grouping keys
+    commutes with the γ; ``upper_pred`` (over the γ's fields) replaces the upper edge's
+    predicate (what was not pushed below the γ); ``fixed`` are grouping keys every row of
+    the path holds one value of (fixed by an equality to a constant): they are not
+    partition keys, and the path reads the value as ``min`` of the column over its rows.
+    ``global_ok``: a global aggregate (no GROUP BY) is allowed — it has ONE row whatever
+    its input edge keeps, so it gets no emptiness flag."""
+
+    _UNSET: Any = object()
+
+    def __init__(self, b: Branch, accs: Accs, keys: Optional[Sequence[str]] = None, *,
+                 global_ok: bool = False, guard: Optional[exp.Expr] = None,
+                 upper_pred: Any = _UNSET, fixed: Sequence[str] = ()):
         if b.agg is None or b.lower is None:
             raise TemplateError("not an aggregate path")
         agg: Aggregate = b.agg
@@ -149,19 +160,28 @@ class AggBranch:
             self.keys.append(src.name)
         if not self.keys and not global_ok:
             raise TemplateError("a global aggregate (no GROUP BY) has no partition key")
-        guard = to_ns(low.predicate, "row")
-        self.flag = accs.flag(guard) if self.keys else None
-        key_set = set(keys if keys is not None else self.keys)
-        self.agg_out = [self._item(item, low, in_fields, guard, accs, key_set) for item, _ in agg.items]
+        self.fixed = [k for k in self.keys if k in set(fixed)]
+        row_guard = to_ns(conj(low.predicate, guard), "row")
+        self.flag = accs.flag(row_guard) if self.keys else None
+        key_set = set(keys if keys is not None else self.keys) - set(self.fixed)
+        fixed_refs = {k: accs.acc("min", ref("row", k), row_guard) for k in self.fixed}
+        self.agg_out = [self._item(item, low, in_fields, row_guard, accs, key_set, fixed_refs)
+                        for item, _ in agg.items]
         up = capture_parameters(b.upper)
-        self.phi_up = None if up.predicate is None else translate_columns(up.predicate, agg.fields, self.agg_out)
+        pred = up.predicate if upper_pred is AggBranch._UNSET else upper_pred
+        self.phi_up = None if pred is None else translate_columns(pred, agg.fields, self.agg_out)
         self.outputs = [translate_columns(e, agg.fields, self.agg_out) for _, e in up.projection]
         self.top_fields = b.upper.top.fields
         self.present = conj(self.flag, self.phi_up)
 
+    @property
+    def partition_keys(self) -> list[str]:
+        return [k for k in self.keys if k not in self.fixed]
+
     @staticmethod
     def _item(item: exp.Expr, low: EdgeParams, in_fields: Sequence[Field],
-              guard: Optional[exp.Expr], accs: Accs, keys: set[str]) -> exp.Expr:
+              guard: Optional[exp.Expr], accs: Accs, keys: set[str],
+              fixed: dict[str, exp.Column]) -> exp.Expr:
         item = item.copy()
         for call in list(item.find_all(exp.AggFunc)):
             func, arg = agg_call(call)
@@ -177,6 +197,8 @@ class AggBranch:
             src = unparen(low.substitute(c, in_fields))
             if isinstance(src, exp.Column) and src.name in keys:
                 return ref("key", src.name)
+            if isinstance(src, exp.Column) and src.name in fixed:
+                return fixed[src.name].copy()
             raise TemplateError(f"column {c.sql(dialect=DIALECT)} is neither a grouping key nor aggregated")
         if isinstance(item, exp.Column) and item.table != "acc":
             return fix(item)
@@ -187,10 +209,10 @@ class AggBranch:
 
 
 def same_keys(branches: Sequence[AggBranch]) -> list[str]:
-    first = branches[0].keys
+    first = branches[0].partition_keys
     for b in branches[1:]:
-        if set(b.keys) != set(first) or len(b.keys) != len(first):
-            raise TemplateError(f"paths are grouped on different keys: {first} vs {b.keys}")
+        if set(b.partition_keys) != set(first) or len(b.partition_keys) != len(first):
+            raise TemplateError(f"paths are grouped on different keys: {first} vs {b.partition_keys}")
     return list(first)
 
 
@@ -205,11 +227,14 @@ def _bare_ref(e: exp.Expr) -> Optional[str]:
 Side = tuple[Sequence[Field], Sequence[exp.Expr]]
 
 
-def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[str, str]]) -> Optional[exp.Expr]:
+def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[str, str]],
+               check: bool = True) -> Optional[exp.Expr]:
     """Algorithms 2-3, lines "eqPred ⇒ pairwise key equality": the join's equalities
     between bare keys/columns must imply that every grouping key on one side equals the
     same key on the other. Key equalities are then implied by the partitioning (NULL keys
-    are excluded separately); all other conjuncts form ψ (returned)."""
+    are excluded separately); all other conjuncts form ψ (returned). ``check=False`` only
+    splits (for sides whose columns are NULL-extended: the premise is checked on the
+    sides where every input is present)."""
     (lf, lx), (rf, rx) = sides
     premises: list[tuple[str, str]] = []
     psi: list[exp.Expr] = []
@@ -223,12 +248,94 @@ def join_split(join: Join, sides: tuple[Side, Side], key_goals: Sequence[tuple[s
                 continue
         psi.append(exp.EQ(this=a, expression=b))
     goals = [(f"L:{a}", f"R:{b}") for a, b in key_goals]
-    if not equalities_imply(premises, goals):
+    if check and not equalities_imply(premises, goals):
         raise TemplateError("the join's equality predicate does not imply equality of every grouping "
                             "key (join on non-key columns or on a subset of the keys)")
     if join.residual is not None:
         psi.append(dsl_side(join.residual, tuple(lf) + tuple(rf), list(lx) + list(rx)))
     return conj(*psi)
+
+
+# ---------------------------------------------------------------------------
+# the emits of a join tree over per-partition inputs (DJ, the pivot join)
+# ---------------------------------------------------------------------------
+MAX_ALTERNATIVES = 64   # rows a join tree may produce per partition (outer trees double them)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One row a join (sub-)tree may produce in a partition: it exists iff ``guard`` is
+    TRUE, with ``outputs`` (one per field of the sub-tree's output)."""
+    guard: Optional[exp.Expr]
+    outputs: tuple[exp.Expr, ...]
+
+
+@dataclass(frozen=True)
+class TreeInput:
+    """A leaf of a join tree: an input with at most one row per partition (an aggregate
+    path), present iff ``present`` is TRUE, with ``outputs`` at the join (``fields``)."""
+    fields: tuple[Field, ...]
+    outputs: tuple[exp.Expr, ...]
+    present: Optional[exp.Expr]
+
+
+def _disj(parts: Sequence[exp.Expr]) -> exp.Expr:
+    if len(parts) == 1:
+        return parts[0].copy()
+    return cast(exp.Expr, exp.or_(*[exp.Paren(this=p.copy()) for p in parts], copy=False))
+
+
+def join_tree_emits(root: Node, inputs: dict[int, TreeInput], keys: Sequence[str]) -> list[PartitionEmit]:
+    """The partition emits of a tree of joins (inner, left, right, full, semi, anti) over
+    inputs of at most one row per partition, every join on the partition keys (checked
+    on the rows where every input is present: Algorithms 2-3 at each join) plus a residual
+    ψ. Per partition each sub-tree yields alternatives (guard, outputs): a leaf one (its
+    presence), a join the matched pairs — both present, keys not NULL, ψ TRUE — and, per
+    its kind, the unmatched rows of a preserved side NULL-extended. ``inputs`` maps
+    id(leaf node) to the leaf; every other node under ``root`` must be a Join."""
+    goals = [(f"key.{k}", f"key.{k}") for k in keys]
+
+    def go(n: Node) -> tuple[tuple[Field, ...], list[Alternative]]:
+        leaf = inputs.get(id(n))
+        if leaf is not None:
+            return leaf.fields, [Alternative(leaf.present, leaf.outputs)]
+        if not isinstance(n, Join):
+            raise TemplateError(f"{n.op} inside the join tree")
+        if n.kind == "cross":
+            raise TemplateError("a cross join has no partition key")
+        lf, la = go(n.left)
+        rf, ra = go(n.right)
+        matched: dict[tuple[int, int], exp.Expr] = {}
+        for i, a in enumerate(la):
+            for j, b in enumerate(ra):
+                psi = join_split(n, ((lf, a.outputs), (rf, b.outputs)), goals, check=(i == 0 and j == 0))
+                m = conj(is_true(a.guard), is_true(b.guard), keys_not_null(keys), is_true(psi))
+                assert m is not None
+                matched[i, j] = m
+        nl = tuple(null() for _ in lf)
+        nr = tuple(null() for _ in rf)
+        out: list[Alternative] = []
+        if n.kind in ("semi", "anti"):
+            for i, a in enumerate(la):
+                hit = _disj([matched[i, j] for j in range(len(ra))])
+                out.append(Alternative(hit, a.outputs) if n.kind == "semi" else
+                           Alternative(conj(a.guard, negate(hit)), a.outputs))
+            return lf, out
+        out += [Alternative(matched[i, j], a.outputs + b.outputs)
+                for i, a in enumerate(la) for j, b in enumerate(ra)]
+        if n.kind in ("left", "full"):
+            out += [Alternative(conj(a.guard, negate(_disj([matched[i, j] for j in range(len(ra))]))),
+                                a.outputs + nr) for i, a in enumerate(la)]
+        if n.kind in ("right", "full"):
+            out += [Alternative(conj(b.guard, negate(_disj([matched[i, j] for i in range(len(la))]))),
+                                nl + b.outputs) for j, b in enumerate(ra)]
+        if len(out) > MAX_ALTERNATIVES:
+            raise TemplateError(f"the join tree may produce {len(out)} rows per partition "
+                                f"(more than {MAX_ALTERNATIVES})")
+        return lf + rf, out
+
+    _, alts = go(root)
+    return [PartitionEmit(a.guard, a.outputs) for a in alts]
 
 
 def not_null_keys_prefilter(join_kind: Optional[str], program: Program,

@@ -20,7 +20,11 @@ KEYED_JOIN_KINDS = tuple(k for k in JOIN_KINDS if k != "cross")
 
 class TemplateError(Exception):
     """The matched tree is not an instance the family's template implements (with the
-    reason)."""
+    reason; ``code``: the family's typed near-miss reason, else ``template_refused``)."""
+
+    def __init__(self, message: str, code: Optional["ReasonCode"] = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Side(str, Enum):

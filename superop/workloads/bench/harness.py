@@ -8,8 +8,8 @@ Design choices (why):
 * Shuffle bytes come from Spark's AppStatusStore (the data behind the Spark UI, kept even
   with the UI off): each run gets its own job group, and we sum the stage metrics of the
   jobs of that group after draining the listener bus.
-* Exchanges are counted in Spark's physical plan (``queryExecution().executedPlan()``),
-  i.e. the plan Spark would run; with AQE that is the initial adaptive plan.
+* Exchanges are counted in Spark's physical plan (``EXPLAIN COST``, as the runtime reads
+  it), i.e. the plan Spark would run; with AQE that is the initial adaptive plan.
 * Equality: a bag fingerprint computed by Spark — row count plus the sums of two
   independent 64/32-bit hashes over every row (NULL flags hashed too, doubles rounded) —
   so equal bags always agree and unequal bags disagree with overwhelming probability.
@@ -19,7 +19,6 @@ Design choices (why):
 from __future__ import annotations
 
 import itertools
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -44,31 +43,19 @@ class PlanInfo:
         return self.shuffle_exchanges + self.broadcast_exchanges
 
 
-# One node per line in Spark's tree string; the node name follows the tree glyphs.
-_NODE = re.compile(r"^[\s:|+\-*()0-9]*?(\w+)")
-
-
 def plan_info(spark, sql: str) -> PlanInfo:
-    """Exchanges in the physical plan Spark chooses for ``sql``."""
-    df = spark.sql(sql)
-    text = df._jdf.queryExecution().executedPlan().toString()
-    return plan_info_from_text(text)
+    """Exchanges in the physical plan Spark chooses for ``sql`` (counted as the runtime's
+    benefit gate counts them: superop.runtime.plan)."""
+    from ...runtime.plan import explain_text, parse_explain
+    p = parse_explain(explain_text(spark, sql))
+    return PlanInfo(p.exchanges, p.broadcasts, p.reused, p.tree)
 
 
 def plan_info_from_text(text: str) -> PlanInfo:
-    shuffle = broadcast = reused = 0
-    for line in text.splitlines():
-        m = _NODE.match(line)
-        if not m:
-            continue
-        name = m.group(1)
-        if name == "Exchange":            # ShuffleExchangeExec
-            shuffle += 1
-        elif name == "BroadcastExchange":
-            broadcast += 1
-        elif name == "ReusedExchange":
-            reused += 1
-    return PlanInfo(shuffle, broadcast, reused, text)
+    """The same counts for a physical plan's tree text."""
+    from ...runtime.plan import parse_explain
+    p = parse_explain("== Physical Plan ==\n" + text)
+    return PlanInfo(p.exchanges, p.broadcasts, p.reused, text)
 
 
 # ---------------------------------------------------------------------------
@@ -153,7 +140,7 @@ def timed_run(spark, sql: str, label: str = "q") -> RunMetrics:
 # ---------------------------------------------------------------------------
 @dataclass
 class Equality:
-    equal: bool
+    equal: Optional[bool]         # None: nothing was rewritten, nothing to compare
     method: str
     rows_left: int
     rows_right: int
@@ -163,6 +150,11 @@ class Equality:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def unchanged_equality() -> dict:
+    """The equality record of a query the rewriter left unchanged: not applicable."""
+    return Equality(None, "unchanged", 0, 0, "n/a (unchanged): the original query runs").to_json()
 
 
 def _norm_expr(name: str, dtype: str) -> str:

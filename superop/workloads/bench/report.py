@@ -130,7 +130,7 @@ def micro_markdown(doc: dict) -> str:
         p = r["plans"]
         ra = r.get("ratios") or {}
         rules = ", ".join(r["rewrite"]["applied"]) or ("error" if r["rewrite"].get("error") else "none")
-        eq = "yes" if r["equal"]["equal"] else f"**NO** ({r['equal']['detail']})"
+        eq = equal_cell(r["equal"])
         o, w, lim = t.get("original"), t.get("rewritten"), t.get("limit")
         lines.append(
             f"| {r['rows']:,} | {r['name']} | {rules} | {eq} | {_spread(o)} | {_spread(w)} | {_spread(lim)} | "
@@ -139,7 +139,9 @@ def micro_markdown(doc: dict) -> str:
             f"({p['limit']['shuffle_exchanges']}) | "
             f"{_mb(o and o['shuffle_write_bytes'])}→{_mb(w and w['shuffle_write_bytes'])} | "
             f"{_mb(o and o['shuffle_read_bytes'])}→{_mb(w and w['shuffle_read_bytes'])} |")
-    lines += ["", "Times: median of the timed runs ± (max−min)/median. Exchanges: shuffle exchanges in "
+    lines += ["", "Unchanged queries (equal: n/a) run the original: their rewritten time is the original's "
+              "run and their ratio 1.00.",
+              "Times: median of the timed runs ± (max−min)/median. Exchanges: shuffle exchanges in "
               "Spark's physical plan (broadcasts in the JSON). Shuffle MB: Spark's stage metrics, median run.",
               ""]
     if doc.get("skipped"):
@@ -178,8 +180,9 @@ def tpch_markdown(doc: dict) -> str:
     lines += _header(doc)
     s = doc.get("summary") or {}
     lines += [f"SF {doc['params'].get('sf')}: {s.get('rewritten', 0)}/{s.get('queries', 0)} queries rewritten; "
-              f"results equal for {s.get('equal', 0)}/{s.get('queries', 0)}; median original/rewritten over "
-              f"rewritten queries: {_f(s.get('median_original_over_rewritten_changed'))}.", ""]
+              f"results equal for {s.get('equal', 0)}/{s.get('rewritten', 0)} rewritten; "
+              "median original/rewritten over rewritten queries: "
+              f"{_f(s.get('median_original_over_rewritten_changed'))}.", ""]
     lines += ["| query | rules | equal | original s | rewritten s | orig/rew | exchanges o→r "
               "| shuffle write MB o→r | rewriter says |", "|---|---|---|---:|---:|---:|---|---|---|"]
     for r in doc.get("results", []):
@@ -189,7 +192,7 @@ def tpch_markdown(doc: dict) -> str:
         if r.get("error"):
             lines.append(f"| Q{r['query']} | {rules} | error: {r['error']} | | | | | | |")
             continue
-        eq = "yes" if r["equal"]["equal"] else f"**NO** ({r['equal']['detail']})"
+        eq = equal_cell(r["equal"])
         o, w = t.get("original"), t.get("rewritten")
         lines.append(
             f"| Q{r['query']} | {rules} | {eq} | {_spread(o)} | {_spread(w)} | "
@@ -199,6 +202,12 @@ def tpch_markdown(doc: dict) -> str:
             f"{_cell(r['rewrite'].get('explanation'), 90)} |")
     lines += ["", "Unchanged queries are timed once (their rewritten SQL is the original, byte for byte).", ""]
     return "\n".join(lines)
+
+
+def equal_cell(e: dict) -> str:
+    if e.get("equal") is None:
+        return "n/a (unchanged)"
+    return "yes" if e["equal"] else f"**NO** ({e['detail']})"
 
 
 def _cell(s: Optional[str], n: int) -> str:
@@ -386,7 +395,7 @@ _README_INTRO = """## Benchmarks (`superop bench`)
 `superop bench micro [--rows 10m] [--repeat 5]` (DU/DJ/MJ over the paper's `ops` table:
 original vs the runtime's rewrite vs the limit query), `superop bench tpch [--sf 1]`, and the
 wrappers `superop bench mine` / `superop bench rewrite`. Each writes JSON, Markdown and PNG
-plots under `out/bench/` and logs an MLflow run; `--readme README.md` puts its table below.
+plots under `out/bench/` and logs an MLflow run; `--readme docs/BENCHMARKS.md` puts its table below.
 Every number below was produced by the command printed above its table."""
 
 

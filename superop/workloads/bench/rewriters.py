@@ -47,35 +47,48 @@ def identity_rewriter() -> Rewriter:
 
 def default_catalog() -> dict:
     """Every registered family as abstract rules (one per family and branch count), each
-    admitting exactly what ``superop.verify``'s template proofs cover (``Family.proof_params``
-    over every join kind and aggregate side the family supports; Z3, ~0.2 s each, run here),
+    admitting exactly what ``superop.verify``'s template proofs cover (``Family.proofs_for``
+    over every join kind and aggregate side the family supports; Z3, 0.4-3 s each, run here),
     built with ``superop.rules_out.catalog.make_rule``.
 
-    Used only when no ``--catalog`` is given; pass the nightly job's catalog
-    (``superop mine ... --out DIR`` → ``DIR/catalog.json``) to benchmark the mined rules.
-    The bench also checks every pair it times for equal results on the data."""
+    Only with ``--catalog bench-default`` (harness tests); without ``--catalog`` the bench
+    times the catalog the nightly job mines (bench/mined.py). The bench also checks every
+    pair it times for equal results on the data."""
     from ...rules_out.builtin import builtin_rules
     from ...rules_out.catalog import make_catalog
     try:
         rules = builtin_rules(per="family")
     except ImportError as e:  # z3 missing
-        raise SuperopError(f"no --catalog given and the built-in rules cannot be proved here ({e})") from None
+        raise SuperopError(f"the hand-built catalog (--catalog {HAND_BUILT}) cannot be proved here ({e})") from None
     return make_catalog(rules, version="bench-default",
                         source={"log": None, "window": None, "content_hash": None})
 
 
-def runtime_rewriter(spark, catalog: Optional[str] = None) -> Rewriter:
+HAND_BUILT = "bench-default"     # --catalog value for the hand-built catalog (harness tests only)
+
+
+def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".superop/bench-data",
+                     log: Optional[str] = None, mine_kw: Optional[dict] = None) -> Rewriter:
     """The production rewriter (``SuperOpSession.rewrite``) with ``catalog`` (file or MLflow
-    URI) or :func:`default_catalog`."""
+    URI); by default the catalog the nightly job mines from ``log`` (the bundled log), mined
+    once and cached under ``data_dir`` (bench/mined.py). ``catalog="bench-default"`` is the
+    hand-built :func:`default_catalog`, for harness tests only."""
     try:
         from ...runtime import SuperOpSession
     except ImportError as e:
         raise SuperopError(f"the runtime rewriter is not available in this checkout ({e})") from None
-    cat = catalog if catalog else default_catalog()
+    if catalog == HAND_BUILT:
+        cat, desc = default_catalog(), ("bench-default (hand-built DU/DJ/MJ rules, templates proved by "
+                                        "superop.verify at start-up; harness tests only)")
+    elif catalog:
+        cat, desc = catalog, catalog
+    else:
+        from .mined import mined_catalog
+        m = mined_catalog(data_dir, log, spark=spark, **(mine_kw or {}))
+        cat, desc = str(m.path), m.describe()
     so = SuperOpSession(spark, cat)
-    info = {"catalog": catalog or "bench-default (built-in DU/DJ/MJ rules, templates proved by "
-                                  "superop.verify at start-up)",
-            "catalog_version": so.catalog.get("version"),
+    info = {"catalog": desc, "catalog_version": so.catalog.get("version"),
+            "catalog_checksum": so.catalog.get("checksum"),
             "rules": [r["id"] for r in so.catalog.get("rules", [])]}
 
     def fn(sql: str) -> Rewrite:
@@ -92,9 +105,10 @@ def runtime_rewriter(spark, catalog: Optional[str] = None) -> Rewriter:
     return Rewriter("superop.runtime.SuperOpSession", fn, info)
 
 
-def make_rewriter(spark, kind: str = "runtime", catalog: Optional[str] = None) -> Rewriter:
+def make_rewriter(spark, kind: str = "runtime", catalog: Optional[str] = None,
+                  data_dir: str = ".superop/bench-data", log: Optional[str] = None) -> Rewriter:
     if kind == "runtime":
-        return runtime_rewriter(spark, catalog)
+        return runtime_rewriter(spark, catalog, data_dir, log)
     if kind == "identity":
         return identity_rewriter()
     raise SuperopError(f"unknown rewriter {kind!r} (runtime | identity)")

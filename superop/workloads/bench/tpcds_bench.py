@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional, Sequence
 
-from .harness import check_equal, median, plan_info, ratio
+from .harness import check_equal, median, plan_info, ratio, unchanged_equality
 from .micro import measure_triple
 from .progress import Progress
+from .report import equal_cell
 
 
 def run_tpcds(spark, make_rewriter: Callable, *, sf: float = 1.0,
@@ -59,6 +60,8 @@ def run_tpcds(spark, make_rewriter: Callable, *, sf: float = 1.0,
                     results.append(rec)
                     continue
                 sides["rewritten"] = r.sql
+            else:
+                rec["equal"] = unchanged_equality()   # nothing to compare: the original runs
             t = measure_triple(spark, name, sides, repeat, warmup, progress)
             rec["timing"] = t
             rec["ratios"] = {"original_over_rewritten":
@@ -128,8 +131,7 @@ def tpcds_markdown(doc: dict) -> str:
             lines.append(f"| {r['query']} | {rules} | error: {r['error'][:120]} | | | | |")
             continue
         t, p = r.get("timing") or {}, r.get("plans") or {}
-        eq = r.get("equal")
-        eqs = "unchanged" if eq is None else ("yes" if eq["equal"] else f"**NO** ({eq['detail']})")
+        eqs = equal_cell(r.get("equal") or unchanged_equality())
         o, w = t.get("original"), t.get("rewritten")
         lines.append(f"| {r['query']} | {rules} | {eqs} | {f(o and o['median_s'])} | "
                      f"{f(w and w['median_s'])} | "
@@ -155,7 +157,8 @@ def run_tpcds_cmd(args) -> int:
     base = _spark(args)
     spark = base.newSession()          # TPC-DS table names must not replace others' views
     progress = Progress(enabled=not args.quiet)
-    doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog), sf=args.sf,
+    doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log),
+                    sf=args.sf,
                     queries=names, repeat=args.repeat, warmup=args.warmup,
                     data_dir=args.data_dir, progress=progress)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,

@@ -213,25 +213,18 @@ def _row(rng: random.Random, sql: str, clock: datetime, status: str, users, heav
 def write_log(path: str | Path, n_queries: int = 3000, seed: int = 7,
               truth_path: str | Path | None = None, **kw) -> dict:
     """Write a generated log (``.gz`` suffix -> gzip), streamed through a temp file that is
-    renamed into place, and, optionally, its ground truth."""
-    import os
-    import tempfile
-    from ...cliutil import atomic_write_json
+    renamed into place (mode 0644 under the usual umask), and, optionally, its ground truth."""
+    from ...cliutil import atomic_write_json, atomic_writer
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        opener = (lambda p: gzip.GzipFile(p, "wb", mtime=0)) if str(path).endswith(".gz") \
-            else (lambda p: open(p, "wb"))
-        with opener(tmp) as f:
-            g = generate_log(n_queries, seed, sink=lambda line: f.write(
-                line.encode("utf-8", "surrogateescape") + b"\n"), **kw)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_writer(path) as raw:
+        # the gzip header names the final file (not the temp file) and has no time: the same
+        # seed gives the same bytes
+        f = gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw, mtime=0) \
+            if str(path).endswith(".gz") else raw
+        g = generate_log(n_queries, seed, sink=lambda line: f.write(
+            line.encode("utf-8", "surrogateescape") + b"\n"), **kw)
+        if f is not raw:
+            f.close()          # writes the gzip trailer; leaves raw open
     if truth_path:
         atomic_write_json(truth_path, g.truth)
     return g.truth

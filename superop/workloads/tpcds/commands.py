@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
+    from ...cliutil import add_json_arg
     p = sub.add_parser("workload", help="workload generators: TPC-DS query log and data")
     ws = p.add_subparsers(dest="workload_command", metavar="WORKLOAD")
 
@@ -13,14 +14,16 @@ def register(sub) -> None:
                     "reports 1-3/day, the rest ad hoc), synthetic durations/bytes. Mine it "
                     "with: superop workload tpcds-schema > tpcds.json; superop mine --log PATH "
                     "--schema tpcds.json --out DIR")
-    lg.add_argument("--out", required=True, help="log file (.jsonl or .jsonl.gz)")
+    lg.add_argument("--out", required=True, metavar="FILE", help="log file (.jsonl or .jsonl.gz)")
     lg.add_argument("--days", type=int, default=7, help="simulated days (default 7)")
-    lg.add_argument("--seed", type=int, default=7)
+    lg.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    add_json_arg(lg, "what was written")
     lg.set_defaults(func=_log)
 
     d = ws.add_parser("tpcds-data", help="generate TPC-DS Parquet with tpcgen-cli")
     d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1; >= 0.01)")
-    d.add_argument("--out", required=True, help="output directory (replaced)")
+    d.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced)")
+    add_json_arg(d, "what was written")
     d.set_defaults(func=_data)
 
     s = ws.add_parser("tpcds-schema", help="print the TPC-DS schema JSON (for --schema)")
@@ -37,6 +40,12 @@ def register(sub) -> None:
 def _log(args) -> int:
     from .log import write_tpcds_log
     r = write_tpcds_log(args.out, days=args.days, seed=args.seed)
+    if args.json:
+        import json
+        print(json.dumps({"out": str(args.out), "days": args.days, "lines": r.lines,
+                          "failed": r.failed, "by_class": r.by_class,
+                          "executions": r.executions}, indent=2))
+        return 0
     top = sorted(r.executions.items(), key=lambda kv: -kv[1])[:5]
     print(f"{r.lines} executions over {args.days} days ({r.failed} failed; dashboard "
           f"{r.by_class['dashboard']}, daily {r.by_class['daily']}, ad hoc "
@@ -52,6 +61,10 @@ def _data(args) -> int:
         raise SuperopError(f"--sf {args.sf:g} is below {SMALLEST_SF:g}: tpcgen-cli writes "
                            f"the same tables as {SMALLEST_SF:g} (or empty ones)")
     out = generate_tpcds(args.sf, args.out)
+    if args.json:
+        import json
+        print(json.dumps({"sf": args.sf, "out": str(out)}, indent=2))
+        return 0
     print(f"TPC-DS SF {args.sf:g} -> {out}")
     return 0
 

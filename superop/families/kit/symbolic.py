@@ -1,0 +1,58 @@
+"""The proof kit of the family declarations: pieces of the symbolic instances that
+:meth:`~superop.families.kit.family.Family.proof_instances` returns (pure SQL text; no Z3).
+
+A symbolic instance is SQL over ``t(k, a, b)`` whose edge predicates and projections are
+calls of functions nobody defines — ``p1(k, a, b)``, ``f12(k, a, b)``, ``q1(k, c, n, ...)``,
+``g1(...)``, ``theta(...)`` — declared with their result type. sqlglot parses them as
+``exp.Anonymous``; the verifier encodes each as an uninterpreted function (value,
+NULL-ness and *error* each an arbitrary function of the arguments), so a proof about the
+instance holds for every deterministic predicate and projection, including partial ones
+that raise.
+
+Why one σ and one π per edge cover every σ/π/ρ chain: a template reads an edge only
+through Algorithm 5 (``capture_parameters``: one summary predicate φ and one projection π
+over the edge's bottom), and a chain σ_a π σ_b evaluates exactly like σ_φ with
+φ = a AND b∘π (the same rows, the same expressions evaluated on them, AND short-circuiting
+as the chain filters). Instantiating the uninterpreted φ and π with those compositions
+turns the instance into the chain.
+"""
+from __future__ import annotations
+
+SCHEMA: dict[str, dict[str, str]] = {"t": {"k": "int", "a": "int", "b": "int"}}
+
+# the folds of one aggregate branch: every streaming fold, each over its own projection
+_AGG_ITEMS = ("count(*) AS c", "count({f}1(k, a, b)) AS n", "sum({f}2(k, a, b)) AS s",
+              "min({f}3(k, a, b)) AS mn", "max({f}4(k, a, b)) AS mx", "avg({f}5(k, a, b)) AS av")
+_AGG_COLS = "k, c, n, s, mn, mx, av"
+
+COMMON_ASSUMPTIONS: tuple[str, ...] = (
+    "one grouping key column (k INT); the proof uses only NULL-safe equality of keys, the "
+    "encoding every key type shares",
+    "aggregate arguments of type INT; the folds treat every argument type alike (min/max in the "
+    "type's order, sum/avg over numbers)",
+    "edge predicates and projections are deterministic: each is an arbitrary (uninterpreted) "
+    "function of its inputs, which may return NULL or raise",
+    "ANSI mode: errors are outcomes; the program may not raise where the query does not",
+    "emit outputs are evaluated only where the emit's guard holds (the DSL's semantics; the "
+    "emitted SQL must preserve it, see each bounded certificate's emitted_sql)",
+    "σ/π/ρ chains on an edge reduce to one σ and one π over the edge's bottom (Algorithm 5: "
+    "the template reads an edge only through its summary predicate and projection)",
+)
+SUBSET_OF_FOLDS = ("a query aggregating with a subset of these functions, or with several calls of one, "
+                   "is this instance with the other calls' projections never raising and ignored by the "
+                   "upper edge: every accumulator folds independently and the upper edges are arbitrary "
+                   "functions of the aggregates")
+
+
+def aggregate_branch(i: int, out: str) -> str:
+    """Branch ``i``: σ ``p{i}`` and one projection per fold below a GROUP BY k of every
+    streaming fold, then σ ``q{i}`` and π ``g{i}`` over the key and every aggregate."""
+    items = ", ".join(x.format(f=f"f{i}") for x in _AGG_ITEMS)
+    return (f"SELECT k, g{i}({_AGG_COLS}) AS {out} FROM (SELECT k, {items} FROM t "
+            f"WHERE p{i}(k, a, b) GROUP BY k) u{i} WHERE q{i}({_AGG_COLS})")
+
+
+def aggregate_branch_functions(i: int) -> dict[str, str]:
+    fs = {f"p{i}": "bool", f"q{i}": "bool", f"g{i}": "int"}
+    fs.update({f"f{i}{j}": "int" for j in range(1, 6)})
+    return fs

@@ -1,0 +1,265 @@
+"""The decision cache: pay the rewriter's Spark planning once per query shape.
+
+A decision is keyed by
+
+* the query's **template** — its SQL with the literals that are plain comparison operands
+  (``col = 'x'``, ``x < 10``, ``IN (..)``, ``BETWEEN``, ``LIKE``) replaced by ``?`` and
+  their types kept (``int``/``bigint``/``decimal(p,s)``/``string``). Every other literal
+  stays in the template: ordinals (``ORDER BY 1``), ``LIMIT``, function arguments that
+  can change a type (``round(x, 2)``), casts, intervals, and literal-only comparisons that
+  Spark folds (``1 = 0``);
+* the catalog's checksum;
+* a **version of every table** the query reads (tablestats.table_version: a temp view's
+  plan identity, a table's creation/DDL time and stored statistics — ANALYZE changes it);
+* the Spark settings that change plans or how the text is read (:data:`PLAN_CONF`).
+
+A cached rewrite is re-rendered for the new literals: when the decision was made the
+chosen candidate was also generated with *sentinel* literals (twice, with two different
+sentinel sets), giving the rewritten SQL with a hole wherever each literal flows; the
+holes are kept only if filling them with the decision's own literals reproduces the
+rewritten SQL byte for byte and both sentinel sets agree — otherwise a hit re-generates
+the SQL through the same rewrite (lowering, matching, SQL generation; no Spark planning).
+Either way the SQL served is the rewrite of *these* literals, never of another query's.
+
+If the cost estimate used Spark's CBO row counts for a filter (those depend on the
+literal values), the decision is **literal-sensitive** and is cached per literal set.
+
+Thread-safe, bounded (LRU).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sqlglot import exp
+
+# plans, and how the SQL text is read and resolved (a decision made under one of these
+# settings is no decision under another: with escapedStringLiterals the rewriter refuses)
+PLAN_CONF = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.enabled",
+             "spark.sql.shuffle.partitions", "spark.sql.cbo.enabled", "spark.sql.cbo.planStats.enabled",
+             "spark.sql.ansi.enabled", "spark.sql.optimizer.excludedRules",
+             "spark.sql.parser.escapedStringLiterals", "spark.sql.caseSensitive",
+             "spark.sql.ansi.doubleQuotedIdentifiers", "spark.sql.session.timeZone")
+
+_COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.Like, exp.ILike)
+_INT_MAX = 2 ** 31 - 1
+
+
+# ---------------------------------------------------------------------------
+# templates
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Template:
+    key: str                     # the SQL with ? for parameters, plus their types
+    literals: tuple              # the parameters' SQL text, in order
+    types: tuple                 # their kinds ("s", "i", "l", "d4,2")
+    tables: tuple                # tables/views the query reads (lower case, as written)
+
+
+def _kind(lit: exp.Literal) -> Optional[str]:
+    """The literal's type class, or None if it is not parameterized (doubles, tiny decimals)."""
+    if lit.is_string:
+        return "s"
+    t = lit.this
+    if re.fullmatch(r"\d+", t):
+        # Spark's grammar reads the sign as part of the number: -2147483648 is an int
+        limit = _INT_MAX + 1 if isinstance(lit.parent, exp.Neg) else _INT_MAX
+        return "i" if int(t) <= limit else "l"
+    m = re.fullmatch(r"(\d*)\.(\d+)", t)
+    if m:
+        p, s = len((m.group(1) or "").lstrip("0")) + len(m.group(2)), len(m.group(2))
+        return f"d{max(p, s)},{s}" if max(p, s) >= 4 else None
+    return None
+
+
+def _signed(lit: exp.Literal) -> exp.Expression:
+    """The literal with its sign: ``-100`` parses as ``Neg(100)``, and the sign is part of the
+    value (``b > -100`` and ``b > 3`` are one template)."""
+    return lit.parent if isinstance(lit.parent, exp.Neg) else lit
+
+
+def _operand(lit: exp.Literal) -> bool:
+    """Is the (signed) literal a plain operand of a comparison against a non-constant?"""
+    node = _signed(lit)
+    par = node.parent
+    if isinstance(par, _COMPARE):
+        other = par.expression if par.this is node else par.this
+        return other is not None and other.find(exp.Column) is not None
+    if isinstance(par, exp.In) and node in (par.expressions or []):
+        return par.this is not None and par.this.find(exp.Column) is not None
+    if isinstance(par, exp.Between) and node is not par.this:
+        return par.this is not None and par.this.find(exp.Column) is not None
+    return False
+
+
+def parameters(tree: exp.Expression) -> list[tuple[exp.Expression, str]]:
+    """The literals a template parameterizes, in document order, with their kinds: the
+    node to replace (the literal, or its ``Neg`` for a negative number) and the kind of
+    the literal."""
+    out = []
+    for lit in tree.find_all(exp.Literal, bfs=False):      # document order
+        if _operand(lit):
+            k = _kind(lit)
+            if k is not None:
+                out.append((_signed(lit), k))
+    return out
+
+
+def tables_of(tree: exp.Expression) -> tuple:
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    seen = []
+    for t in tree.find_all(exp.Table):
+        if not t.name or t.name.lower() in ctes:
+            continue
+        full = ".".join(p for p in (t.catalog, t.db, t.name) if p).lower()
+        if full not in seen:
+            seen.append(full)
+    return tuple(seen)
+
+
+def template_of(sql: str) -> Template:
+    from ..ir.lower import parse
+    tree = parse(sql)
+    params = parameters(tree)
+    lits = tuple(lit.sql(dialect="spark") for lit, _ in params)
+    kinds = tuple(k for _, k in params)
+    t2 = tree.copy()
+    for lit, _ in parameters(t2):
+        lit.replace(exp.Placeholder())
+    key = t2.sql(dialect="spark") + " -- " + ",".join(kinds)
+    return Template(key=key, literals=lits, types=kinds, tables=tables_of(tree))
+
+
+def _sentinel(kind: str, i: int, which: int) -> exp.Literal:
+    if kind == "s":
+        return exp.Literal.string(f"__so_lit{which}_{i}__")
+    if kind == "i":
+        return exp.Literal.number(str(1_987_650_000 + 100 * which + i))
+    if kind == "l":
+        return exp.Literal.number(str(9_187_650_000_000 + 100 * which + i))
+    p, s = (int(x) for x in kind[1:].split(","))
+    digits = (f"{8 - which}6" + str(i).rjust(2, "0")).rjust(p, "7")[-p:]
+    return exp.Literal.number(f"{digits[:p - s] or '0'}.{digits[p - s:]}")
+
+
+def with_sentinels(sql: str, which: int) -> tuple[str, list[str]]:
+    """``sql`` with every parameter replaced by a sentinel literal of the same kind (set
+    ``which`` = 0 or 1), and the sentinels' SQL text in parameter order."""
+    from ..ir.lower import parse
+    tree = parse(sql)
+    sents = []
+    for i, (lit, kind) in enumerate(parameters(tree)):
+        s = _sentinel(kind, i, which)
+        sents.append(s.sql(dialect="spark"))
+        lit.replace(s)
+    return tree.sql(dialect="spark"), sents
+
+
+# ---------------------------------------------------------------------------
+# rendering a rewritten SQL for new literals
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Render:
+    """The rewritten SQL as text pieces and parameter holes: pieces[0] ?0 pieces[1] ..."""
+    pieces: tuple
+    holes: tuple
+
+    def fill(self, literals: tuple) -> str:
+        out = [self.pieces[0]]
+        for h, p in zip(self.holes, self.pieces[1:]):
+            out.append(literals[h])
+            out.append(p)
+        return "".join(out)
+
+
+def _split(sql: str, sents: list[str]) -> Optional[Render]:
+    if not sents:
+        return Render((sql,), ())
+    pat = re.compile("|".join(f"(?<![\\w.]){re.escape(s)}(?![\\w.])" for s in sents))
+    pieces, holes, last = [], [], 0
+    for m in pat.finditer(sql):
+        pieces.append(sql[last:m.start()])
+        holes.append(sents.index(m.group(0)))
+        last = m.end()
+    pieces.append(sql[last:])
+    return Render(tuple(pieces), tuple(holes))
+
+
+def make_render(rewritten_0: str, sents_0: list[str], rewritten_1: str, sents_1: list[str],
+                literals: tuple, expected: str) -> Optional[Render]:
+    """A Render if both sentinel generations agree and reproduce ``expected`` with the
+    decision's own literals; None = re-generate on every hit."""
+    r0, r1 = _split(rewritten_0, sents_0), _split(rewritten_1, sents_1)
+    if r0 is None or r1 is None or r0 != r1:
+        return None
+    if r0.fill(literals) != expected:
+        return None
+    return r0
+
+
+# ---------------------------------------------------------------------------
+# the cache
+# ---------------------------------------------------------------------------
+@dataclass
+class Decision:
+    """A cached gate decision for one template."""
+    changed: bool
+    label: str = ""                   # the chosen candidate (rewriter.Candidate.label)
+    applied: tuple = ()
+    explanation: str = ""
+    render: Optional[Render] = None   # None with changed: re-generate per hit
+    literal_sensitive: bool = False
+    literals: tuple = ()
+    extra: dict = field(default_factory=dict)   # exchanges/cost before/after, candidates
+
+
+class DecisionCache:
+    """A thread-safe LRU map from (template, catalog, table versions, conf) to a Decision."""
+
+    def __init__(self, maxsize: int = 1024):
+        self.maxsize = maxsize
+        self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(template: Template, catalog_checksum: str, versions: tuple, conf: tuple) -> tuple:
+        return (template.key, catalog_checksum, versions, conf)
+
+    def get(self, key: tuple, literals: tuple) -> Optional[Decision]:
+        with self._lock:
+            d = self._d.get(key)
+            if d is not None and d.literal_sensitive:
+                d = self._d.get(key + (literals,))
+                k2 = key + (literals,)
+            else:
+                k2 = key
+            if d is None:
+                self.misses += 1
+                return None
+            self._d.move_to_end(k2)
+            self.hits += 1
+            return d
+
+    def put(self, key: tuple, decision: Decision) -> None:
+        with self._lock:
+            if decision.literal_sensitive:
+                self._d[key] = Decision(changed=False, literal_sensitive=True)   # the marker
+                self._d.move_to_end(key)
+                key = key + (decision.literals,)
+            self._d[key] = decision
+            self._d.move_to_end(key)
+            while len(self._d) > self.maxsize:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._d)

@@ -1,0 +1,89 @@
+"""``superop share`` — run a batch of queries with work sharing.
+
+    superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--plan-only] [--json OUT]
+    superop share --sql-file FILE            (statements separated by ';')
+    superop share --log PATH --start T --end T [--format auto]   (a window of a query log)
+
+Prints the sharing plan (similar sub-expressions, covering expressions, why each was or
+was not cached, which queries read them) and, unless ``--plan-only``, runs the batch and
+prints each query's time. Tables come from the Spark catalog, or from ``--tables-dir``
+(each ``name.parquet`` file or ``name/`` directory becomes the view ``name``).
+"""
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("share", help="run a batch of queries with work sharing (cached covering expressions)",
+                       description=__doc__.split("\n\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--sql-dir", help="directory of .sql files (one batch)")
+    src.add_argument("--sql-file", help="file of SQL statements separated by ';'")
+    src.add_argument("--log", help="query log (any format `superop mine` reads); with --start/--end")
+    p.add_argument("--start", help="log window start (ISO time or epoch seconds)")
+    p.add_argument("--end", help="log window end, exclusive")
+    p.add_argument("--format", default="auto", help="log format (default auto)")
+    p.add_argument("--tables-dir", help="register NAME.parquet files / NAME/ directories as views")
+    p.add_argument("--budget", help="cache budget, e.g. 512m or 2g (default: from Spark's storage memory)")
+    p.add_argument("--min-consumers", type=int, default=2,
+                   help="sub-trees needed for a similar sub-expression (the paper's k, default 2)")
+    p.add_argument("--proof-rows", type=int, default=3, help="rows per table in the bounded proofs (K, default 3)")
+    p.add_argument("--timeout-ms", type=int, default=20000, help="Z3 timeout per proof (default 20000)")
+    p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
+    p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
+                   help="what running a query means (default noop: computed, not shipped)")
+    p.add_argument("--results-dir", help="write each query's result as parquet to DIR/<query name>")
+    p.add_argument("--plan-only", action="store_true", help="print the sharing plan, run nothing")
+    p.add_argument("--json", help="write the plan (and the run) as JSON to this file")
+    p.add_argument("--master", help="Spark master (default local[2] or $SUPEROP_SPARK_MASTER)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..cliutil import atomic_write_json
+    from ..errors import SuperopError
+    from ..sparkutil import get_spark
+    from .estimate import parse_budget
+    from .run import analyze, execute
+    from .inputs import read_sql_dir, read_sql_file, register_tables_dir
+    from .planner import plan_batch
+    if args.min_consumers < 2:
+        raise SuperopError("--min-consumers must be at least 2")
+    if args.proof_rows < 1:
+        raise SuperopError("--proof-rows must be at least 1")
+    budget = parse_budget(args.budget) if args.budget else None
+    if (args.start or args.end) and not args.log:
+        raise SuperopError("--start/--end need --log")
+    batch = read_sql_dir(args.sql_dir) if args.sql_dir else read_sql_file(args.sql_file) if args.sql_file else None
+    spark = get_spark(app_name="superop-share", master=args.master)
+    if args.tables_dir:
+        register_tables_dir(spark, args.tables_dir)
+    if batch is None:
+        from .opportunities import read_log_window
+        batch = read_log_window(spark, args.log, args.start, args.end, args.format)
+        if not batch:
+            raise SuperopError(f"no successful statement in {args.log} between {args.start} and {args.end}")
+    if args.analyze:
+        analyze(spark, batch)
+    plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows, timeout_ms=args.timeout_ms)
+    print(plan.report())
+    out = {"plan": plan.to_json()}
+    if not args.plan_only:
+        consume = args.consume
+        if args.results_dir:
+            from pathlib import Path
+
+            def consume(df, name):   # Spark writes a directory and commits it at the end
+                df.write.mode("overwrite").parquet(str(Path(args.results_dir) / name))
+        res = execute(spark, plan, consume)
+        for r in res.runs:
+            extra = f" reads {', '.join(r.ces)}" if r.rewritten else ""
+            extra += f" (fell back: {r.fallback})" if r.fallback else ""
+            print(f"{r.name}: {r.seconds:.3f}s{extra}")
+        print(f"total {res.seconds:.3f}s; cache {res.cache_bytes} bytes")
+        out = res.to_json()
+    if args.json:
+        atomic_write_json(args.json, out)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,208 @@
+"""Value and weight of a CE from Spark's own statistics (the paper's Eq. 1-3).
+
+    C(ω)  = Σ_j C_E(τ_j)                            every consumer computes its sub-plan
+    C(Ω)  = C_E(τ*) + W·|τ*| + m·R·|τ*|               compute once, write, m reads
+    value = C(ω) − C(Ω)         weight = M·|τ*|   (bytes in the storage memory)
+
+Everything is in *decoded bytes*: rows x the width of the columns (Spark's default size
+per type: int 4, bigint 8, string 20, ...), the unit of both an in-memory columnar
+cache and of the values a scan decodes. C_E(τ) = the bytes τ's scans decode (each
+table's row count x the width of the columns τ reads) + the bytes its shuffles move
+(the estimated input of every shuffle exchange in Spark's physical plan, read by
+:func:`superop.runtime.plan.analyze_df`). |τ*| = the CE's estimated rows x its width.
+
+Row counts come from Spark's optimized logical plan. With ``spark.sql.cbo.enabled`` and
+table statistics (``ANALYZE TABLE``; ``run_batch(..., analyze_tables=True)``) they
+account for filters and joins. Without statistics Spark knows sizes, not rows: rows are
+then size / width, a filter keeps every row and a join's output is capped by its largest
+input (joins over foreign keys do not grow), which ``Estimate.source`` says.
+
+Defaults (``CostModel``): W = 1 (writing a cached byte costs about what decoding it
+cost), R = 0.5 (reading a cached byte is cheaper than decoding parquet, not free), M = 1.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from ..ir.generate import to_sql
+from ..ir.nodes import Node, Scan, walk
+
+UNKNOWN_SIZE = "unknown"
+# Spark's size of a relation it knows nothing about (an RDD): spark.sql.defaultSizeInBytes
+# (Long.MaxValue by default); sums and products of it are no estimate either.
+NO_ESTIMATE_BYTES = 2.0 ** 62
+
+
+@dataclass(frozen=True)
+class CostModel:
+    write_factor: float = 1.0        # W: cost of caching one byte, relative to decoding it in a scan
+    read_factor: float = 0.5         # R: cost of reading one cached byte
+    memory_factor: float = 1.0       # M: storage-memory bytes per estimated byte
+
+
+DEFAULT_COST = CostModel()
+
+
+@dataclass
+class Estimate:
+    """Why a CE is worth caching (or not), in decoded bytes of work."""
+    ce: str
+    consumers: int
+    consumer_cost: float             # C(ω)
+    ce_cost: float                   # C_E(τ*)
+    size: float                      # |τ*|
+    value: float
+    weight: float
+    source: str                      # "statistics" | "sizes only" | "unknown"
+
+    @property
+    def known(self) -> bool:
+        return self.source != UNKNOWN_SIZE
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def type_width(t: str) -> int:
+    """Spark's default size of a value of type ``t`` (DataType.defaultSize)."""
+    t = t.lower()
+    if t in ("int", "integer", "date", "float"):
+        return 4
+    if t in ("smallint", "short"):
+        return 2
+    if t in ("tinyint", "byte", "boolean"):
+        return 1
+    if t.startswith("decimal"):
+        try:
+            p = int(t[t.index("(") + 1:t.index(",")])
+        except ValueError:
+            p = 38
+        return 8 if p <= 18 else 16
+    if t in ("string",) or t.startswith(("varchar", "char")):
+        return 20
+    return 8
+
+
+def width(types: Sequence[str]) -> int:
+    return max(1, sum(type_width(t) for t in types))
+
+
+@dataclass
+class PlanStats:
+    rows: float
+    bytes: float
+    width: int
+    has_rows: bool
+
+
+def plan_stats(spark, sql: str) -> PlanStats:
+    """Rows, decoded bytes and row width of Spark's optimized logical plan for ``sql``."""
+    df = spark.sql(sql)
+    st = df._jdf.queryExecution().optimizedPlan().stats()
+    size = float(str(st.sizeInBytes()))
+    w = width([f.dataType.simpleString() for f in df.schema.fields])
+    rc = st.rowCount()
+    if rc.isDefined():
+        rows = float(str(rc.get()))
+        return PlanStats(rows, rows * w, w, True)
+    return PlanStats(size / w, size, w, False)
+
+
+class Estimator:
+    def __init__(self, spark, model: CostModel = DEFAULT_COST):
+        self.spark = spark
+        self.model = model
+        self._table: dict[str, PlanStats] = {}
+        self._cost: dict[str, tuple[float, float, bool]] = {}
+
+    def table_rows(self, table: str) -> PlanStats:
+        if table not in self._table:
+            self._table[table] = plan_stats(self.spark, f"SELECT * FROM {table}")
+        return self._table[table]
+
+    def scan_bytes(self, plan: Node) -> tuple[float, float]:
+        """(decoded bytes the plan's scans read, rows of its largest input). A column
+        counts for a table when the plan mentions its name (an estimate)."""
+        from .blocks import columns_outside_queries, node_expressions
+        read: dict[str, dict[str, str]] = {}
+        types: dict[str, dict[str, str]] = {}
+        for n in walk(plan):
+            if isinstance(n, Scan):
+                read.setdefault(n.table, {})
+                types[n.table] = dict(n.columns)
+        names = {c.name for n in walk(plan) for e in node_expressions(n) for c in columns_outside_queries(e)}
+        total, biggest = 0.0, 0.0
+        for t, cols in types.items():
+            used = [ty for c, ty in cols.items() if c in names] or [next(iter(cols.values()))]
+            st = self.table_rows(t)
+            total += st.rows * sum(type_width(ty) for ty in used)
+            biggest = max(biggest, st.rows)
+        return total, biggest
+
+    def cost(self, plan: Node) -> tuple[float, float, bool]:
+        """(C_E, output bytes, has row statistics) of a sub-plan."""
+        from ..runtime.plan import analyze_df
+        sql = to_sql(plan)
+        if sql not in self._cost:
+            scan, biggest = self.scan_bytes(plan)
+            st = plan_stats(self.spark, sql)
+            info = analyze_df(self.spark, self.spark.sql(sql))
+            shuffle, size = info.shuffled_bytes, st.bytes
+            if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
+                size = min(size, biggest * st.width)
+                shuffle = min(shuffle, info.exchanges * scan)
+            self._cost[sql] = (scan + shuffle, size, st.has_rows)
+        return self._cost[sql]
+
+    def estimate(self, ce, consumers) -> Estimate:
+        """Eq. 1-3 for ``ce`` served to ``consumers``."""
+        m = self.model
+        consumer_cost = sum(self.cost(c.original)[0] for c in consumers)
+        ce_cost, size, stats = self.cost(ce.plan)
+        k = len(consumers)
+        if max(consumer_cost, ce_cost, size) >= NO_ESTIMATE_BYTES:
+            return Estimate(ce.id, k, consumer_cost, ce_cost, size, 0.0, float("inf"), UNKNOWN_SIZE)
+        mem = m.memory_factor * size
+        value = consumer_cost - (ce_cost + m.write_factor * mem + k * m.read_factor * mem)
+        return Estimate(ce.id, k, consumer_cost, ce_cost, size, value, mem,
+                        "statistics" if stats else "sizes only")
+
+
+def storage_budget(spark) -> tuple[int, str]:
+    """(bytes, how) the cache may use: the storage memory Spark reports free on its
+    executors (the block managers' remaining memory for caching) times
+    ``spark.memory.storageFraction`` (the part execution cannot evict). Without a
+    JVM status tracker, the same from the configuration."""
+    frac = float(spark.conf.get("spark.memory.storageFraction", "0.5"))
+    try:
+        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().toList()
+        free = sum(int(status.apply(i)._2()._2()) for i in range(status.size()))
+        return int(free * frac), f"{free} bytes of free storage memory x storageFraction {frac}"
+    except Exception:
+        mem = spark.conf.get("spark.executor.memory", spark.conf.get("spark.driver.memory", "1g"))
+        heap = _bytes(mem)
+        usable = max(0, heap - 300 * 2 ** 20) * float(spark.conf.get("spark.memory.fraction", "0.6"))
+        return int(usable * frac), f"({mem} - 300m) x memory.fraction x storageFraction {frac}"
+
+
+def _bytes(s: str) -> int:
+    s = str(s).strip().lower()
+    mult = {"k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30, "t": 2 ** 40}
+    if s and s[-1] == "b":
+        s = s[:-1]
+    if s and s[-1] in mult:
+        return int(float(s[:-1]) * mult[s[-1]])
+    return int(float(s))
+
+
+def parse_budget(s: str) -> int:
+    """'512m', '2g', '1.5g', '1000000' -> bytes."""
+    from ..errors import SuperopError
+    try:
+        v = _bytes(s)
+    except ValueError:
+        raise SuperopError(f"bad budget {s!r} (e.g. 512m, 2g or a number of bytes)") from None
+    if v < 0:
+        raise SuperopError("the budget must be >= 0")
+    return v

@@ -1,0 +1,371 @@
+"""A sharing plan for a batch of queries: detect, build, prove, estimate, choose, rewrite.
+
+    plan = plan_batch(sqls, spark=spark, budget=None)     # nothing runs yet
+    print(plan.report())
+
+1. every query is lowered to the plan IR (a query that does not parse, or whose table
+   names the IR does not carry as written, takes no part and runs unchanged);
+2. similar sub-expressions by Algorithm 1 (``similar.py``), covering expressions per SE
+   (``covering.py``);
+3. every consumer's proof obligations (``proofs.py``); a consumer without a full proof
+   is dropped; an SE left with fewer than ``k`` proved consumers, or without a sound
+   covering expression, is marked not shared and the lookup runs again below it;
+4. value and weight per CE from Spark's statistics (``estimate.py``), groups of
+   mutually exclusive options and the MCKP under the budget (``select.py``);
+5. the consumers of the chosen CEs are rewritten (``covering.rewrite_query``); blocks
+   where several chosen CEs meet are proved again as combined; each rewritten query must
+   have the original's output names and types (Spark plans both), else it runs as is.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from sqlglot import exp
+
+from ..errors import SqlError, SuperopError
+from ..ir.generate import to_sql
+from ..ir.lower import lower, parse
+from ..ir.nodes import Node, Scan, walk
+from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
+from .estimate import DEFAULT_COST, CostModel, Estimate, Estimator, storage_budget
+from .proofs import ConsumerProof, Prover
+from .select import CEDecision, Selection, Verdict, choose
+from .similar import SimilarSubexpression, identify, units_of_plan
+
+
+@dataclass
+class BatchQuery:
+    name: str
+    sql: str
+    timestamp: Optional[float] = None      # epoch seconds (log windows)
+
+
+@dataclass
+class QueryInfo:
+    index: int
+    name: str
+    sql: str
+    plan: Optional[Node] = None
+    excluded: str = ""                     # why the query takes no part ("" = it does)
+
+
+@dataclass
+class RewrittenQuery:
+    index: int
+    name: str
+    sql: str                               # what runs
+    changed: bool
+    ces: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class SharingPlan:
+    queries: list[QueryInfo]
+    ses: list[SimilarSubexpression] = field(default_factory=list)
+    ces: list[CoveringExpression] = field(default_factory=list)
+    proofs: list[ConsumerProof] = field(default_factory=list)
+    estimates: dict[str, Estimate] = field(default_factory=dict)
+    selection: Optional[Selection] = None
+    decisions: list[CEDecision] = field(default_factory=list)
+    rewrites: list[RewrittenQuery] = field(default_factory=list)
+    budget: Optional[int] = None
+    budget_source: str = ""
+    seconds: dict = field(default_factory=dict)
+    used: dict[str, list[Consumer]] = field(default_factory=dict)   # CE id -> consumers rewritten
+
+    @property
+    def cached(self) -> list[CoveringExpression]:
+        """The CEs that are persisted: chosen, and read by at least one rewritten query."""
+        return [c for c in self.ces if self.used.get(c.id)]
+
+    def decision(self, ce_id: str) -> Optional[CEDecision]:
+        return next((d for d in self.decisions if d.ce == ce_id), None)
+
+    def report(self) -> str:
+        lines = [f"batch: {len(self.queries)} queries, {sum(1 for q in self.queries if not q.excluded)} analysed; "
+                 f"{len(self.ses)} similar sub-expressions, {len(self.ces)} covering expressions, "
+                 f"{len(self.cached)} cached; budget {self.budget} bytes ({self.budget_source})"]
+        for q in self.queries:
+            if q.excluded:
+                lines.append(f"  {q.name}: runs unchanged ({q.excluded})")
+        for se in self.ses:
+            lines.append(f"  {se.describe()}")
+        for d in self.decisions:
+            ce = next((c for c in self.ces if c.id == d.ce), None)
+            what = f"{ce.kind} {ce.template} over {', '.join(ce.se.tables)}" if ce else ""
+            lines.append(f"  {d.ce} {what}: {d.verdict.value} — {d.reason}")
+        for p in self.proofs:
+            if not p.verified:
+                lines.append(f"  proof {p.ce} {self.queries[p.query].name}: {p.status} — {p.why()}")
+        for r in self.rewrites:
+            if r.changed:
+                lines.append(f"  {r.name}: reads {', '.join(r.ces)}")
+            elif r.reason:
+                lines.append(f"  {r.name}: unchanged ({r.reason})")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "queries": [{"index": q.index, "name": q.name, "excluded": q.excluded} for q in self.queries],
+            "similar_subexpressions": [{"id": s.id, "kind": s.kind, "fingerprint": s.fingerprint,
+                                        "tables": list(s.tables), "members": [m.describe() for m in s.members]}
+                                       for s in self.ses],
+            "covering_expressions": [{"id": c.id, "se": c.se.id, "kind": c.kind, "template": c.template,
+                                      "view": c.view, "sql": to_sql(c.plan), "columns": c.columns,
+                                      "consumers": [{"query": x.query, "unit": x.unit.describe(),
+                                                     "extraction_sql": to_sql(x.extraction)} for x in c.consumers]}
+                                     for c in self.ces],
+            "proofs": [p.to_json() for p in self.proofs],
+            "estimates": {k: v.to_json() for k, v in self.estimates.items()},
+            "decisions": [d.to_json() for d in self.decisions],
+            "rewrites": [{"index": r.index, "name": r.name, "changed": r.changed, "ces": r.ces,
+                          "reason": r.reason, "sql": r.sql} for r in self.rewrites],
+            "budget": self.budget, "budget_source": self.budget_source,
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+        }
+
+
+# ---------------------------------------------------------------------------
+def as_batch(sqls: Sequence) -> list[BatchQuery]:
+    out = []
+    for i, s in enumerate(sqls):
+        out.append(s if isinstance(s, BatchQuery) else BatchQuery(f"q{i + 1}", str(s)))
+    return out
+
+
+def unqualified_tables(sql: str, plan: Node) -> list[str]:
+    """Tables the query names with a database (``db.t``) that no scan of the plan IR
+    carries as such: sharing them could confuse ``db1.t`` with ``db2.t``, so such a
+    query takes no part until the IR resolves qualified names."""
+    tree = parse(sql)
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    scans = {n.table.lower() for n in walk(plan) if isinstance(n, Scan)}
+    out = []
+    for t in tree.find_all(exp.Table):
+        if not t.name or t.name.lower() in ctes or not (t.db or t.catalog):
+            continue
+        full = ".".join(p for p in (t.catalog, t.db, t.name) if p).lower()
+        if not any(s == full or full.endswith("." + s) and "." in s for s in scans):
+            out.append(full)
+    return out
+
+
+def _lower_all(batch: list[BatchQuery], spark, schema) -> list[QueryInfo]:
+    out = []
+    for i, q in enumerate(batch):
+        info = QueryInfo(i, q.name, q.sql)
+        try:
+            low = lower(q.sql, schema if schema is not None else spark)
+            info.plan = low.plan
+            bad = unqualified_tables(q.sql, low.plan)
+            if bad:
+                info.excluded = f"table name(s) {', '.join(bad)} not carried qualified by the plan IR"
+        except SqlError as e:
+            info.excluded = str(e)
+        except Exception as e:   # never let one query stop the batch
+            info.excluded = f"cannot analyse: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        out.append(info)
+    return out
+
+
+def _leaf_types(spark):
+    if spark is None:
+        return None
+
+    def types(node: Node) -> list[str]:
+        return [f.dataType.simpleString() for f in spark.sql(to_sql(node)).schema.fields]
+    return types
+
+
+def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, budget: Optional[int] = None,
+               k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
+               view_prefix: Optional[str] = None) -> SharingPlan:
+    """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
+    it, given ``schema``, the plan stops after the proofs: no values, nothing chosen)."""
+    if spark is None and schema is None:
+        raise SuperopError("plan_batch needs a SparkSession or a schema")
+    if k < 2:
+        raise SuperopError("k (consumers per shared sub-expression) must be at least 2")
+    t = {"start": time.perf_counter()}
+    batch = as_batch(sqls)
+    plan = SharingPlan(_lower_all(batch, spark, schema))
+    t["lower"] = time.perf_counter()
+    forests = [units_of_plan(q.plan, q.index) if q.plan is not None and not q.excluded else []
+               for q in plan.queries]
+    prefix = view_prefix or f"_superop_ce_{uuid.uuid4().hex[:8]}_"
+    builder = Builder(prefix)
+    prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark))
+    est = Estimator(spark, cost) if spark is not None else None
+    if spark is not None:
+        plan.budget, plan.budget_source = (int(budget), "given") if budget is not None else storage_budget(spark)
+    blocked: set = set()
+    notes: list[CEDecision] = []
+    built: dict[tuple, _Built] = {}
+
+    def prove(b: _Built) -> None:
+        b.proofs = [prover.prove_consumer(c) for c in b.everyone]
+        b.ce.consumers = [c for c, p in zip(b.everyone, b.proofs) if p.verified]
+        b.ce.proved = True
+
+    cands: list[_Built] = []
+    for _ in range(6):
+        ses = identify(forests, k, frozenset(blocked))
+        cands, changed = [], False
+        for se in ses:
+            bkey = (se.members[0].key, tuple(id(m) for m in se.members))
+            if bkey not in built:
+                ce, why = builder.build(se, len(built) + 1)
+                built[bkey] = _Built(se.members[0].key, ce, why, list(ce.consumers) if ce else [])
+            b = built[bkey]
+            if b.ce is None:
+                notes.append(CEDecision(se.id, Verdict.NO_COVER, b.why))
+                blocked.add(b.key)
+                changed = True
+            else:
+                cands.append(b)
+        if changed:
+            continue
+        if est is None:                     # no estimates: prove every consumer
+            for b in cands:
+                if b.proofs is None:
+                    prove(b)
+        else:
+            # Choose on optimistic values (unproved consumers counted), prove what was
+            # chosen, choose again: only CEs that may be cached are ever proved.
+            for _round in range(12):
+                _choose(plan, est, [b.ce for b in cands if len(b.ce.consumers) >= k])
+                todo = [b for b in cands if b.ce.id in plan.selection.chosen and b.proofs is None]
+                if not todo:
+                    break
+                for b in todo:
+                    prove(b)
+        for b in cands:
+            if b.proofs is not None and len(b.ce.consumers) < k:
+                bad = "; ".join(f"{plan.queries[p.query].name}: {p.why()}" for p in b.proofs if not p.verified)
+                notes.append(CEDecision(b.ce.id, Verdict.NOT_PROVED, f"{len(b.ce.consumers)} proved "
+                                        f"consumer(s) of {len(b.proofs)} ({bad})"))
+                blocked.add(b.key)
+                changed = True
+        if not changed:
+            break
+    plan.ses = ses
+    plan.ces = [b.ce for b in cands if len(b.ce.consumers) >= k]
+    plan.proofs = [p for b in built.values() for p in (b.proofs or [])]   # every proof that ran
+    t["prove"] = time.perf_counter()
+    if est is not None:
+        _choose(plan, est, plan.ces, final=True)
+    plan.decisions = notes + plan.decisions
+    t["choose"] = time.perf_counter()
+    _rewrite(plan, spark, prover)
+    t["rewrite"] = time.perf_counter()
+    keys = list(t)
+    plan.seconds = {keys[i]: t[keys[i]] - t[keys[i - 1]] for i in range(1, len(keys))}
+    return plan
+
+
+@dataclass
+class _Built:
+    key: tuple
+    ce: Optional[CoveringExpression]
+    why: str
+    everyone: list                       # every consumer, before proofs
+    proofs: Optional[list] = None        # None: not proved (never chosen so far)
+
+
+def _choose(plan: SharingPlan, est: Estimator, ces: list, final: bool = False) -> None:
+    """Estimates and the knapsack choice over ``ces``. A CE not proved yet counts all its
+    consumers (optimistic); in the ``final`` choice it cannot be chosen."""
+    prior = plan.selection.decisions if final and plan.selection is not None else {}
+    plan.estimates = {}
+    for ce in ces:
+        plan.estimates[ce.id] = est.estimate(ce, ce.consumers)
+    conflicts = set()
+    for a in ces:
+        for b in ces:
+            if a.id < b.id and _conflict(a, b):
+                conflicts.add(frozenset((a.id, b.id)))
+    value = {c.id: plan.estimates[c.id].value for c in ces}
+    weight = {c.id: plan.estimates[c.id].weight for c in ces}
+    unknown = frozenset(c.id for c in ces if not plan.estimates[c.id].known)
+    unproved = frozenset(c.id for c in ces if not c.proved) if final else frozenset()
+    plan.selection = choose([c.id for c in ces], conflicts, value, weight, plan.budget,
+                            unknown=unknown, never=unproved)
+    for c in ces:   # never proved because the optimistic choice passed it over: say why
+        was = prior.get(c.id)
+        if not c.proved and was is not None and not was.chosen:
+            plan.selection.decisions[c.id] = dataclasses.replace(
+                was, reason=f"{was.reason} (not chosen, so never proved)")
+    plan.decisions = [plan.selection.decisions[c.id] for c in ces]
+
+
+def _conflict(a: CoveringExpression, b: CoveringExpression) -> bool:
+    for x in a.consumers:
+        for y in b.consumers:
+            if x.query == y.query and x.unit.footprint() & y.unit.footprint():
+                return True
+    return False
+
+
+def _rewrite(plan: SharingPlan, spark, prover: Prover) -> None:
+    chosen = set(plan.selection.chosen) if plan.selection is not None else set()
+    by_query: dict[int, list[Consumer]] = {}
+    for ce in plan.ces:
+        if ce.id in chosen:
+            for c in ce.consumers:
+                by_query.setdefault(c.query, []).append(c)
+    views = []
+    try:
+        if spark is not None:
+            for ce in plan.ces:
+                if ce.id in chosen:     # registered (not cached) so Spark can plan the consumers
+                    spark.sql(to_sql(ce.plan, names=ce.columns)).createOrReplaceTempView(ce.view)
+                    views.append(ce.view)
+        for q in plan.queries:
+            cons = by_query.get(q.index, [])
+            if not cons:
+                reason = q.excluded or ("" if q.plan is None else "no chosen covering expression reads it")
+                plan.rewrites.append(RewrittenQuery(q.index, q.name, q.sql, False, reason=reason))
+                continue
+            r, used = _rewrite_one(q, cons, spark, prover)
+            plan.rewrites.append(r)
+            for c in used:
+                plan.used.setdefault(c.ce.id, []).append(c)
+    finally:
+        for v in views:
+            spark.catalog.dropTempView(v)
+
+
+def _rewrite_one(q: QueryInfo, cons: list[Consumer], spark, prover: Prover) -> tuple[RewrittenQuery, list]:
+    spj, agg = group_consumers(cons)
+    for key, (block, cs) in list(spj.items()):
+        if len(cs) > 1:
+            ob = prover.prove_placement(block, cs)
+            if not ob.verified:      # keep the one proved alone
+                spj[key] = (block, cs[:1])
+    used = [c for _, cs in spj.values() for c in cs] + list(agg.values())
+    ces = sorted({c.ce.id for c in used})
+    try:
+        new = rewrite_query(q.plan, spj, agg)
+        names = spark.sql(q.sql).columns if spark is not None else None
+        sql = to_sql(new, names=names)
+        if spark is not None:
+            want = [(f.name, f.dataType.simpleString()) for f in spark.sql(q.sql).schema.fields]
+            got = [(f.name, f.dataType.simpleString()) for f in spark.sql(sql).schema.fields]
+            if want != got:
+                return RewrittenQuery(q.index, q.name, q.sql, False,
+                                      reason=f"rewritten output {got} differs from the original's {want}"), []
+    except Exception as e:   # fail-safe: the query runs as written
+        return RewrittenQuery(q.index, q.name, q.sql, False,
+                              reason=f"rewrite failed: {type(e).__name__}: {first_line(e)}"), []
+    return RewrittenQuery(q.index, q.name, sql, True, ces), used
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (Spark's carry the whole plan after it)."""
+    text = str(e)
+    return text.splitlines()[0] if text else ""

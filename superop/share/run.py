@@ -1,0 +1,169 @@
+"""Running a batch with its chosen CEs cached.
+
+    result = run_batch(spark, sqls, budget="2g")        # plan + execute
+    result.runs[i].rows                                  # query i's rows (consume="collect")
+
+Each cached CE is ``spark.sql(<CE SQL>).persist(MEMORY_AND_DISK)`` (what does not fit in
+memory spills to disk instead of failing) registered as a temp view; the consumers read
+the view through their extraction SQL. Queries run one after the other in batch order;
+like ``cache()`` in the paper, persisting is lazy: the first consumer computes the CE
+and fills the cache. Every view is dropped and every CE unpersisted at the end, also
+when a query fails. A rewritten query that fails at run time is run again as written
+(and counted), never lost.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+from ..ir.generate import to_sql
+from .estimate import DEFAULT_COST, CostModel, parse_budget
+from .planner import SharingPlan, plan_batch
+
+COLLECT, NOOP, COUNT = "collect", "noop", "count"
+
+
+@dataclass
+class QueryRun:
+    index: int
+    name: str
+    seconds: float
+    rewritten: bool
+    ces: list[str] = field(default_factory=list)
+    rows: Optional[list] = None
+    row_count: Optional[int] = None
+    fallback: str = ""                # why the rewritten query was replaced by the original
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "name": self.name, "seconds": round(self.seconds, 4),
+                "rewritten": self.rewritten, "ces": self.ces, "row_count": self.row_count,
+                "fallback": self.fallback}
+
+
+@dataclass
+class BatchResult:
+    plan: SharingPlan
+    runs: list[QueryRun] = field(default_factory=list)
+    seconds: float = 0.0              # queries only (planning is in plan.seconds)
+    cache_bytes: int = 0              # memory + disk of the cached CEs, measured at the end
+
+    def to_json(self) -> dict:
+        return {"runs": [r.to_json() for r in self.runs], "seconds": round(self.seconds, 4),
+                "cache_bytes": self.cache_bytes, "plan": self.plan.to_json()}
+
+
+def _consume(df, how: Union[str, Callable], name: str):
+    if callable(how):
+        import inspect
+        try:
+            two = len(inspect.signature(how).parameters) >= 2
+        except (TypeError, ValueError):
+            two = False
+        return (how(df, name) if two else how(df)), None
+    if how == COLLECT:
+        rows = df.collect()
+        return rows, len(rows)
+    if how == COUNT:
+        return None, df.count()
+    if how == NOOP:
+        df.write.format("noop").mode("overwrite").save()
+        return None, None
+    raise ValueError(f"unknown consume mode {how!r}")
+
+
+def cached_bytes(spark) -> int:
+    """Memory + disk bytes of every cached RDD/DataFrame of the session's context."""
+    try:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        return int(sum(int(i.memSize()) + int(i.diskSize()) for i in infos))
+    except Exception:   # no JVM status (e.g. Spark Connect): not measured
+        return -1
+
+
+def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT) -> BatchResult:
+    """Run the plan's (rewritten) queries with its cached CEs (module doc). ``consume``:
+    "collect" (rows kept in ``QueryRun.rows``), "count", "noop", or a callable
+    ``f(df)`` / ``f(df, query_name)`` whose return value is kept in ``QueryRun.rows``."""
+    from pyspark import StorageLevel
+    result = BatchResult(plan)
+    frames = []
+    before = cached_bytes(spark)
+    t0 = time.perf_counter()
+    try:
+        for ce in plan.cached:
+            df = spark.sql(to_sql(ce.plan, names=ce.columns)).persist(StorageLevel.MEMORY_AND_DISK)
+            df.createOrReplaceTempView(ce.view)
+            frames.append((ce.view, df))
+        for r in plan.rewrites:
+            t = time.perf_counter()
+            fallback = ""
+            try:
+                rows, n = _consume(spark.sql(r.sql), consume, r.name)
+            except Exception as e:
+                if not r.changed:
+                    raise
+                fallback = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                rows, n = _consume(spark.sql(plan.queries[r.index].sql), consume, r.name)
+            result.runs.append(QueryRun(r.index, r.name, time.perf_counter() - t, r.changed and not fallback,
+                                        r.ces if not fallback else [], rows, n, fallback))
+        result.seconds = time.perf_counter() - t0
+        after = cached_bytes(spark)
+        result.cache_bytes = max(0, after - before) if after >= 0 and before >= 0 else -1
+    finally:
+        for view, df in frames:
+            try:
+                spark.catalog.dropTempView(view)
+            finally:
+                df.unpersist(blocking=True)
+    return result
+
+
+def run_batch(spark, sqls: Sequence, budget: Union[None, int, str] = None, *,
+              consume: Union[str, Callable] = COLLECT, k: int = 2, K: int = 3, timeout_ms: int = 20000,
+              cost: CostModel = DEFAULT_COST, analyze_tables: bool = False) -> BatchResult:
+    """Plan and run a batch of SQL strings with work sharing. ``budget``: bytes for the
+    cache (an int or '512m', '2g'); default: derived from Spark's storage memory.
+    ``analyze_tables``: compute table and column statistics first (catalog tables only)
+    so the estimates use row counts and selectivities."""
+    if isinstance(budget, str):
+        budget = parse_budget(budget)
+    if analyze_tables:
+        analyze(spark, sqls)
+    plan = plan_batch(sqls, spark, budget=budget, k=k, K=K, timeout_ms=timeout_ms, cost=cost)
+    return execute(spark, plan, consume)
+
+
+def analyze(spark, sqls: Sequence) -> list[str]:
+    """``ANALYZE TABLE .. COMPUTE STATISTICS FOR COLUMNS ..`` (row count + the columns
+    the batch mentions) for every catalog table the batch reads; temp views have no
+    statistics and are skipped. Returns the tables analysed."""
+    from sqlglot import exp
+
+    from ..ir.lower import parse
+    from .planner import as_batch
+    tables, names = [], set()
+    for q in as_batch(sqls):
+        try:
+            tree = parse(q.sql)
+        except Exception:
+            continue
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        names |= {c.name.lower() for c in tree.find_all(exp.Column)}
+        for t in tree.find_all(exp.Table):
+            full = ".".join(p for p in (t.catalog, t.db, t.name) if p)
+            if t.name and t.name.lower() not in ctes and full not in tables:
+                tables.append(full)
+    done = []
+    temp = {x.name for x in spark.catalog.listTables() if x.isTemporary}
+    for full in tables:
+        try:
+            if full in temp or not spark.catalog.tableExists(full):
+                continue
+            cols = [f.name for f in spark.table(full).schema.fields if f.name.lower() in names]
+            spark.sql(f"ANALYZE TABLE {full} COMPUTE STATISTICS"
+                      + (" FOR COLUMNS " + ", ".join(f"`{c}`" for c in cols) if cols else ""))
+            done.append(full)
+        except Exception:   # statistics are an optimization, never a failure
+            pass
+    return done

@@ -1,0 +1,100 @@
+"""Similar sub-expressions (SEs): the paper's Algorithm 1 over the units of a batch.
+
+Fingerprint. A unit's fingerprint is the Merkle fingerprint of its normalized plan
+(:func:`superop.share.canonical.fingerprint_tree`) computed by the nightly job's
+:class:`superop.mining.fingerprint.Fingerprinter`: loose for σ and π (their predicates and
+columns are not hashed), strict for joins and aggregates (join conditions, grouping
+keys). Because that fingerprint abstracts literals inside strict operators too, units
+with one fingerprint are split further by their exact strict signature (a join on
+``a.x = b.y + 1`` is not one on ``a.x = b.y + 2``). Scans are the same relation only when
+the IR gives them the same table identity (``Scan.table``, which carries the qualified
+name ``db.t`` where the IR resolves it).
+
+Lookup (Algorithm 1). Every query's units are visited top-down (an aggregate before its
+block, a block before the inputs of its joins). A unit whose fingerprint occurs at least
+``k`` times in the batch is added to the fingerprint table; the lookup goes below it
+only if it contains a join (the paper's cache-unfriendly operator), so a shared
+sub-expression is found as high in the tree as possible and its join-free parts are not
+offered again. One deviation: the paper adds every cache-friendly root to the table and
+never looks below a join-free one; we look below a unit that no other query has (it can
+never become an SE), so a shared scan under two aggregates with different keys is found.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..ir.nodes import Node
+from ..mining.fingerprint import Fingerprinter
+from .blocks import Unit, blocks_of, units_of
+from .canonical import canon_of, fingerprint_tree, strict_signature
+
+
+@dataclass
+class SimilarSubexpression:
+    """ω: units of the batch with one fingerprint (and one strict signature)."""
+    id: str
+    kind: str                       # "spj" | "agg"
+    fingerprint: str
+    tables: tuple[str, ...]
+    members: list[Unit] = field(default_factory=list)
+
+    @property
+    def queries(self) -> list[int]:
+        return sorted({m.query for m in self.members})
+
+    def describe(self) -> str:
+        return f"{self.id} {self.kind}[{', '.join(self.tables)}] x{len(self.members)} (queries {self.queries})"
+
+
+def all_units(forest: list[Unit]):
+    stack = list(forest)
+    while stack:
+        u = stack.pop()
+        yield u
+        stack.extend(u.children)
+
+
+def units_of_plan(plan: Node, query: int) -> list[Unit]:
+    return units_of(blocks_of(plan, query))
+
+
+def label(units: list[Unit]) -> None:
+    """Canonical form, fingerprint and SE key of every eligible unit. (One Fingerprinter
+    per tree: it memoizes by node identity, and these trees are short-lived.)"""
+    for u in units:
+        if u.why_not or u.key is not None:
+            continue
+        u.canon = canon_of(u)
+        u.fingerprint = Fingerprinter()(fingerprint_tree(u))
+        u.key = (u.fingerprint, strict_signature(u))
+
+
+def identify(forests: list[list[Unit]], k: int = 2, blocked: frozenset = frozenset()) -> list[SimilarSubexpression]:
+    """Algorithm 1 (module doc). ``forests[q]`` are query q's units, top-down. Keys in
+    ``blocked`` (SEs that got no sound CE) count as not shared, so the lookup goes below."""
+    for forest in forests:
+        label([u for u in all_units(forest) if u.key is None])
+    counts = Counter(u.key for forest in forests for u in all_units(forest)
+                     if u.key is not None and u.key not in blocked)
+    table: dict[tuple, list[Unit]] = {}
+    for forest in forests:
+        stack = list(reversed(forest))
+        while stack:
+            u = stack.pop()
+            shared = u.key is not None and counts[u.key] >= k
+            if shared:
+                table.setdefault(u.key, []).append(u)
+            if not shared or len(u.S) >= 2:
+                stack.extend(reversed(u.children))
+    out, ids = [], set()
+    for key, members in table.items():
+        if len(members) < k:
+            continue
+        m0 = members[0]
+        sid = f"se-{key[0][:8]}"          # stable across lookups: from the fingerprint
+        while sid in ids:
+            sid += "'"
+        ids.add(sid)
+        out.append(SimilarSubexpression(sid, m0.kind, key[0], tuple(t[0] for t in m0.canon.tables), members))
+    return out

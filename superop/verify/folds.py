@@ -1,0 +1,167 @@
+"""Aggregates as folds over symbolic rows: ``init`` / ``step`` / ``finalize`` with SQL's NULL
+and empty-group rules. ONE implementation serves the plan's GROUP BY and window
+aggregates, the program's accumulators (bounded: over K rows) and the template proofs
+(unbounded: the state after an arbitrary prefix of rows, one more row).
+
+* count(*) and count(x): a counter (x: non-NULL values only); 0 for no row.
+* sum(x): (total, some non-NULL); NULL when no non-NULL value. An integral sum is a BIGINT
+  and raises on overflow under ANSI (checked on the final total; Spark also raises when
+  a partial sum overflows in the order it happens to add — that order is not modelled).
+* avg(x): (total, count); NULL for count 0, a DOUBLE. ``finalize(bound=K)`` divides by a
+  case split over 1..K (linear arithmetic, exact for bounded tables); without a bound it
+  is real division by the count.
+* min(x) / max(x): (current, NULL so far).
+* count(DISTINCT x) is not a fold with constant state: :func:`count_distinct` (bounded only).
+
+Errors raised while evaluating an aggregate's *argument* are the caller's business (the
+argument is evaluated once per member row); a fold's own error is the overflow of a sum.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import z3
+
+from .exprs import current
+from .result import Unsupported
+from .values import (FALSE, NULL, TRUE, V, common_kind, default, fresh, lt, not_distinct,
+                     out_of_range)
+
+FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
+BIGINT = 64
+
+
+@dataclass(frozen=True)
+class FoldState:
+    func: str
+    kind: Optional[str]             # the argument's kind (None: count(*) / NULL literals)
+    width: Optional[int]            # the argument's integer width
+    parts: tuple                    # the state's Z3 terms
+
+
+def _sum_kind(func: str, kind: Optional[str]) -> Optional[str]:
+    if func in ("sum", "avg") and kind not in ("int", "real", None):
+        raise Unsupported(f"{func} over {kind}")
+    return kind
+
+
+def init(func: str, kind: Optional[str] = None, width: Optional[int] = None) -> FoldState:
+    if func not in FOLDS:
+        raise Unsupported(f"aggregate {func} is not a fold")
+    kind = _sum_kind(func, kind)
+    if func in ("count_star", "count"):
+        return FoldState(func, kind, width, (z3.IntVal(0),))
+    if kind is None:                 # over NULL literals only: stays NULL
+        return FoldState(func, None, None, ())
+    if func == "sum":
+        return FoldState(func, kind, width, (default(kind), FALSE))
+    if func == "avg":
+        return FoldState(func, kind, width, (z3.RealVal(0), z3.IntVal(0)))
+    return FoldState(func, kind, width, (default(kind), TRUE))   # min / max
+
+
+def symbolic(func: str, kind: Optional[str], width: Optional[int], name: str) -> FoldState:
+    """An arbitrary state (every part a fresh constant): the state after some prefix."""
+    proto = init(func, kind, width)
+    parts = tuple(fresh(_kind_of_term(t), f"{name}!{i}") for i, t in enumerate(proto.parts))
+    return FoldState(func, proto.kind, proto.width, parts)
+
+
+def _kind_of_term(t: z3.ExprRef) -> str:
+    if z3.is_bool(t):
+        return "bool"
+    if z3.is_int(t):
+        return "int"
+    if z3.is_real(t):
+        return "real"
+    return "str"
+
+
+def step(s: FoldState, member: z3.BoolRef, x: Optional[V]) -> FoldState:
+    """Fold one row into ``s``; ``member``: the row belongs to the group and passes the
+    aggregate's guard; ``x``: the argument's value (None for count(*))."""
+    if s.func == "count_star":
+        (n,) = s.parts
+        return FoldState(s.func, s.kind, s.width, (n + z3.If(member, 1, 0),))
+    nn = FALSE if (x is None or x.v is None) else z3.And(member, z3.Not(x.null))
+    if s.func == "count":
+        (n,) = s.parts
+        return FoldState(s.func, s.kind, s.width, (n + z3.If(nn, 1, 0),))
+    if not s.parts or nn is FALSE:   # NULL-literal argument
+        return s
+    k = s.kind
+    xv = x.val(k)
+    if s.func == "sum":
+        tot, some = s.parts
+        return FoldState(s.func, k, s.width, (tot + z3.If(nn, xv, default(k)), z3.Or(some, nn)))
+    if s.func == "avg":
+        tot, cnt = s.parts
+        xr = z3.ToReal(xv) if k == "int" else xv
+        return FoldState(s.func, k, s.width, (tot + z3.If(nn, xr, z3.RealVal(0)), cnt + z3.If(nn, 1, 0)))
+    cur, isnull = s.parts               # min / max
+    better = lt(xv, cur, k) if s.func == "min" else lt(cur, xv, k)
+    take = z3.And(nn, z3.Or(isnull, better))
+    return FoldState(s.func, k, s.width, (z3.If(take, xv, cur), z3.And(isnull, z3.Not(nn))))
+
+
+def finalize(s: FoldState, bound: Optional[int] = None) -> V:
+    """The aggregate's value (``err``: a sum that overflows BIGINT under ANSI)."""
+    if s.func in ("count_star", "count"):
+        return V(s.parts[0], FALSE, "int", FALSE, BIGINT)
+    if not s.parts:
+        return NULL
+    if s.func == "sum":
+        tot, some = s.parts
+        w = BIGINT if s.kind == "int" else None
+        err = z3.And(some, out_of_range(tot, w)) if current().ansi else FALSE
+        return V(tot, z3.Not(some), s.kind, err, w)
+    if s.func == "avg":
+        tot, cnt = s.parts
+        if bound is not None:
+            # exact, linear division: the count is one of 1..bound
+            val = z3.RealVal(0)
+            for c in range(bound, 0, -1):
+                val = z3.If(cnt == c, tot / c, val)
+        else:
+            val = tot / z3.ToReal(cnt)
+        return V(val, cnt == 0, "real")
+    cur, isnull = s.parts
+    return V(cur, isnull, s.kind, FALSE, s.width)
+
+
+def state_eq(a: FoldState, b: FoldState) -> z3.BoolRef:
+    if (a.func, a.kind, len(a.parts)) != (b.func, b.kind, len(b.parts)):
+        return FALSE
+    return z3.And(*[x == y for x, y in zip(a.parts, b.parts)]) if a.parts else TRUE
+
+
+def arg_kind(pairs: Sequence[tuple[z3.BoolRef, V]]) -> tuple[Optional[str], Optional[int]]:
+    vals = [x for _, x in pairs if x is not None]
+    k = common_kind(vals)
+    ws = {x.width for x in vals if x.v is not None}
+    return k, (ws.pop() if len(ws) == 1 else None)
+
+
+def fold(func: str, pairs: Sequence[tuple[z3.BoolRef, Optional[V]]], bound: Optional[int] = None) -> V:
+    """The aggregate over (member, argument) pairs (bounded: one pair per row)."""
+    if func == "count_distinct":
+        return count_distinct(pairs)
+    k, w = arg_kind(pairs) if func != "count_star" else (None, None)
+    s = init(func, k, w)
+    for m, x in pairs:
+        s = step(s, m, x)
+    return finalize(s, bound if bound is not None else len(pairs))
+
+
+def _nn(m, x: V):
+    return z3.And(m, z3.Not(x.null)) if x.v is not None else FALSE
+
+
+def count_distinct(pairs: Sequence[tuple[z3.BoolRef, V]]) -> V:
+    terms = []
+    for j, (m, x) in enumerate(pairs):
+        seen = [z3.And(_nn(pairs[i][0], pairs[i][1]), not_distinct(pairs[i][1], x)) for i in range(j)]
+        terms.append(z3.And(_nn(m, x), z3.Not(z3.Or(*seen)) if seen else TRUE))
+    n = z3.Sum([z3.If(t, 1, 0) for t in terms]) if terms else z3.IntVal(0)
+    return V(n, FALSE, "int", FALSE, BIGINT)

@@ -1,0 +1,63 @@
+"""The symbolic instances the template proofs are about, read from the family registry
+(each family declares its own: ``Family.proof_instances()``, built with
+``superop.families.kit.symbolic``), and the program the runtime builds for one: the
+instance's SQL lowered by ``superop.ir.lower``, recognized by the registry's matching
+path (``superop.families.first_match``) and built by the family's template
+(``superop.families.build_program``).
+
+Pure glue: no Z3 (the runtime's trust check recomputes a certificate's program hash)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import families
+from ..families import Match
+from ..families.kit.family import ProofInstance
+from ..ir import lower
+from ..synth.dsl import Program
+
+
+def all_instances() -> list[ProofInstance]:
+    """Every family's symbolic instances, in registry order."""
+    return [i for fam in families.REGISTRY for i in fam.proof_instances()]
+
+
+def find(name: str) -> ProofInstance:
+    """The instance called ``name`` (``"DJ/left"``, ``"MJ/full/agg-left/min/residual"``)."""
+    fam = name.split("/", 1)[0]
+    try:
+        return families.get(fam).proof_instance(name)
+    except KeyError:
+        raise ValueError(f"no symbolic instance {name!r}") from None
+
+
+def find_by(family: str, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+            func: str = "min", part: str = "") -> ProofInstance:
+    """The instance of ``family`` for a join kind / aggregate side / function / branch
+    count (``part="residual"``: the Min & Join part with a join residual)."""
+    if family == "DU":
+        name = f"DU/{branches}"
+    elif family == "DJ":
+        name = f"DJ/{join_kind}"
+    elif family == "MJ":
+        name = f"MJ/{join_kind}/agg-{'left' if agg_left else 'right'}/{func}"
+    else:
+        name = family
+    return find(name + (f"/{part}" if part else ""))
+
+
+def match_of(inst: ProofInstance) -> Match:
+    """The instance's match: what the registry recognizes at the top of its plan."""
+    low = lower(inst.sql, inst.schema)
+    if not low.fully_lowered:
+        raise ValueError(f"instance {inst.name} does not lower: {low.opaque_reasons}")
+    m = families.first_match(low.plan)
+    if m is None or m.family != inst.family:
+        raise ValueError(f"instance {inst.name} is not a {inst.family} match")
+    return m
+
+
+def program_of(inst: ProofInstance) -> Program:
+    """The program the family's template builds for the instance (what the runtime runs
+    for every query the instance stands for)."""
+    return families.build_program(match_of(inst))

@@ -1,0 +1,154 @@
+"""The decision cache (superop.runtime.cache): hits, misses on a new catalog checksum and on
+new table statistics or a replaced view, new literals rendered into the same rewrite (the
+SQL equals a fresh rewrite of those literals), literal-sensitive decisions, bounds."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from .runtime_fixtures import TEST_CERT
+from superop.rules_out.catalog import make_catalog, make_rule
+from superop.runtime import SuperOpSession
+from superop.runtime.cache import Decision, DecisionCache, template_of
+from superop.sparkutil import bag
+
+DU_Q = ("SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
+        "UNION ALL SELECT a, count(*) AS t FROM ops WHERE d = 'x' GROUP BY a")
+
+
+def _hit(r) -> bool:
+    return r.timings_ms.get("cache_hit") == 1.0
+
+
+def test_templates_parameterize_only_comparison_operands():
+    t = template_of("SELECT a, round(s, 2) FROM ops WHERE b > 10 AND d IN ('x', 'y') AND c BETWEEN 1 AND 5 "
+                    "AND 1 = 1 GROUP BY 1 ORDER BY 2 LIMIT 7")
+    assert t.literals == ("10", "'x'", "'y'", "1", "5")
+    assert t.types == ("i", "s", "s", "i", "i")
+    # round's scale, the folded 1 = 1, ordinals and LIMIT stay in the key
+    for kept in ("ROUND(s, 2)", "1 = 1", "GROUP BY 1", "ORDER BY 2", "LIMIT 7"):
+        assert kept in t.key, (kept, t.key)
+    assert template_of(DU_Q.replace("b > 0", "b > 3")).key == template_of(DU_Q).key
+    # the sign belongs to the value: -100 is a parameter like 3 (Spark parses it as -(100))
+    neg = template_of(DU_Q.replace("b > 0", "b > -100"))
+    assert neg.key == template_of(DU_Q).key and neg.literals == ("-100", "'x'")
+    # Spark types -2147483648 as an int, 2147483648 as a bigint
+    assert template_of("SELECT * FROM t WHERE x > -2147483648").types == ("i",)
+    assert template_of("SELECT * FROM t WHERE x > 2147483648").types == ("l",)
+    # a literal of another type is another template (bigint vs int, decimal scale)
+    assert template_of(DU_Q.replace("b > 0", "b > 3000000000")).key != template_of(DU_Q).key
+    assert template_of("SELECT * FROM t WHERE x < 12.50").key != template_of("SELECT * FROM t WHERE x < 12.500").key
+    assert template_of("SELECT * FROM db1.t JOIN t2 ON 1 = 1").tables == ("db1.t", "t2")
+
+
+def test_hit_and_new_literals_render_the_same_rewrite(spark, ops, catalog):
+    so = SuperOpSession(spark, catalog, gate="exchanges")
+    # what the same rewrite generates for the new literals, decided afresh without the gate:
+    # over VALUES views Spark folds filters at planning time, so a literal that empties a
+    # branch (d = 'it\'s') changes the gate's plan comparison — the cache keeps the decision
+    # per template by design; what must never happen is serving another literal's SQL
+    fresh = SuperOpSession(spark, catalog, gate=False, cache=False)
+    r1 = so.rewrite(DU_Q)
+    assert r1.changed and not _hit(r1)
+    r2 = so.rewrite(DU_Q)
+    assert _hit(r2) and r2.sql == r1.sql and r2.applied == r1.applied
+    assert "cached decision" in r2.explanation
+    for b, d in ((3, "y"), (-100, "q"), (0, "it's")):
+        # Spark escapes a quote with a backslash ('it''s' is two adjacent literals, 'its')
+        q = DU_Q.replace("b > 0", f"b > {b}").replace("d = 'x'", "d = '" + d.replace("'", "\\'") + "'")
+        r = so.rewrite(q)
+        assert _hit(r), r.explanation
+        want = fresh.rewrite(q)
+        assert want.changed and want.applied == r.applied
+        assert r.sql == want.sql                       # never the SQL of another literal
+        assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
+    # an unchanged decision is cached too, and serves the caller's own text
+    u = "SELECT a, sum(s) FROM ops WHERE b > 1 GROUP BY a"
+    so.rewrite(u)
+    r = so.rewrite(u.replace("b > 1", "b > 2"))
+    assert _hit(r) and r.sql == u.replace("b > 1", "b > 2") and not r.changed
+
+
+def test_miss_on_a_new_catalog_checksum(spark, ops, catalog):
+    shared = DecisionCache()
+    a = SuperOpSession(spark, catalog, gate="exchanges", cache=shared)
+    assert not _hit(a.rewrite(DU_Q)) and _hit(a.rewrite(DU_Q))
+    other = make_catalog([make_rule("DU", certificates=[TEST_CERT])], version="other")
+    b = SuperOpSession(spark, other, gate="exchanges", cache=shared)
+    r = b.rewrite(DU_Q)
+    assert not _hit(r) and r.changed
+
+
+def test_miss_on_new_statistics_and_on_a_replaced_view(spark, ops, catalog):
+    spark.table("ops").write.mode("overwrite").saveAsTable("ops_cached")
+    try:
+        so = SuperOpSession(spark, catalog, gate="exchanges")
+        q = DU_Q.replace("FROM ops", "FROM ops_cached")
+        assert not _hit(so.rewrite(q)) and _hit(so.rewrite(q))
+        spark.sql("ANALYZE TABLE ops_cached COMPUTE STATISTICS")
+        assert not _hit(so.rewrite(q))                 # new statistics version
+        assert _hit(so.rewrite(q))
+    finally:
+        spark.sql("DROP TABLE IF EXISTS ops_cached")
+    spark.sql("CREATE OR REPLACE TEMP VIEW ops_v AS SELECT * FROM ops")
+    so = SuperOpSession(spark, catalog, gate="exchanges")
+    q = DU_Q.replace("FROM ops", "FROM ops_v")
+    assert not _hit(so.rewrite(q)) and _hit(so.rewrite(q))
+    spark.sql("CREATE OR REPLACE TEMP VIEW ops_v AS SELECT * FROM ops WHERE a IS NOT NULL")
+    r = so.rewrite(q)
+    assert not _hit(r)                                 # the view's plan identity changed
+    assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
+    spark.sql("DROP VIEW IF EXISTS ops_v")
+
+
+def test_miss_when_a_plan_setting_changes(spark, ops, catalog):
+    so = SuperOpSession(spark, catalog, gate="exchanges")
+    so.rewrite(DU_Q)
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try:
+        assert not _hit(so.rewrite(DU_Q))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "4")
+    assert _hit(so.rewrite(DU_Q))
+
+
+def test_literal_sensitive_decisions_are_cached_per_literal():
+    c = DecisionCache()
+    key = ("tpl", "cat", (), ())
+    c.put(key, Decision(True, label="x", literal_sensitive=True, literals=("1",)))
+    assert c.get(key, ("1",)).label == "x"
+    assert c.get(key, ("2",)) is None                  # another literal: decide again
+    c.put(key, Decision(False, literal_sensitive=True, literals=("2",)))
+    assert c.get(key, ("2",)).changed is False and c.get(key, ("1",)).changed is True
+
+
+def test_bounded_lru_and_thread_safe():
+    c = DecisionCache(maxsize=3)
+    for i in range(5):
+        c.put((i,), Decision(False, explanation=str(i)))
+    assert len(c) == 3 and c.get((0,), ()) is None and c.get((4,), ()).explanation == "4"
+    with ThreadPoolExecutor(4) as ex:
+        list(ex.map(lambda i: c.put((i % 7,), Decision(False)) or c.get((i % 5,), ()), range(400)))
+    assert len(c) <= 3
+
+
+def test_cached_path_skips_spark_planning(spark, ops, catalog):
+    so = SuperOpSession(spark, catalog, gate="exchanges")
+    so.rewrite(DU_Q)
+    r = so.rewrite(DU_Q.replace("b > 0", "b > 5"))
+    assert _hit(r) and "plan_original_ms" not in r.timings_ms and "gate_ms" not in r.timings_ms
+
+
+@pytest.mark.parametrize("gate", ["cost", "exchanges"])
+def test_cache_keeps_refusals(spark, ops, catalog, gate):
+    # a broadcast join leaves the Min & Join original with one shuffle: refused (exchanges),
+    # or priced (cost) — either way the second call is a hit with the same decision
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
+    try:
+        so = SuperOpSession(spark, catalog, gate=gate)
+        q = "SELECT o.a, o.s, m.mn FROM ops o JOIN (SELECT a, min(s) AS mn FROM ops GROUP BY a) m ON o.a = m.a"
+        r1, r2 = so.rewrite(q), so.rewrite(q)
+        assert _hit(r2) and r2.changed == r1.changed and r2.sql == r1.sql
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")

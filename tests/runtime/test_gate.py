@@ -1,0 +1,143 @@
+"""The cost gate (superop.runtime.cost): a rewrite the cost model calls slower is refused
+with the reason in the explanation, one it calls faster is applied; both keep the rows.
+
+The tables here are views over ``range(50 M)``: Spark reports their exact row counts in
+its plan statistics, so the gate prices them at production size while the test only
+plans them (nothing at that size runs). Results are checked on tiny data by re-pointing
+the same view name at the test's ops table."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from superop.runtime import SuperOpSession
+from superop.runtime.cost import CONSTANTS, FEATURES, PlanCost, estimate, judge, selectivity
+from superop.runtime.plan import analyze_plan, parse_explain
+from superop.sparkutil import bag
+
+BIG = 50_000_000
+DU_Q = ("SELECT a, sum(s) AS t FROM big GROUP BY a "
+        "UNION ALL SELECT a, count(*) AS t FROM big WHERE c < 5 GROUP BY a")
+MJ_Q = ("SELECT o.a, o.s, m.mn FROM big o JOIN (SELECT a, min(s) AS mn FROM big GROUP BY a) m "
+        "ON o.a = m.a")
+
+
+@pytest.fixture()
+def big(spark, ops):
+    spark.range(0, BIG, 1, 8).selectExpr(
+        "CAST(id % 5000000 AS INT) AS a", "CAST(id % 1000 AS INT) AS b", "CAST(id % 97 AS INT) AS c",
+        "CASE WHEN id % 7 < 3 THEN 'read' ELSE 'write' END AS d", "CAST(id % 100003 AS INT) AS s",
+    ).createOrReplaceTempView("big")
+    yield "big"
+    spark.sql("DROP VIEW IF EXISTS big")
+
+
+def _same_rows_on_tiny_data(spark, original: str, rewritten: str):
+    spark.sql("CREATE OR REPLACE TEMP VIEW big AS SELECT * FROM ops")
+    assert bag(spark.sql(rewritten).collect()) == bag(spark.sql(original).collect())
+
+
+def test_gate_applies_a_rewrite_its_cost_calls_faster(spark, catalog, big):
+    so = SuperOpSession(spark, catalog, cache=False)
+    r = so.rewrite(DU_Q)
+    assert r.changed and r.applied == ["du-2way"], r.explanation
+    assert "benefit gate (cost)" in r.explanation and "predicted" in r.explanation
+    [c] = r.candidates
+    assert c["predicted_speedup"] >= CONSTANTS.min_speedup
+    assert r.cost_after < r.cost_before
+    text = so.explain(DU_Q)
+    assert text.startswith("superop: rewritten") and "predicted cost" in text
+    _same_rows_on_tiny_data(spark, DU_Q, r.sql)
+
+
+def test_gate_refuses_a_rewrite_its_cost_calls_slower(spark, catalog, big):
+    so = SuperOpSession(spark, catalog, cache=False)
+    r = so.rewrite(MJ_Q)
+    # the window form shuffles, sorts and buffers all 50 M rows: refused, original kept
+    assert not r.changed and r.sql == MJ_Q and r.applied == [] and r.error is None
+    assert "benefit gate (cost)" in r.explanation and "predicted" in r.explanation
+    assert "window +" in r.explanation, r.explanation
+    [c] = r.candidates
+    assert c["predicted_speedup"] < CONSTANTS.min_speedup
+    assert c["exchanges"] < r.exchanges_before          # it would have saved a shuffle
+    text = so.explain(MJ_Q)
+    assert text.startswith("superop: unchanged") and "candidate mj-inner:" in text
+    # the exchange-counting gate would have applied it; gate=False applies any candidate
+    assert SuperOpSession(spark, catalog, gate="exchanges", cache=False).rewrite(MJ_Q).changed
+    r_off = SuperOpSession(spark, catalog, gate=False, cache=False).rewrite(MJ_Q)
+    assert r_off.changed
+    _same_rows_on_tiny_data(spark, MJ_Q, r_off.sql)
+    # keep unchanged through so.sql: the refused query runs as written
+    assert bag(so.sql(MJ_Q).collect()) == bag(spark.sql(MJ_Q).collect())
+
+
+def test_cost_features_from_explain_text():
+    text = """== Optimized Logical Plan ==
+Join Inner, (a#1 = a#5), Statistics(sizeInBytes=1.0 MiB)
+:- Relation [a#1,s#2] parquet, Statistics(sizeInBytes=1.0 MiB, rowCount=1.00E+4)
++- Aggregate [a#5], [a#5, min(s#6) AS mn#9], Statistics(sizeInBytes=1.0 KiB, rowCount=100)
+   +- Relation [a#5,s#6] parquet, Statistics(sizeInBytes=1.0 MiB, rowCount=1.00E+4)
+
+== Physical Plan ==
+AdaptiveSparkPlan isFinalPlan=false
++- SortMergeJoin [a#1], [a#5], Inner
+   :- Sort [a#1 ASC NULLS FIRST], false, 0
+   :  +- Exchange hashpartitioning(a#1, 4), ENSURE_REQUIREMENTS, [plan_id=1]
+   :     +- FileScan parquet [a#1,s#2] Batched: true, ReadSchema: struct<a:int,s:int>
+   +- Sort [a#5 ASC NULLS FIRST], false, 0
+      +- HashAggregate(keys=[a#5], functions=[min(s#6)], output=[a#5, mn#9])
+         +- Exchange hashpartitioning(a#5, 4), ENSURE_REQUIREMENTS, [plan_id=2]
+            +- HashAggregate(keys=[a#5], functions=[partial_min(s#6)], output=[a#5, min#10])
+               +- FileScan parquet [a#5,s#6] Batched: true, ReadSchema: struct<a:int,s:int>
+"""
+    info = parse_explain(text)
+    assert (info.exchanges, info.broadcasts, info.reused) == (2, 0, 0)
+    f = estimate(info).features
+    assert f["stages"] == 2
+    assert f["scan_bytes"] == 2 * 10_000 * (8 + 4 + 4)           # rowCount × (overhead + int + int)
+    # partial aggregate: 100 groups (Spark's CBO rowCount of the Aggregate) × 2 copies
+    assert f["shuffle_bytes"] == 10_000 * 16 + 200 * (8 + 4 + 8)   # key int + partial min (unknown: 8)
+    assert f["agg_rows"] == 10_000 + 200 and f["sort_rows"] == 10_000 + 100
+    assert f["join_rows"] == 10_000 + 100 and f["window_rows"] == 0
+
+
+def test_default_selectivity():
+    c = CONSTANTS
+    assert selectivity("isnotnull(a#1)") == 1.0
+    assert selectivity("((isnotnull(d#8) AND (d#8 = read)) AND isnotnull(a#5))") == c.sel_eq
+    assert selectivity("((d#3 = read) OR (d#3 = write))") == pytest.approx(1 - (1 - c.sel_eq) ** 2)
+    assert selectivity("coalesce((s#2 < 100), false)") == c.sel_range
+
+
+def test_plan_info_counts_exchanges_like_spark(spark, ops):
+    p = analyze_plan(spark, "SELECT a, sum(s) FROM ops GROUP BY a UNION ALL SELECT a, max(b) FROM ops GROUP BY a")
+    assert p.exchanges == 2 and p.columns == ["a", "sum(s)"] and p.types == ["int", "bigint"]
+    assert p.estimate.features["stages"] == 2 and p.cost > 0
+
+
+def test_the_sessions_constants_price_the_plans(spark, catalog, big):
+    # the constants a session is given are the ones its decision uses (costs and threshold)
+    strict = replace(CONSTANTS, min_speedup=50.0)
+    r = SuperOpSession(spark, catalog, cache=False, cost_constants=strict).rewrite(DU_Q)
+    assert not r.changed and "< 50x" in r.explanation, r.explanation
+    doubled = replace(CONSTANTS, **{k: 2 * getattr(CONSTANTS, k) for k in
+                                    ("query_s", "stage_s", "scan_byte_s", "shuffle_byte_s", "agg_row_s")})
+    r2 = SuperOpSession(spark, catalog, cache=False, cost_constants=doubled).rewrite(DU_Q)
+    base = SuperOpSession(spark, catalog, cache=False).rewrite(DU_Q)
+    assert r2.cost_before > base.cost_before
+
+
+def test_constants_that_would_apply_slower_rewrites_are_rejected():
+    with pytest.raises(ValueError, match="min_speedup"):
+        replace(CONSTANTS, min_speedup=0.9)
+    with pytest.raises(ValueError, match="window_row_s"):
+        replace(CONSTANTS, window_row_s=-1e-9)
+
+
+def test_a_plan_the_model_cannot_price_is_refused_and_assumptions_are_named():
+    zero = replace(CONSTANTS, **{k: 0.0 for k in ("query_s",) + tuple(FEATURES.values())})
+    unknown = PlanCost(features={}, total=0.0, notes=["no statistics for Scan: 1 row assumed"])
+    v = judge("x", unknown, unknown, zero)
+    assert not v.accepted and v.speedup is None
+    assert "no positive estimate" in v.reason and "1 row assumed" in v.reason
