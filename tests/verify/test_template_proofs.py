@@ -77,8 +77,8 @@ def _failed(r):
 
 
 def test_removing_the_key_not_null_guard_fails_the_proof(monkeypatch):
-    from superop.families import dj
-    monkeypatch.setattr(dj, "keys_not_null", lambda keys: None)
+    from superop.families.kit import program as kit_program   # DJ's join emits (join_tree_emits)
+    monkeypatch.setattr(kit_program, "keys_not_null", lambda keys: None)
     r = prove_template("DJ", join_kind="inner")
     assert r.status == "refuted" and "emit" in _failed(r)
     # ... and the bounded check of the same instance refutes it too
