@@ -210,6 +210,7 @@ _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], str, dict[str, Any]], .
     (32, (("", ""), ("σ", ""), ("π", "")), "inner", dict(note="3-way")),
     (33, (("σ", ""), ("", "ρ")), "left", dict(keys=("a", "d"), note="two keys")),
     (34, (("", "σ"), ("π", "")), "inner", dict(table="mailbox", keys=("mailboxguid",))),
+    (42, (("σ", "π"), ("σ", "")), "left", dict(dashboard=True, note="dashboard: one template, many runs")),
 )
 
 

@@ -162,6 +162,7 @@ _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], dict[str, Any]], ...] =
     (24, (("σ", ""), ("σ", "π"), ("ρ", ""), ("", "σ")), dict(note="4-way")),
     (25, (("", "σ"), ("σ", "ρ")), dict(cte_filter=True, note="shared filtered CTE input")),
     (26, (("σ", ""), ("π", "")), dict(keys=("a", "d"), note="two grouping keys")),
+    (41, (("σ", "π"), ("σ", "π")), dict(dashboard=True, note="dashboard: one template, many runs")),
 )
 
 

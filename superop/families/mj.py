@@ -341,6 +341,8 @@ _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], str, dict[str, Any]], .
     (39, (("", ""), ("", "σ")), "inner", dict(agg="MIN", extra_eq=True, note="arg-min rows")),
     (40, (("", ""), ("", "σ")), "inner", dict(table="mailbox", keys=("mailboxguid",), agg="MAX",
                                                agg_first=False)),
+    (43, (("σ", "π"), ("", "σ")), "inner", dict(agg="MAX", dashboard=True,
+                                               note="dashboard: one template, many runs")),
 )
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SuperopError
-from .selection import MIN_COST_SHARE, MIN_EXECUTIONS
+from .selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES
 
 
 def register(subparsers) -> None:
@@ -143,7 +143,7 @@ def _nightly(args, log, schema, column_map) -> int:
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
                     spark=_spark(args, "superop-nightly"), column_map=column_map,
                     progress=not args.quiet, register=not args.no_register,
-                    max_candidates=args.max_candidates)
+                    max_candidates=args.max_candidates, include_failed=args.include_failed)
     m = r.metrics
     if args.json:
         print(json.dumps({"catalog": str(r.catalog_path), "report": str(r.report_path),
@@ -152,7 +152,9 @@ def _nightly(args, log, schema, column_map) -> int:
                          indent=2, default=str))
         return 0
     print(f"{m.get('queries_read')} queries read ({m.get('malformed')} malformed), "
-          f"{m.get('templates')} templates, {m.get('candidates')} candidates; "
+          f"{m.get('templates')} templates, {m.get('candidates')} candidates ("
+          + ", ".join(f"{r.replace('_', '-')} {m.get('candidates_' + r, 0)}" for r in ROUTES)
+          + "); "
           f"{m.get('verified')} verified, {m.get('refuted')} refuted, {m.get('unknown')} unknown, "
           f"{m.get('no_program')} no program, {m.get('crashed')} crashed; "
           f"{m.get('patterns')} patterns -> {m.get('rules')} rules")

@@ -62,6 +62,13 @@ class Selection:
         from pyspark.sql import functions as F
         return F.col("templates") >= self.k if self.k is not None else self.cost_rule(total_cost)
 
+    def describe(self) -> str:
+        """One line for reports: the rule in words."""
+        if self.k is not None:
+            return f"templates: seen in >= {self.k} distinct templates"
+        return (f"cost: >= {self.min_executions} executions and >= "
+                f"{self.min_cost_share * 100:g}% of the log's summed duration")
+
     def as_dict(self) -> dict:
         return {"mode": self.mode, "k": self.k, "min_cost_share": self.min_cost_share,
                 "min_executions": self.min_executions}

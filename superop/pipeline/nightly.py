@@ -24,7 +24,9 @@ from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
 
-DEFAULTS = {"k": 2, "K": 4, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
+# k=None: candidates are selected by recurring cost (superop.mining.selection documents the
+# threshold); an int selects the classic way, seen in >= k distinct templates
+DEFAULTS: dict = {"k": None, "K": 4, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
 
 
 @dataclass
@@ -188,21 +190,24 @@ def _template_proofs(timeout_ms: int = 20000):
 
 
 def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
-                k: int = DEFAULTS["k"], K: int = DEFAULTS["K"],
+                k: Optional[int] = DEFAULTS["k"], K: int = DEFAULTS["K"],
                 synth_timeout_s: float = DEFAULTS["synth_timeout_s"],
                 verify_timeout_s: float = DEFAULTS["verify_timeout_s"], spark=None,
                 master: Optional[str] = None, column_map: Optional[dict] = None,
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
                 experiment: str = "superop-nightly", min_cost_share: Optional[float] = None,
-                min_executions: Optional[int] = None, share_window_s: Optional[float] = 300.0,
+                min_executions: Optional[int] = None, include_failed: bool = False,
+                share_window_s: Optional[float] = 300.0,
                 share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0) -> NightlyResult:
-    """``k``, ``min_cost_share``, ``min_executions``: candidate selection of the mining stage
-    (:func:`superop.mining.job.run_mining`; None = its default). ``share_window_s``: the log
+    """Run the nightly job on ``log_path`` into ``out_dir``. Selection of the mined candidates
+    (:class:`superop.mining.selection.Selection`): by recurring cost unless ``k`` is set;
+    ``min_cost_share`` / ``min_executions`` default to the documented thresholds. ``share_window_s``: the log
     windows in which work sharing across queries (``superop.share``) would have paid are
     reported (None: not computed); ``share_max_windows`` (the largest windows are kept) and
     ``share_budget_s`` (no new window is planned after it) bound that step's work."""
     from ..mining.job import run_mining
+    from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, Selection
     from ..storage import OutputSet, local_path
     from ..tracking import Tracker, store_for
     from ..rules_out.catalog import make_catalog, write_catalog
@@ -228,8 +233,12 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         outputs.discard()
         raise
     uri = tr.uri
-    params = {"log": str(log_path), "format": fmt, "k": k, "K": K,
-              "min_cost_share": min_cost_share, "min_executions": min_executions,
+    if min_cost_share is None:
+        min_cost_share = MIN_COST_SHARE
+    if min_executions is None:
+        min_executions = MIN_EXECUTIONS
+    selection = {"k": k, "min_cost_share": min_cost_share, "min_executions": min_executions}
+    params = {"log": str(log_path), "format": fmt, **selection, "K": K,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
     metrics: dict = {}
@@ -244,16 +253,17 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         t = time.perf_counter()
         _progress(show, "mine: reading and mining the log")
         child = tr.start("mine", parent)
-        tr.params(child, {"log": str(log_path), "format": fmt, "k": k})
+        tr.params(child, {"log": str(log_path), "format": fmt, **selection})
         tr.dataset(child, digest=log_hash, columns=_log_columns(), **_dataset_of(log_path))
-        selection = {a: v for a, v in (("min_cost_share", min_cost_share),
-                                       ("min_executions", min_executions)) if v is not None}
         mres = run_mining(log_path, out, fmt=fmt, schema=schema, k=k, spark=spark,
                           mlflow_run=False, column_map=column_map, progress=show, master=master,
-                          outputs=outputs, **selection)
+                          outputs=outputs, min_cost_share=min_cost_share, min_executions=min_executions,
+                          include_failed=include_failed)
         s = mres.summary
         m = {k2: s.get(k2) for k2 in ("queries_read", "malformed", "templates",
                                       "recurring_subplans", "candidates", "near_misses")}
+        # how the candidates recur: one template run many times, many templates, or both
+        m.update({f"candidates_{r}": n for r, n in s.get("candidates_by_route", {}).items()})
         m["seconds"] = round(time.perf_counter() - t, 3)
         m["unreadable_files"] = sum((s.get("files") or {}).get("unreadable", {}).values())
         _progress(show, f"mine: {m['queries_read']} queries read ({m['malformed']} malformed, "
@@ -363,6 +373,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         catalog_report = {
             "queries_read": s.get("queries_read"), "malformed": s.get("malformed"),
             "templates": s.get("templates"), "candidates": s.get("candidates"),
+            "selection": Selection(k, min_cost_share, min_executions).describe(),
+            **{f"candidates_{r}": n for r, n in (s.get("candidates_by_route") or {}).items()},
             "verified": ver_m["verified"], "refuted": ver_m["refuted"], "unknown": ver_m["unknown"],
             "no_program": synth_m["no_program"], "crashed": synth_m["crashed"], "rules": len(rules)}
         if sharing is not None:

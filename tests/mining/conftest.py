@@ -19,12 +19,13 @@ def truth():
 
 @pytest.fixture(scope="session")
 def bundled(spark, tmp_path_factory, seed_mlflow_db):
-    """The bundled log mined once (MLflow on, local SQLite store in the output dir)."""
+    """The bundled log mined once with the default selection (by recurring cost; MLflow on,
+    local SQLite store in the output dir)."""
     from superop.mining.job import run_mining
     from superop.workloads.loggen import BUNDLED_LOG
     out = tmp_path_factory.mktemp("mine_bundled")
     seed_mlflow_db(out / "mlflow.db")
-    return run_mining(BUNDLED_LOG, out, spark=spark, k=2, mlflow_run=True, progress=False)
+    return run_mining(BUNDLED_LOG, out, spark=spark, mlflow_run=True, progress=False)
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import pytest
 from superop.ir import lower
 from superop.mining.detect import detect, skeleton
 from superop.mining.job import CANDIDATE_COLUMNS, candidate_id, tracking_uri_for
+from superop.mining.selection import Selection
 from superop.workloads.loggen import mining_schema
 
 
@@ -23,6 +24,29 @@ def test_finds_every_planted_variant_with_exact_support(bundled, truth):
         assert (r["templates"], r["executions"]) == (v["templates"], v["executions"]), v
     # nothing else: no near-miss and no noise query became a candidate
     assert len(c) == len(truth["variants"])
+
+
+def test_dashboards_are_candidates_by_cost_and_not_by_k(bundled, truth):
+    """The planted dashboards (one template each, run many times with new literals) recur by
+    cost only: the default finds every one, the classic k=2 support rule keeps none."""
+    dash = [v for v in truth["variants"] if v["dashboard"]]
+    assert {v["family"] for v in dash} == {"DU", "DJ", "MJ"}
+    found = {key(r): r for r in bundled.candidates.to_dict("records")}
+    for v in dash:
+        r = found[key(v)]
+        assert (r["templates"], r["executions"]) == (1, truth["generator"]["dashboard_runs"])
+        assert r["route"] == "single_template"
+        assert r["cost_share"] >= Selection().min_cost_share
+        assert not Selection(k=2).keeps(r["templates"], r["executions"], r["cost_share"])
+    # every other planted variant comes from >= 2 templates, so k=2 would keep it as well
+    others = [r for r in found.values() if key(r) not in {key(v) for v in dash}]
+    assert len(others) == len(truth["variants"]) - len(dash)
+    assert all(Selection(k=2).keeps(r["templates"], r["executions"], r["cost_share"])
+               for r in others)
+    s = bundled.summary
+    assert s["selection"]["mode"] == "cost"
+    assert s["candidates_by_route"]["single_template"] == len(dash)
+    assert sum(s["candidates_by_route"].values()) == s["candidates"]
 
 
 def test_near_misses_are_reported_with_their_reason(bundled, truth):
@@ -59,7 +83,9 @@ def test_candidates_parquet_is_complete_and_reloadable(bundled):
     schema = mining_schema()
     for r in c.to_dict("records"):
         assert r["candidate_id"] == candidate_id(r["family"], r["join_kind"], r["shape"])
-        assert r["templates"] >= 2 and r["executions"] >= r["templates"]
+        # by cost: a dashboard is one template run many times
+        assert r["executions"] >= max(2, r["templates"]) and r["templates"] >= 1
+        assert (r["route"] == "single_template") == (r["templates"] == 1)
         assert r["cost_share"] == pytest.approx(r["cost_ms"] / bundled.summary["total_cost_ms"])
         # the example SQL re-lowers to one candidate of the same variant (what synth will do
         # with it); to_sql may fold σ/π/ρ into SELECT blocks, so only the skeleton is kept
@@ -69,7 +95,11 @@ def test_candidates_parquet_is_complete_and_reloadable(bundled):
             r["example_sql"]
         assert skeleton(r["example_shape"]) == r["skeleton"] == skeleton(r["shape"])
     rec = pd.read_parquet(bundled.out_dir / "recurring.parquet")
-    assert (rec["templates"] >= 2).all() and rec["fingerprint"].is_unique
+    # recurring by cost (the default): >= 2 runs and >= 0.5 % of the log's cost, from one
+    # template or many
+    total = bundled.summary["total_cost_ms"]
+    assert (rec["executions"] >= 2).all() and (rec["cost_ms"] >= 0.005 * total).all()
+    assert (rec["templates"] == 1).any() and rec["fingerprint"].is_unique
 
 
 def test_candidate_sql_is_valid_on_spark(bundled, tables_session):
@@ -84,7 +114,9 @@ def test_mlflow_run_logged_to_local_store(bundled, monkeypatch):
     run = client.get_run(bundled.mlflow_run_id)
     assert run.info.status == "FINISHED"
     assert run.data.metrics["candidates"] == len(bundled.candidates)
-    assert run.data.params["k"] == "2"
+    assert (run.data.params["k"], run.data.params["selection"]) == ("None", "cost")
+    assert run.data.metrics["candidates_route_single_template"] == \
+        bundled.summary["candidates_by_route"]["single_template"] == 3
     arts = {a.path for a in client.list_artifacts(bundled.mlflow_run_id)}
     assert {"summary.json", "candidates.parquet"} <= arts
 

@@ -3,6 +3,7 @@ import json
 from collections import Counter
 
 from superop.ir import lower, shape
+from superop.mining.normalize import normalize, template_id
 from superop.workloads.loggen import (LOG_SCHEMA, generate_log, generate_tables, load_truth,
                                       mining_schema)
 
@@ -24,7 +25,13 @@ def test_plants_every_family_kind_and_table2_shape():
     edges = {seg for v in vs for seg in v["shape"].strip("()∪⋈⟕⟖⟗⋉").replace(")", ",")
              .replace("(", ",").replace("|", ",").split(",") if len(seg.strip()) > 1}
     assert {"ρσπ", "σπ", "πσ", "ρπσ", "ρπ", "πρ"} <= {e.strip() for e in edges}
-    assert all(v["templates"] >= 2 and v["executions"] >= v["templates"] for v in vs)
+    assert all(v["templates"] >= 2 and v["executions"] >= v["templates"] for v in vs
+               if not v["dashboard"])
+    # one dashboard per family: a single template run dashboard_runs times
+    dash = [v for v in vs if v["dashboard"]]
+    assert sorted(v["family"] for v in dash) == ["DJ", "DU", "MJ"]
+    assert all((v["templates"], v["executions"]) == (1, g.truth["generator"]["dashboard_runs"])
+               for v in dash)
     nm = {n["reason"]: n for n in g.truth["near_misses"]}
     assert set(nm) == {"different_grouping_keys", "join_not_on_grouping_keys", "join_on_subset_of_keys",
                        "different_inputs", "filter_below_min_max", "aggregate_not_min_max",
@@ -55,6 +62,33 @@ def test_expected_shapes_agree_with_the_ir():
     schema = mining_schema()
     for v in t["variants"]:
         assert v["shape"] in shape(lower(v["example_sql"], schema).plan), v["variant_id"]
+
+
+def test_dashboards_leave_the_rest_of_the_log_unchanged():
+    """Dashboards come from their own random generators: without them the log's other lines
+    are the same statements (only timestamps move), so planting them shifts no other truth."""
+    def texts(lines):
+        out = []
+        for line in lines:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                out.append(line)
+                continue
+            out.append(rec.get("statement_text") if isinstance(rec, dict) else line)
+        return out
+    a, b = generate_log(400, seed=5), generate_log(400, seed=5, dashboard_runs=0)
+    runs = a.truth["generator"]["dashboard_runs"]
+    assert runs > 0 and len(a.lines) == len(b.lines) + 3 * runs
+    extra = Counter(texts(a.lines)) - Counter(texts(b.lines))
+    assert sum(extra.values()) == 3 * runs                  # b's lines are all in a
+    # ... and the extra ones are the three dashboards run with fresh literals
+    tid = lambda sql: template_id(normalize(sql))  # noqa: E731
+    dash = {tid(v["example_sql"]) for v in a.truth["variants"] if v["dashboard"]}
+    assert len(dash) == 3 and {tid(t) for t in extra} == dash
+    va = {v["variant_id"]: v for v in a.truth["variants"] if not v["dashboard"]}
+    vb = {v["variant_id"]: v for v in b.truth["variants"] if not v["dashboard"]}
+    assert va == vb
 
 
 def test_bundled_truth_is_consistent():

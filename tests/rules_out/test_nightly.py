@@ -101,6 +101,8 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     ds = [i.dataset for i in parent.inputs.dataset_inputs]
     assert len(ds) == 1 and ds[0].source_type == "spark"
     assert ds[0].digest in json.loads(nightly.catalog_path.read_text())["source"]["content_hash"]
+    # default selection: by recurring cost, not by k distinct templates
+    assert (parent.data.params["k"], parent.data.params["min_cost_share"]) == ("None", "0.005")
     kids = c.search_runs([parent.info.experiment_id],
                          filter_string=f"tags.mlflow.parentRunId = '{nightly.mlflow_run_id}'")
     names = sorted(r.info.run_name for r in kids)
@@ -110,6 +112,9 @@ def test_nightly_logs_parent_and_child_runs_and_registers_the_catalog(nightly):
     assert mine.data.metrics["queries_read"] == nightly.metrics["queries_read"] > 0
     # the HTML report is an artifact the MLflow UI renders
     assert "report.html" in {a.path for a in c.list_artifacts(nightly.mlflow_run_id)}
+    routes = ("single_template", "multi_template", "both")
+    assert sum(mine.data.metrics[f"candidates_{r}"] for r in routes) == \
+        mine.data.metrics["candidates"]
     assert nightly.registered_version is not None
     mv = c.get_model_version("superop-catalog", nightly.registered_version)
     cat = json.loads(nightly.catalog_path.read_text())

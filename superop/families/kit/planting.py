@@ -34,6 +34,9 @@ class ExampleSpec:
     extra_eq: bool = False              # ... and whether the join also equates the aggregate
     cte_filter: bool = False            # the shared input is a filtered CTE
     note: str = ""
+    # a dashboard: ONE template run many times with fresh literals. Only selection by
+    # recurring cost finds it (it is never seen in k >= 2 distinct templates).
+    dashboard: bool = False
 
 
 # how a planted query spells each join kind

@@ -49,10 +49,15 @@ class GeneratedLog:
 def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2, 5),
                  planted_fraction: float = 0.5, near_miss_fraction: float = 0.06,
                  junk_fraction: float = 0.03, failed_fraction: float = 0.03,
-                 start: Optional[datetime] = None, sink: Optional[Callable[[str], None]] = None
-                 ) -> GeneratedLog:
+                 start: Optional[datetime] = None, sink: Optional[Callable[[str], None]] = None,
+                 dashboard_runs: Optional[int] = None) -> GeneratedLog:
     """A query log of about ``n_queries`` lines (JSON objects, one per line) and its truth.
-    With ``sink`` every line is handed to it (streaming, for large logs) instead of kept."""
+    With ``sink`` every line is handed to it (streaming, for large logs) instead of kept.
+    Each planted dashboard (``ExampleSpec.dashboard``: one template) runs ``dashboard_runs``
+    times (default: n_queries / 75, 40 in the bundled log's 3000) on top of the
+    ``n_queries``, at random places, always successfully."""
+    if dashboard_runs is None:
+        dashboard_runs = max(2, n_queries // 75)
     rng = random.Random(seed)
     start = start or datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -67,7 +72,7 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
             "reason": reason.value, "description": desc, "templates": 0, "executions": 0,
             "_keys": []})
 
-    for spec in planted_examples():
+    def variant_entry(spec: ExampleSpec) -> dict:
         fam = get(spec.family)
         expected = fam.expected(spec)
         also = tuple(near_entry(fam, e.reason, e.reason.text)["near_miss_id"]
@@ -80,11 +85,21 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
                 "variant_id": f"{fam.name}-{len(variants) + 1:02d}", "family": fam.name,
                 "join_kind": cand.join_kind, "shape": cand.shape, "n_inputs": cand.n_inputs,
                 "table2": [], "notes": [], "agg": spec.agg, "table": spec.table,
-                "templates": 0, "executions": 0, "failed": 0, "_keys": []}
+                "dashboard": spec.dashboard, "templates": 0, "executions": 0, "failed": 0,
+                "_keys": [], "_also": also}
         if spec.table2:
             v["table2"].append(spec.table2)
         if spec.note:
             v["notes"].append(spec.note)
+        return v
+
+    dashboards = [s for s in planted_examples() if s.dashboard]
+    for spec in planted_examples():
+        if spec.dashboard:      # drawn from their own generator below: the rest of the log
+            continue            # stays exactly what it was before dashboards were planted
+        fam = get(spec.family)
+        v = variant_entry(spec)
+        also = v["_also"]
         lo, hi = templates_per_variant
         want = rng.randint(lo, hi)
         seen = set(v["_keys"])
@@ -121,6 +136,19 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
 
     planted_t = [t for t in templates if t.kind == "variant"]
     near_t = [t for t in templates if t.kind == "near_miss"]
+    dash_rng = random.Random(seed + 2)
+    dash_t = []
+    for spec in dashboards:
+        v = variant_entry(spec)
+        # a dashboard is plain aggregates: redraw a COUNT(DISTINCT), which is buffering and
+        # not admitted yet (issue 12 §2), so each dashboard can become its family's rule
+        for _ in range(40):
+            kit = Kit.for_spec(spec, dash_rng)
+            sql = get(spec.family).plant(spec, kit)
+            if "DISTINCT" not in sql.upper():
+                break
+        dash_t.append(Template(sql, kit.slots, v["variant_id"], "variant", v["_also"]))
+    templates += dash_t
 
     # -- executions -------------------------------------------------------------------------
     n_junk = max(1, int(n_queries * junk_fraction))
@@ -151,7 +179,33 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
     junk_at = set(rng.sample(range(len(picks) + n_junk), n_junk))
     pi = 0
     total = len(picks) + n_junk
+    # dashboard runs land between the other lines, drawn from their own generators
+    dash_at: dict[int, list[Template]] = {}
+    for t in dash_t:
+        for p in dash_rng.choices(range(total + 1), k=dashboard_runs):
+            dash_at.setdefault(p, []).append(t)
+    dash_exec = random.Random(seed + 3)
+
+    def account(t: Template, status: str) -> None:
+        for gid in (t.group, *t.also):
+            if gid not in groups:
+                continue
+            g = groups[gid]
+            if status == "FINISHED":
+                g["executions"] += 1
+                tkeys_seen.setdefault(gid, set()).add(t.key)
+            else:
+                g["failed"] = g.get("failed", 0) + 1
+
+    def run_dashboards(pos: int) -> None:
+        nonlocal clock
+        for t in dash_at.get(pos, ()):
+            clock += timedelta(milliseconds=dash_exec.randint(50, 4000))
+            emit(json.dumps(_row(dash_exec, t.render(dash_exec), clock, "FINISHED", users, 6.0)))
+            account(t, "FINISHED")
+
     for pos in range(total):
+        run_dashboards(pos)
         clock += timedelta(milliseconds=exec_rng.randint(50, 4000))
         if pos in junk_at:
             r = exec_rng.random()
@@ -166,23 +220,18 @@ def generate_log(n_queries: int = 3000, seed: int = 7, templates_per_variant=(2,
         sql = t.render(exec_rng)
         heavy = 1.0 if t.kind == "noise" else 6.0
         emit(json.dumps(_row(exec_rng, sql, clock, status, users, heavy)))
-        for gid in (t.group, *t.also):
-            if gid not in groups:
-                continue
-            g = groups[gid]
-            if status == "FINISHED":
-                g["executions"] += 1
-                tkeys_seen.setdefault(gid, set()).add(t.key)
-            else:
-                g["failed"] = g.get("failed", 0) + 1
+        account(t, status)
+    run_dashboards(total)
     for gid, g in groups.items():
         g["templates"] = len(tkeys_seen.get(gid, ()))
         g["example_sql"] = next((t.render(random.Random(0)) for t in templates
                                  if t.group == gid or gid in t.also), "")
         g.pop("_keys", None)
+        g.pop("_also", None)
     truth = {
-        "generator": {"n_queries": n_queries, "seed": seed, "version": 1},
-        "lines": total,
+        "generator": {"n_queries": n_queries, "seed": seed, "version": 2,
+                      "dashboard_runs": dashboard_runs},
+        "lines": total + len(dash_t) * dashboard_runs,
         "junk_lines": n_junk,
         "failed_statements": n_failed,
         "variants": sorted(variants.values(), key=lambda v: v["variant_id"]),
