@@ -101,14 +101,19 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
         # example query around it; its SQL is what the certificate re-checks. A source that
         # is not a table (a join with dimensions, a union) is read as one table of its
         # columns: the program reads the source's rows, and a check for every such table
-        # covers the rows the source produces.
+        # covers the rows the source produces — unless the family needs what the source
+        # computes to recognize the sub-plan (a neighbour self-join's ranked view
+        # establishes the row numbers its program assumes): then the sub-plan is kept whole
+        # and the synthesizer's family route reads the source as a table under those
+        # preconditions.
         target, tschema = low.plan, schema
         if m is not None:
             from ..families.kit.diamond import over_source
             from ..ir import Scan
             target = m.root
             src = None if isinstance(m.source, Scan) else over_source(m.root, m.source)
-            if src is not None:
+            again_src = None if src is None else first_match(src[0], finished=True)
+            if src is not None and again_src is not None and again_src.family == m.family:
                 target, tschema = src
                 out.schema = tschema
             out.sql = to_sql(target)

@@ -123,3 +123,18 @@ def test_the_bounded_check_refutes_a_program_with_the_wrong_offset():
     flipped = replace(m.program, neighbours=tuple(replace(n, offset=-n.offset) for n in m.program.neighbours))
     r = check_equivalence(sub, flipped, K=3, timeout_ms=60000)
     assert r.status == "refuted", r.reason
+
+
+def test_the_nightly_carries_the_variant_into_its_pattern():
+    """The nightly's outcome of a mined NB sub-query is verified and records the point's
+    variant (the rank offsets), so the rule it generalizes to admits only that variant."""
+    from superop.pipeline.nightly import synthesize_candidate
+    from superop.pipeline.records import MinedCandidate
+    sql = NB_QUERIES[2].format(t="ops")
+    m = families.first_match(lower(sql, SCHEMA).plan, finished=True)
+    assert m is not None
+    variant = families.get("NB").point(m).variant
+    o = synthesize_candidate(MinedCandidate("c1", "NB", "", "", sql, 1, 1, 1.0), SCHEMA, K=3,
+                             synth_timeout_s=60, verify_timeout_s=30)
+    assert o.verified, o.reason
+    assert variant and o.variant == variant
