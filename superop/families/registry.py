@@ -6,14 +6,18 @@ from __future__ import annotations
 
 from .dj import DJ
 from .du import DU
+from .ga import GA
 from .kit.family import Family
 from .mj import MJ
+from .nb import NB
 from .pivot import PJ
 
 REGISTRY: tuple[Family, ...] = (
     DU,      # diamond-union-all  (du.py)
+    GA,      # global-aggregate-diamond (ga.py; before DJ, which calls these a near-miss)
     DJ,      # diamond-join       (dj.py)
     MJ,      # min-join           (mj.py)
+    NB,      # neighbour-self-join (nb.py)
     PJ,      # pivot-join         (pivot.py)
 )
 

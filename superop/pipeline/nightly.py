@@ -101,14 +101,19 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
         # example query around it; its SQL is what the certificate re-checks. A source that
         # is not a table (a join with dimensions, a union) is read as one table of its
         # columns: the program reads the source's rows, and a check for every such table
-        # covers the rows the source produces.
+        # covers the rows the source produces — unless the family needs what the source
+        # computes to recognize the sub-plan (a neighbour self-join's ranked view
+        # establishes the row numbers its program assumes): then the sub-plan is kept whole
+        # and the synthesizer's family route reads the source as a table under those
+        # preconditions.
         target, tschema = low.plan, schema
         if m is not None:
             from ..families.kit.diamond import over_source
             from ..ir import Scan
             target = m.root
             src = None if isinstance(m.source, Scan) else over_source(m.root, m.source)
-            if src is not None:
+            again_src = None if src is None else first_match(src[0], finished=True)
+            if src is not None and again_src is not None and again_src.family == m.family:
                 target, tschema = src
                 out.schema = tschema
             out.sql = to_sql(target)
@@ -134,6 +139,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
                 out.edges_written = merge_edges(out.edges, edges_from_shape(c.shape, again.family))
                 out.aggregates, out.branches = list(point.aggregates), point.branches
                 out.agg_side, out.join_kind = point.agg_side, again.join_kind
+                out.variant = point.variant
     except Exception as e:  # one candidate never kills the run
         out.status, out.reason = OutcomeStatus.CRASHED, f"{type(e).__name__}: {e}"
         out.traceback = traceback.format_exc(limit=5)
@@ -349,8 +355,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
                 edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
                 branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
-                aggregates=o.aggregates, memory=o.memory or "streaming", program=o.program,
-                pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s),
+                aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
+                program=o.program, pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s),
                 distinct_queries=o.support.templates, executions=o.support.executions,
                 cost_share=o.support.cost_share, template_ids=o.template_ids))
         rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))

@@ -78,6 +78,7 @@ class Outcome:
     aggregates: list[str] = field(default_factory=list)
     branches: int = 2
     agg_side: Optional[str] = None
+    variant: str = ""                    # the point's Covers.variant (e.g. NB's rank offsets)
     traceback: Optional[str] = None
     support: Optional[Support] = None
     template_ids: list[str] = field(default_factory=list)

@@ -48,7 +48,8 @@ def _maximal_points(rec: Covers) -> list[Covers]:
     kinds: list[tuple[str, ...]] = [(k,) for k in rec.join_kinds] or [()]
     aggs = fam.maximal_aggregate_sets(rec.aggregates) if rec.aggregates else [frozenset()]
     return [Covers.make(rec.family, join_kinds=k, branches=rec.branches, agg_side=rec.agg_side,
-                        aggregates=a, edges=rec.edges) for k, a in itertools.product(kinds, aggs)]
+                        aggregates=a, edges=rec.edges, variant=rec.variant)
+            for k, a in itertools.product(kinds, aggs)]
 
 
 def coverage_problems(rule: dict[str, Any]) -> list[str]:

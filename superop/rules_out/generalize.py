@@ -52,13 +52,16 @@ class Pattern:
     first_seen: Optional[str] = None
     last_seen: Optional[str] = None
     template_ids: list[str] = field(default_factory=list)
+    join_kinds: Optional[list[str]] = None       # several join kinds (a tree); default [join_kind]
+    variant: str = ""                      # Covers.variant of the pattern (e.g. rank offsets)
 
     @property
     def point(self) -> Covers:
         """The pattern as a covers record (what its bounded certificate covers)."""
-        return Covers.make(self.family, join_kinds=[self.join_kind] if self.join_kind else [],
+        kinds = self.join_kinds if self.join_kinds is not None else ([self.join_kind] if self.join_kind else [])
+        return Covers.make(self.family, join_kinds=kinds,
                            branches=self.branches, agg_side=self.agg_side.value if self.agg_side else None,
-                           aggregates=self.aggregates, edges=self.edges)
+                           aggregates=self.aggregates, edges=self.edges, variant=self.variant)
 
     @property
     def skeleton(self) -> Skeleton:

@@ -7,6 +7,11 @@
   single emit is a ``WHERE``; several become
   ``inline(filter(array(struct(guard, outputs...), ...), x -> x.guard))`` — 0..n rows
   per group from one pass.
+* No keys (global aggregates): the same without ``GROUP BY`` — exactly one row, also over
+  an empty input, as the DSL's one keyless partition (a flag's ``count(..) > 0`` or
+  ``min/max(..) IS NOT NULL`` is FALSE, not NULL, over no rows).
+* Neighbours (``nb.*``): ``lag(arg, k)`` / ``lead(arg, k) OVER (PARTITION BY keys ORDER BY
+  sort)`` — the same partitioning as every other window, so still one exchange.
 * Row emits (MJ): window aggregates ``f(CASE WHEN guard THEN arg END) OVER (PARTITION BY
   keys)`` (final values; *running* values ``ORDER BY sort ROWS UNBOUNDED PRECEDING`` when a
   streaming program's row emits read the state), one output row per input row from the
@@ -347,20 +352,26 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
         raise ValueError("output_types must give one type per output column")
     if not program.partition_emits and not program.row_emits:
         return _empty(program, types)
-    if not program.keys:
-        raise NoNativeForm("a program without partition keys")
     nm = _names = _Names(program)
     keys = ", ".join(_q(k) for k in program.keys)
+    keyless = not program.keys
+    if keyless and program.row_emits and program.partition_emits:
+        # the keyless partition exists over an empty input, a window has no row there
+        raise NoNativeForm("a keyless program with both row and partition emits")
 
     if not program.row_emits:
-        # --- one GROUP BY with guarded aggregates, then guarded emission ---
+        # --- one GROUP BY with guarded aggregates, then guarded emission (no keys: a
+        # global aggregate, one row even over an empty input) ---
         items = [_q(k) for k in program.keys]
         for a in program.accumulators:
             items.append(f"{_agg_sql(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref))} AS {nm.acc[a.name]}")
         accs = [(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)) for a in program.accumulators]
         for f in program.flags:
             items.append(f"{_flag_sql(_subst(f.guard, _row_ref), accs)} AS {nm.flag[f.name]}")
-        inner = f"SELECT {', '.join(items)} FROM {src_item} GROUP BY {keys}"
+        if not items:
+            items.append(f"count(1) AS {P}rows")          # a SELECT needs an item
+        group = f" GROUP BY {keys}" if keys else ""
+        inner = f"SELECT {', '.join(items)} FROM {src_item}{group}"
 
         part_map = nm.partition_ref
         cells = _emit_outputs(program, program.partition_emits, types, part_map)
@@ -377,11 +388,18 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
     running = program.memory == STREAMING and bool(used_in_rows)
     if running and not program.sort:
         raise NoNativeForm("a streaming program whose row emits read state needs a sort order")
-    over_final = f"OVER (PARTITION BY {keys})"
+    part = f"PARTITION BY {keys}" if keys else ""
+    over_final = f"OVER ({part})"
     order = ", ".join(f"{_q(k.column)} {'ASC' if k.ascending else 'DESC'} NULLS {'FIRST' if k.nulls_first else 'LAST'}"
                       for k in program.sort)
-    over_run = f"OVER (PARTITION BY {keys} ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    over_run = f"OVER ({part} ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    over_sorted = f"OVER ({part} ORDER BY {order})"
     items = [f"{P}src.*"]
+    nb_col = {}
+    for n in program.neighbours:
+        nb_col[n.name] = f"{P}n_{n.name}"
+        fn = "lag" if n.offset < 0 else "lead"
+        items.append(f"{fn}({_s(_subst(n.arg, _row_ref))}, {abs(n.offset)}) {over_sorted} AS {nb_col[n.name]}")
     run_acc, run_flag = {}, {}
     for a in program.accumulators:
         arg, guard = _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)
@@ -403,6 +421,8 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
     def row_map(ns, name):
         if ns in ("row", "key"):
             return _col(name)
+        if ns == "nb":
+            return _col(nb_col[name])
         if ns == "acc":
             return _col(run_acc.get(name, nm.acc[name]))
         if ns == "flag":

@@ -83,7 +83,8 @@ class Match:
         return self.instance.source
 
     def describe(self) -> str:
-        return f"{self.rule_id} at {self.family} {self.instance.join_kind or 'union all'} over {self.source.op}"
+        core = self.instance.join_kind or families.get(self.family).core_name
+        return f"{self.rule_id} at {self.family} {core} over {self.source.op}"
 
 
 class _Rule:

@@ -1,7 +1,11 @@
 """The super-operator DSL: the programs of the paper's Fig. 7-12 as data.
 
 A program reads ONE input relation (the shared source of the sub-plan) and runs per
-partition (rows with equal ``keys``; NULL keys form their own partition, as GROUP BY):
+partition (rows with equal ``keys``; NULL keys form their own partition, as GROUP BY).
+A program without keys (``keys == ()``) has exactly ONE partition, the whole input, and
+that partition exists even when the input is empty — as ``GROUP BY ()``: a global
+aggregate yields one row over no rows (count 0, sum/min/max/avg NULL). A keyed program
+has one partition per distinct key and none over an empty input.
 
 1. ``sort``   – optional order of the rows within the partition.
 2. fold       – every :class:`Accumulator` folds the rows where its ``guard`` is TRUE
@@ -12,9 +16,26 @@ partition (rows with equal ``keys``; NULL keys form their own partition, as GROU
                 is TRUE (UNION ALL branches, join outputs); :class:`RowEmit`: once per row
                 in sort order (join-back outputs).
 
+Neighbours. A :class:`Neighbour` ``nb.<name>`` is, for the current row, the value of its
+``arg`` on the row ``offset`` positions away in the partition's sort order (negative:
+before, positive: after), NULL when the partition has no such row — SQL's LAG / LEAD over
+``PARTITION BY keys ORDER BY sort``. Row emits may read it. Positions need a sort order
+that is total within each partition; ties are broken by input order in the reference
+semantics, while Spark's LAG/LEAD break them arbitrarily, so a program reading neighbours
+is only meaningful on inputs whose sort columns are unique per partition — which a
+:class:`RowNumber` precondition states. A presence marker is a neighbour whose ``arg`` is
+TRUE: it is NULL exactly when there is no such row (a neighbour's value may be NULL too).
+
+Preconditions. ``requires`` lists properties of the INPUT the program's equivalence with
+its sub-plan relies on (:class:`RowNumber`: a column numbers the rows of each partition
+1..n). They do not change what the program computes; the verifier proves equivalence
+for every input that satisfies them, the reference interpreter refuses an input that
+does not, and the family that built the program must establish them for the source it
+runs on (e.g. a ``row_number()`` of that source).
+
 Names inside expressions (sqlglot) are qualified by their namespace:
 ``row.<col>`` an input column of the current row, ``key.<col>`` a partition key,
-``acc.<name>`` an accumulator, ``flag.<name>`` a flag.
+``acc.<name>`` an accumulator, ``flag.<name>`` a flag, ``nb.<name>`` a neighbour.
 
 Memory class. ``streaming`` means a :class:`RowEmit` sees the accumulators' *running*
 values (folded up to and including the current row): the program needs constant state
@@ -54,7 +75,7 @@ from sqlglot import exp
 from ..ir.dialect import DIALECT
 
 AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct")
-NAMESPACES = ("row", "key", "acc", "flag")
+NAMESPACES = ("row", "key", "acc", "flag", "nb")
 STREAMING, BUFFERING = "streaming", "buffering"
 
 
@@ -130,6 +151,35 @@ class Flag:
 
 
 @dataclass(frozen=True)
+class Neighbour:
+    """``nb.<name>``: ``arg`` (over row.*) on the row ``offset`` positions away in the
+    partition's sort order (< 0: before, as LAG; > 0: after, as LEAD); NULL if none."""
+    name: str
+    offset: int
+    arg: exp.Expression
+
+    def __post_init__(self):
+        if not isinstance(self.offset, int) or self.offset == 0:
+            raise ValueError("a neighbour's offset is a non-zero integer")
+
+    def pretty(self) -> str:
+        fn = "lag" if self.offset < 0 else "lead"
+        return f"{self.name} = {fn}({_sql(self.arg)}, {abs(self.offset)})"
+
+
+@dataclass(frozen=True)
+class RowNumber:
+    """Precondition on the input: within every partition on ``partition`` (NULL-safe, as
+    the program's keys), ``column`` takes the values 1..n once each (n = the partition's
+    row count) — it numbers the rows, as ``row_number()`` does."""
+    column: str
+    partition: tuple[str, ...]
+
+    def pretty(self) -> str:
+        return f"requires {self.column} = row number within ({', '.join(self.partition)})"
+
+
+@dataclass(frozen=True)
 class PartitionEmit:
     guard: Optional[exp.Expr]            # over key.*, acc.*, flag.*
     outputs: tuple[exp.Expr, ...]
@@ -168,13 +218,18 @@ class Program:
     sort: tuple[SortKey, ...] = ()
     memory: str = STREAMING
     output_types: tuple[str, ...] = ()          # optional Spark types, for NULL outputs
+    neighbours: tuple[Neighbour, ...] = ()      # nb.* (LAG / LEAD in sort order)
+    requires: tuple[RowNumber, ...] = ()        # preconditions on the input
 
     def __post_init__(self):
         if self.memory not in (STREAMING, BUFFERING):
             raise ValueError(f"memory class must be {STREAMING} or {BUFFERING}")
-        names = [a.name for a in self.accumulators] + [f.name for f in self.flags]
+        names = [a.name for a in self.accumulators] + [f.name for f in self.flags] + \
+            [n.name for n in self.neighbours]
         if len(set(names)) != len(names):
-            raise ValueError("accumulator/flag names must be unique")
+            raise ValueError("accumulator/flag/neighbour names must be unique")
+        if self.neighbours and not self.sort:
+            raise ValueError("neighbours need a sort order (positions in the partition)")
         for em in self.partition_emits + self.row_emits:
             if len(em.outputs) != len(self.output):
                 raise ValueError("every emit must produce one value per output column")
@@ -183,7 +238,7 @@ class Program:
     def size(self) -> int:
         """A size measure for smallest-first search: statements + expression nodes."""
         n = len(self.accumulators) + len(self.flags) + len(self.partition_emits) + len(self.row_emits)
-        n += len(self.sort)
+        n += len(self.sort) + len(self.neighbours)
         for a in self.accumulators:
             n += sum(1 for _ in a.arg.walk()) if a.arg is not None else 0
             n += sum(1 for _ in a.guard.walk()) if a.guard is not None else 0
@@ -201,6 +256,10 @@ class Program:
             lines.append("  " + a.pretty())
         for f in self.flags:
             lines.append("  " + f.pretty())
+        for nb in self.neighbours:
+            lines.append("  " + nb.pretty())
+        for c in self.requires:
+            lines.append("  " + c.pretty())
         for r in self.row_emits:
             lines.append("  " + r.pretty())
         for p in self.partition_emits:
@@ -209,7 +268,7 @@ class Program:
 
     def to_json(self) -> dict:
         s = lambda x: None if x is None else x.sql(dialect=DIALECT)  # noqa: E731
-        return {
+        out = {
             "keys": list(self.keys), "output": list(self.output),
             "output_types": list(self.output_types), "memory": self.memory,
             "sort": [{"column": k.column, "ascending": k.ascending, "nulls_first": k.nulls_first}
@@ -222,6 +281,12 @@ class Program:
             "row_emits": [{"guard": s(r.guard), "outputs": [s(o) for o in r.outputs]}
                           for r in self.row_emits],
         }
+        # new constructs only when used: the JSON (and hash) of every other program is unchanged
+        if self.neighbours:
+            out["neighbours"] = [{"name": n.name, "offset": n.offset, "arg": s(n.arg)} for n in self.neighbours]
+        if self.requires:
+            out["requires"] = [{"row_number": c.column, "partition": list(c.partition)} for c in self.requires]
+        return out
 
     @staticmethod
     def from_json(d: dict) -> "Program":
@@ -238,4 +303,7 @@ class Program:
                                   for x in d.get("partition_emits", ())),
             row_emits=tuple(RowEmit(p(x.get("guard")), tuple(e(o) for o in x["outputs"]))
                             for x in d.get("row_emits", ())),
+            neighbours=tuple(Neighbour(n["name"], int(n["offset"]), e(n["arg"]))
+                             for n in d.get("neighbours", ())),
+            requires=tuple(RowNumber(c["row_number"], tuple(c["partition"])) for c in d.get("requires", ())),
         )

@@ -3,9 +3,12 @@ a pandas DataFrame (or plain rows) with SQL NULL semantics.
 
     run_program(program, df) -> list[tuple]
 
-Steps, per partition (equal ``program.keys``; NULL keys form one partition, as GROUP BY):
+Steps, per partition (equal ``program.keys``; NULL keys form one partition, as GROUP BY;
+no keys: one partition, the whole input, even when it is empty):
 sort (stable, NULLS FIRST/LAST as stated), fold accumulators and flags over the rows
-where their guard is TRUE, then emit. A ``RowEmit`` sees the *running* state (folded up
+where their guard is TRUE, then emit. A neighbour ``nb.x`` of a row is its ``arg`` on the
+row ``offset`` positions away in the sorted partition (NULL if none). An input that
+violates the program's ``requires`` raises :class:`ProgramError`. A ``RowEmit`` sees the *running* state (folded up
 to and including the current row) when the program is ``streaming`` and the *final*
 state when it is ``buffering``; a ``PartitionEmit`` always sees the final state.
 This is the executable meaning of a program: tests and CEGIS compare it against the
@@ -117,6 +120,11 @@ class Compiled:
         self.key_pos = {k.lower(): i for i, k in enumerate(program.keys)}
         self.acc_pos = {a.name.lower(): i for i, a in enumerate(program.accumulators)}
         self.flag_pos = {f.name.lower(): i for i, f in enumerate(program.flags)}
+        self.nb_pos = {n.name.lower(): i for i, n in enumerate(program.neighbours)}
+        for c in program.requires:
+            for col in (c.column, *c.partition):
+                if col.lower() not in self.col_index:
+                    raise ProgramError(f"required column {col} not in the input")
         for s in program.sort:
             if s.column.lower() not in self.col_index:
                 raise ProgramError(f"sort column {s.column} not in the input")
@@ -126,16 +134,17 @@ class Compiled:
                             for a in program.accumulators]
             self.acc_guard = [self._c(a.guard, row_only) for a in program.accumulators]
             self.flag_guard = [self._c(f.guard, row_only) for f in program.flags]
+            self.nb_arg = [self._c(n.arg, row_only) for n in program.neighbours]
             pns = ("key", "acc", "flag")
             self.pemits = [(self._c(em.guard, pns), [self._c(o, pns) for o in em.outputs])
                            for em in program.partition_emits]
-            rns = ("row", "key", "acc", "flag")
+            rns = ("row", "key", "acc", "flag", "nb")
             self.remits = [(self._c(em.guard, rns), [self._c(o, rns) for o in em.outputs])
                            for em in program.row_emits]
         except EvalError as e:
             raise ProgramError(str(e)) from None
 
-    # env = (row, keyvals, accvals, flagvals)
+    # env = (row, keyvals, accvals, flagvals, neighbour values)
     def _c(self, e, allowed):
         if e is None:
             return None
@@ -160,6 +169,11 @@ class Compiled:
                     raise ProgramError(f"unknown accumulator {col.sql()}")
                 i = self.acc_pos[name]
                 return lambda env: env[2][i]
+            if ns == "nb":
+                if name not in self.nb_pos:
+                    raise ProgramError(f"unknown neighbour {col.sql()}")
+                i = self.nb_pos[name]
+                return lambda env: env[4][i]
             if name not in self.flag_pos:
                 raise ProgramError(f"unknown flag {col.sql()}")
             i = self.flag_pos[name]
@@ -187,8 +201,31 @@ class Compiled:
             return 0
         return sorted(rows, key=functools.cmp_to_key(cmp))
 
+    def _check_requires(self, rows: list[tuple]) -> None:
+        """The input must satisfy every :class:`RowNumber` precondition."""
+        for c in self.p.requires:
+            ci = self.col_index[c.column.lower()]
+            pi = [self.col_index[x.lower()] for x in c.partition]
+            groups: dict[tuple, list] = {}
+            for r in rows:
+                groups.setdefault(tuple(r[i] for i in pi), []).append(r[ci])
+            for g, vals in groups.items():
+                if sorted(v for v in vals if v is not None) != list(range(1, len(vals) + 1)) or None in vals:
+                    raise ProgramError(f"input violates the precondition: {c.column} does not number the "
+                                       f"rows of partition {g} 1..{len(vals)}")
+
+    def _neighbours(self, prow: list[tuple]) -> list[list]:
+        """Per row of a sorted partition, the value of every neighbour."""
+        n = len(prow)
+        args = [[f((r, None, None, None, None)) for r in prow] for f in self.nb_arg]
+        return [[args[k][i + nb.offset] if 0 <= i + nb.offset < n else None
+                 for k, nb in enumerate(self.p.neighbours)] for i in range(n)]
+
     def run(self, rows: Iterable[tuple]) -> list[tuple]:
         parts: dict[tuple, list[tuple]] = {}
+        rows = list(rows)
+        if self.p.requires:
+            self._check_requires(rows)
         for r in rows:
             parts.setdefault(tuple(r[i] for i in self.key_idx), []).append(r)
         if not self.key_idx and not parts:
@@ -197,27 +234,28 @@ class Compiled:
         streaming = self.p.memory == STREAMING
         for kv, prow in parts.items():
             prow = self._sorted(prow)
+            nbs = self._neighbours(prow) if self.p.neighbours else [[]] * len(prow)
             aggs = [_Agg(a.func) for a in self.p.accumulators]
             flags = [False] * len(self.p.flags)
             if self.remits and not streaming:
                 self._fold_all(prow, aggs, flags)
                 accv = [a.value() for a in aggs]
-                for r in prow:
-                    self._emit_row(r, kv, accv, flags, out)
+                for r, nb in zip(prow, nbs):
+                    self._emit_row(r, kv, accv, flags, nb, out)
             else:
-                for r in prow:
+                for r, nb in zip(prow, nbs):
                     self._fold(r, aggs, flags)
                     if self.remits:
-                        self._emit_row(r, kv, [a.value() for a in aggs], flags, out)
+                        self._emit_row(r, kv, [a.value() for a in aggs], flags, nb, out)
             accv = [a.value() for a in aggs]
-            env = (None, kv, accv, flags)
+            env = (None, kv, accv, flags, None)
             for g, outs in self.pemits:
                 if g is None or truth(g(env)):
                     out.append(tuple(o(env) for o in outs))
         return out
 
     def _fold(self, r, aggs, flags):
-        env = (r, None, None, None)
+        env = (r, None, None, None, None)
         for i, a in enumerate(aggs):
             g = self.acc_guard[i]
             if g is None or truth(g(env)):
@@ -231,8 +269,8 @@ class Compiled:
         for r in rows:
             self._fold(r, aggs, flags)
 
-    def _emit_row(self, r, kv, accv, flags, out):
-        env = (r, kv, accv, list(flags))
+    def _emit_row(self, r, kv, accv, flags, nb, out):
+        env = (r, kv, accv, list(flags), nb)
         for g, outs in self.remits:
             if g is None or truth(g(env)):
                 out.append(tuple(o(env) for o in outs))

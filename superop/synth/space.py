@@ -4,7 +4,7 @@ built from, and the candidate programs themselves.
 Parts (from the sub-plan, not from a table of known shapes):
 
 * the root edge (σ/π/ρ above the root core operator) and the root core operator
-  (UNION ALL of n inputs, or a join);
+  (UNION ALL of n inputs, a join, or a product — cross joins — of n global aggregates);
 * per input path of the core operator, its edges captured with Algorithm 5
   (``superop.ir.analysis.capture_parameters``): for an aggregate path the upper edge
   (core input → γ), the γ and the lower edge (γ → source); for the row side of a
@@ -145,6 +145,7 @@ class Parts:
     paths: list                         # AggPath | RowPath, in core input order
     sources: list[Node]                 # distinct bottoms (1 = one shared source)
     root_names: tuple[str, ...]
+    product: bool = False               # the core is a product of global aggregates (one row each)
 
     @property
     def shared(self) -> bool:
@@ -192,8 +193,13 @@ def analyze(plan: Node) -> Parts:
     core = root_edge.bottom
     rp = capture_parameters(root_edge)
     root_map = [e for _, e in rp.projection]
+    product = False
     if isinstance(core, UnionAll):
         tops = list(core.inputs)
+    elif isinstance(core, Join) and _is_product(core):
+        # a product (cross / unconditioned inner joins, flattened): only of global
+        # aggregates, one row each, is it a one-partition program
+        tops, product = _product_leaves(core), True
     elif isinstance(core, Join):
         if core.kind == "cross":
             raise NotSupported("a cross join has no partition key")
@@ -227,13 +233,29 @@ def analyze(plan: Node) -> Parts:
     if isinstance(core, Join) and not any(isinstance(p, AggPath) for p in paths):
         raise NotSupported("a join without an aggregate on either side (a self-join) is not a "
                            "super-operator shape")
+    if product and not all(isinstance(p, AggPath) and not p.agg.keys for p in paths):
+        raise NotSupported("a cross join has no partition key (only a product of global aggregates, "
+                           "one row each, is one partition)")
     found = families.recognize_at(core, PlanContext(plan))
     family = found.family if found is not None else ""
     sources: list[Node] = []
     for p in paths:
         if not any(p.source is s for s in sources):
             sources.append(p.source)
-    return Parts(family, core, root_map, rp.predicate, paths, sources, plan.names)
+    return Parts(family, core, root_map, rp.predicate, paths, sources, plan.names, product)
+
+
+def _is_product(j: Join) -> bool:
+    return j.kind == "cross" or (j.kind == "inner" and not j.equi
+                                 and (j.residual is None or j.residual == exp.true()))
+
+
+def _product_leaves(j: Join) -> list[Node]:
+    """The inputs of a tree of product joins, left to right (the root's field order)."""
+    out: list[Node] = []
+    for c in (j.left, j.right):
+        out += _product_leaves(c) if isinstance(c, Join) and _is_product(c) else [c]
+    return out
 
 
 def key_candidates(parts: Parts) -> list[tuple[str, ...]]:
@@ -416,6 +438,10 @@ class _Builder:
         if parts.is_union:
             for outs, present in side:
                 pemits.append(PartitionEmit(*finish(outs, present)))
+        elif parts.product:
+            # one row: every global aggregate's outputs side by side, if every row survives
+            pemits.append(PartitionEmit(*finish([o for outs, _ in side for o in outs],
+                                                 conj(*[present for _, present in side]))))
         else:
             j: Join = parts.core
             (lo, lp), (ro, rp) = side
@@ -526,6 +552,13 @@ def choices(parts: Parts) -> Iterator[Choice]:
         else:
             path_opts.append([PathChoice(g, f) for g in (False, True) for f in (False, True)])
     keysets = key_candidates(parts)
+    if parts.product:
+        # a global aggregate's row exists whatever its filter keeps: no emptiness flags
+        opts = [[PathChoice(g, False) for g in ((False, True) if p.low_pred is not None else (False,))]
+                for p in parts.agg_paths]
+        for pcs in itertools.product(*opts):
+            yield Choice((), tuple(pcs))
+        return
     if parts.is_union:
         for ks in keysets:
             for pcs in itertools.product(*path_opts):

@@ -337,42 +337,82 @@ class Synthesizer:
 
     def _family_template(self, res: SynthResult) -> bool:
         """A sub-plan outside the search space (the space enumerates DU/DJ/MJ-shaped
-        choices) that a registered family matches as a whole: its template program is the
-        one candidate, checked by the bounded verifier like any other (statuses as above;
-        ``checked_by`` z3)."""
+        choices) that a registered family matches as a whole (a pivot join, a neighbour
+        self-join: LAG/LEAD over a ranked view): the ONE candidate is the family's template
+        program — what the runtime runs. It is tested on generated inputs, then checked by
+        the bounded verifier against the sub-plan reading the match's shared source as one
+        table (:func:`superop.families.over_source`), on inputs that satisfy the program's
+        preconditions (which the match establishes for the real source). Statuses as above
+        (``checked_by`` z3); False when no family matches the whole sub-plan."""
         from .. import families
         m = families.first_match(self.plan, finished=True)
         if m is None or m.program is None or m.root != families.regroup(self.plan):
             return False
         searched = res.reason
-        res.family = m.family
+        res.family, res.search_space = m.family, max(res.search_space, 1)
+        res.candidates_tried = max(res.candidates_tried, 1)
         prog = m.program
+        tried = f"the {m.family} template (the search space has no program for this shape: {searched})"
+        over = families.over_source(m.root, m.source)
+        if over is None and prog.requires:
+            res.status, res.program = UNKNOWN, None
+            res.reason = f"{tried}; NOT verified: its preconditions are on a source whose column types are unknown"
+            return True
+        sub = over[0] if over is not None else m.root
+        leaves = {n.table: n for n in walk(sub) if isinstance(n, Scan)}
+        if len(leaves) == 1:         # the program reads one table: test it before Z3
+            leaf = next(iter(leaves.values()))
+            self.plan = sub
+            self.parts = Parts(m.family, m.root, [], None, [], [leaf], sub.names)
+            keys = set(prog.keys) | {c for r in prog.requires for c in (r.column, *r.partition)}
+            gen = Inputs(self.parts, sub, keys, self.seed)
+            self.tests = []
+            try:
+                for data in gen.initial(self.initial_tests):
+                    self._add_test(satisfy_requires(prog, leaf, data, gen.rng), "generated")
+            except (PlanEvalError, EvalError) as e:
+                res.status = UNKNOWN
+                res.reason = f"{tried}; the sub-plan cannot be evaluated on test data: {e}"
+                return True
+            res.tests = len(self.tests)
+            failed = self._test(prog, Choice((), ()))
+            if failed is not None:
+                res.status = NO_PROGRAM
+                res.counterexample = self._cex(failed, prog, self._run(
+                    Compiled(prog, [c for c, _ in leaf.columns]), failed), Choice((), ()))
+                res.reason = f"{tried} fails a test"
+                return True
+        elif prog.requires:
+            res.status, res.program = UNKNOWN, None
+            res.reason = f"{tried}; NOT verified: its preconditions need the source read as one table"
+            return True
         if not self.use_verifier:
             res.status, res.program = UNKNOWN, prog
-            res.reason = f"{m.family} template; NOT verified (verification disabled)"
+            res.reason = f"{tried}; NOT verified (verification disabled)"
             return True
         from ..verify import check_equivalence
+        remaining = max(1.0, self.deadline - time.perf_counter())
         try:
-            v = check_equivalence(m.root, prog, self.K, timeout_ms=int(1000 * self.verify_timeout_s))
+            v = check_equivalence(sub, prog, self.K, timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
         except Exception as e:  # a verifier crash is "not decided", never "verified"
-            res.status, res.reason = UNKNOWN, f"{m.family} template; verifier error: {type(e).__name__}: {e}"
+            res.status, res.reason = UNKNOWN, f"{tried}; verifier error: {type(e).__name__}: {e}"
             return True
         res.verifier = v.to_json()
         res.checked_by = "z3"
+        pre = "; on inputs satisfying its preconditions" if prog.requires else ""
         if v.status == VERIFIED:
             res.status, res.program = VERIFIED, replace(prog, output_types=prog.output_types or output_types(m.root))
             res.streaming = res.program.memory == STREAMING
             res.counterexample = None
-            res.reason = (f"the {m.family} template (the search space has no program for this shape: "
-                          f"{searched}); verified by Z3 for every input of at most {self.K} rows")
+            res.reason = f"{tried}; verified by Z3 for every input of at most {self.K} rows{pre}"
             return True
         if v.status == REFUTED:
             res.status = NO_PROGRAM
             res.counterexample = v.counterexample.to_json() if v.counterexample is not None else None
-            res.reason = f"{searched}; the {m.family} template is refuted by Z3: {v.reason}"
+            res.reason = f"{tried}; refuted by Z3: {v.reason}"
             return True
         res.status, res.program = UNKNOWN, prog
-        res.reason = f"{searched}; the {m.family} template: Z3 {v.status}: {v.reason}"
+        res.reason = f"{tried}; Z3 {v.status}: {v.reason}{pre}"
         return True
 
     def run(self) -> SynthResult:
@@ -544,6 +584,26 @@ class Synthesizer:
         res.tests = len(self.tests)
         res.seconds = time.perf_counter() - t0
         return res
+
+
+def satisfy_requires(program: Program, leaf: Scan, data: dict, rng: random.Random) -> dict:
+    """A generated table made to satisfy the program's preconditions: each RowNumber
+    column numbers its partition's rows 1..n (in a random order)."""
+    if not program.requires:
+        return data
+    cols = [c for c, _ in leaf.columns]
+    rows = [list(r) for r in data[id(leaf)]]
+    for req in program.requires:
+        ci, pi = cols.index(req.column), [cols.index(p) for p in req.partition]
+        groups: dict[tuple, list[list]] = {}
+        for r in rows:
+            groups.setdefault(tuple(r[i] for i in pi), []).append(r)
+        for g in groups.values():
+            for n, r in enumerate(rng.sample(g, len(g)), start=1):
+                r[ci] = n
+    out = dict(data)
+    out[id(leaf)] = [tuple(r) for r in rows]
+    return out
 
 
 def output_types(plan: Node) -> tuple[str, ...]:

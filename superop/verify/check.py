@@ -18,6 +18,7 @@ from ..ir.nodes import Node, Scan, walk
 from ..synth.dsl import Program
 from .bags import concrete_rel, outcomes_differ, raises
 from .exprs import encoding
+from .neighbours import requires_constraints
 from .plan_encoder import PlanEncoder
 from .program_encoder import GUARDED, ProgramEncoder
 from .relations import Rel, Table
@@ -94,10 +95,13 @@ def _solver(table: Table, differ, timeout_ms: int, keys=()) -> z3.Solver:
 
 def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                    *, keys: Sequence[str] = (), ansi: bool = True,
-                   functions: Optional[dict] = None) -> Result:
+                   functions: Optional[dict] = None,
+                   assume: Optional[Callable[[Table], Sequence[z3.BoolRef]]] = None) -> Result:
     """Bounded refinement of two relations built over ONE symbolic table of at most K rows
     (``build(table) -> (original, candidate)``): no table makes the candidate raise where
     the original does not, or return a different bag. Never raises for unmodelled input.
+    ``assume(table)``: constraints every table considered satisfies (a program's
+    preconditions); only tables satisfying them can refute.
 
     Nonlinear terms are first abstracted by uninterpreted functions (sound for
     ``verified``); a counterexample found under the abstraction is re-decided with the
@@ -109,7 +113,10 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
         with encoding(ansi=ansi, abstract_nonlinear=abstract, functions=functions) as enc:
             table = Table(scan.table, scan.columns, K)
             a, b = build(table)
-            return table, a, b, outcomes_differ(a, b), enc.nonlinear_used
+            differ = outcomes_differ(a, b)
+            if assume is not None:
+                differ = z3.And(differ, *assume(table))
+            return table, a, b, differ, enc.nonlinear_used
     try:
         table, a, b, differ, abstracted = encode(True)
         if a.rows and b.rows and len(a.rows[0][1]) != len(b.rows[0][1]):
@@ -151,7 +158,10 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
     """Bounded equivalence of an IR sub-plan over ONE base table and a DSL program
     reading that table's rows (errors as outcomes: see :mod:`superop.verify.bags`).
     ``emit_outputs``: when the program's emit outputs are evaluated (``guarded``: only
-    where the emit's guard holds, the DSL's semantics; ``eager``: always)."""
+    where the emit's guard holds, the DSL's semantics; ``eager``: always). Only tables that
+    satisfy the program's preconditions (``Program.requires``,
+    :func:`superop.verify.neighbours.requires_constraints`) are considered: the match that
+    builds such a program establishes them for the source it reads."""
     try:
         scan = base_table(sub_plan)
     except Unsupported as why:
@@ -160,7 +170,9 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
     def build(table: Table):
         return (PlanEncoder(table).encode(sub_plan),
                 ProgramEncoder(program, table, emit_outputs=emit_outputs).encode())
-    return check_outcomes(scan, build, K, timeout_ms, keys=program.keys, ansi=ansi, functions=functions)
+    assume = (lambda table: requires_constraints(program, table.rows, table.col_index)) if program.requires else None
+    return check_outcomes(scan, build, K, timeout_ms, keys=program.keys, ansi=ansi, functions=functions,
+                          assume=assume)
 
 
 def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,

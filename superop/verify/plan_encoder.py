@@ -202,10 +202,11 @@ class PlanEncoder:
         """Aggregate window functions over PARTITION BY with the whole partition as frame
         (no ORDER BY), Spark's default RANGE frame under ORDER BY (all rows up to the
         current row's peers), or ``ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW``; and
-        ``row_number()`` under ORDER BY. Rows that tie on the ORDER BY are ordered by
-        their position in the symbolic table — any order the solver chooses, so a result
-        that depends on how Spark breaks ties is found. Other frames and ranking
-        functions are not modelled."""
+        ``row_number()``, ``rank()`` and ``dense_rank()`` under ORDER BY. Rows that tie on
+        the ORDER BY are ordered by their position in the symbolic table — any order the
+        solver chooses, so a result that depends on how Spark breaks ties is found (rank
+        and dense_rank give peers one value: they do not depend on it). Other frames and
+        ranking functions are not modelled."""
         child = self.encode(n.child)
         f = n.child.fields
         rows = child.rows
@@ -214,7 +215,8 @@ class PlanEncoder:
         errs = [child.err]
         for w, _name in n.items:
             w = w.this if isinstance(w, exp.Alias) else w
-            if not isinstance(w, exp.Window) or not isinstance(w.this, (exp.AggFunc, exp.RowNumber)):
+            if not isinstance(w, exp.Window) or not isinstance(w.this, (exp.AggFunc, exp.RowNumber,
+                                                                         exp.Rank, exp.DenseRank)):
                 raise Unsupported(f"window item {w.sql(dialect=DIALECT)}")
             spec = w.args.get("spec")
             order = w.args.get("order")
@@ -227,9 +229,12 @@ class PlanEncoder:
                 nf = (not desc) if nf is None else bool(nf)
                 ords.append((desc, nf, [ev(o.this, c) for c in ctxs]))
             rownum = isinstance(w.this, exp.RowNumber)
+            ranking = isinstance(w.this, (exp.Rank, exp.DenseRank))
             if rownum and not ords:
                 raise Unsupported("row_number() without ORDER BY (nondeterministic)")
-            func, arg = (None, None) if rownum else agg_call_func(w.this)
+            if ranking and (not ords or w.this.expressions):
+                raise Unsupported(f"{w.this.sql(dialect=DIALECT)} without ORDER BY or with arguments")
+            func, arg = (None, None) if rownum or ranking else agg_call_func(w.this)
             args = [None if arg is None else ev(arg, c) for c in ctxs]
             for i, (p, _) in enumerate(rows):
                 row_errs = [any_err(parts[i])] + [vals[i].err for _, _, vals in ords]
@@ -244,6 +249,10 @@ class PlanEncoder:
                                      z3.Or(z3.Not(_at_or_before(ords, i, j)), z3.BoolVal(j < i)))
                               for j in range(len(rows)) if j != i]
                     cnt = z3.Sum([z3.If(b, 1, 0) for b in before]) if before else z3.IntVal(0)
+                    out.append(V(cnt + 1, FALSE, "int", FALSE, 32))
+                    continue
+                if ranking:
+                    cnt = _rank_before(ords, rows, parts, same, i, isinstance(w.this, exp.DenseRank))
                     out.append(V(cnt + 1, FALSE, "int", FALSE, 32))
                     continue
                 members = []
@@ -326,6 +335,26 @@ def _frame(spec, order) -> str:
     if kind == "ROWS" and order is not None and start == "UNBOUNDED PRECEDING" and end == "CURRENT ROW":
         return "rows"
     raise Unsupported(f"window frame {spec.sql(dialect=DIALECT)}")
+
+
+def _rank_before(ords, rows, parts, same, i: int, dense: bool) -> z3.ArithRef:
+    """rank() - 1 of row i: the rows of its partition (``same[j]``) strictly before it
+    (peers excluded); dense_rank() - 1: the distinct peer groups strictly before it, each
+    counted at its first row (in table position)."""
+    def strictly(j: int, k: int) -> z3.BoolRef:
+        return z3.And(_at_or_before(ords, j, k), z3.Not(_at_or_before(ords, k, j)))
+
+    terms = []
+    for j in range(len(rows)):
+        if j == i:
+            continue
+        t = z3.And(same[j], strictly(j, i))
+        if dense:   # no earlier row of j's partition is j's peer
+            earlier = [z3.And(rows[k][0], rows_not_distinct(parts[k], parts[j]),
+                              _at_or_before(ords, k, j), _at_or_before(ords, j, k)) for k in range(j)]
+            t = z3.And(t, z3.Not(or_all(earlier)))
+        terms.append(z3.If(t, 1, 0))
+    return z3.Sum(terms) if terms else z3.IntVal(0)
 
 
 def _at_or_before(ords, j: int, i: int) -> z3.BoolRef:

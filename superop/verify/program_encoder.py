@@ -81,11 +81,17 @@ class ProgramEncoder:
     def key_of(self, vals: Sequence[V]) -> list[V]:
         return [vals[self.col_index(k)] for k in self.p.keys]
 
-    def ctx(self, vals: Optional[Sequence[V]], keyvals: Sequence[V], accs: dict, flags: dict) -> Ctx:
+    def ctx(self, vals: Optional[Sequence[V]], keyvals: Sequence[V], accs: dict, flags: dict,
+            nbs: Optional[dict[str, V]] = None) -> Ctx:
+        """``nbs``: the row's neighbours' values (``nb.<name>``; row emits only)."""
         keys = self.p.keys
 
         def col(c: exp.Column) -> V:
             ns, name = (c.table or "row").lower(), c.name
+            if ns == "nb":
+                if nbs is None or name not in nbs:
+                    raise Unsupported(f"unknown neighbour nb.{name}")
+                return nbs[name]
             if ns == "row":
                 if vals is None:
                     raise Unsupported(f"row.{name} used in a partition emit")
@@ -180,9 +186,10 @@ class ProgramEncoder:
         """The partition emits of one partition (``present``: it is non-empty)."""
         return self._emit(self.p.partition_emits, present, self.ctx(None, keyvals, accs, flags))
 
-    def emit_row(self, present: z3.BoolRef, vals: Sequence[V], accs: dict, flags: dict) -> Rel:
-        """The row emits of one row, with the accumulator / flag values it sees."""
-        return self._emit(self.p.row_emits, present, self.ctx(vals, self.key_of(vals), accs, flags))
+    def emit_row(self, present: z3.BoolRef, vals: Sequence[V], accs: dict, flags: dict,
+                 nbs: Optional[dict[str, V]] = None) -> Rel:
+        """The row emits of one row, with the accumulator / flag / neighbour values it sees."""
+        return self._emit(self.p.row_emits, present, self.ctx(vals, self.key_of(vals), accs, flags, nbs))
 
     def row_emits_read_state(self) -> bool:
         return bool(self.state_read_by_row_emits())
@@ -209,6 +216,23 @@ class ProgramEncoder:
             nulls = z3.And(x.null, z3.Not(y.null)) if sk.nulls_first else z3.And(z3.Not(x.null), y.null)
             out = z3.Or(nulls, z3.And(both, less), z3.And(not_distinct(x, y), out))
         return out
+
+    # -- neighbours (nb.*) -----------------------------------------------------
+    def neighbours(self, rows, members) -> tuple[list[dict[str, V]], list[z3.BoolRef]]:
+        """Per row, its neighbours' values (the row of its partition at its sort position
+        + offset, NULL when none; :mod:`superop.verify.neighbours`), and the errors of
+        evaluating the neighbours' arguments on the present rows (a window evaluates its
+        argument on every row of the partition)."""
+        from .neighbours import neighbour_values, positions
+        if not self.p.neighbours:
+            return [{} for _ in rows], []
+        pos = positions(rows, members, lambda j, i: self.sort_before(rows[j][1], rows[i][1], z3.BoolVal(j < i)))
+        args, errs = [], []
+        for nb in self.p.neighbours:
+            vs = [ev(nb.arg, self.ctx(vals, self.key_of(vals), {}, {})) for _, vals in rows]
+            errs += [z3.And(pr, v.err) for (pr, _), v in zip(rows, vs)]
+            args.append([clean(v) for v in vs])
+        return neighbour_values(self.p, rows, members, pos, args), errs
 
     # -- the bounded encoding --------------------------------------------------
     def encode(self, table: Optional[Table] = None, rows: Optional[Rel] = None) -> Rel:
@@ -256,6 +280,8 @@ class ProgramEncoder:
                 errs.append(em.err)
         if p.row_emits:
             running = p.memory == STREAMING and self.row_emits_read_state()
+            nbs, nb_errs = self.neighbours(rows, members)
+            errs += nb_errs
             for i, (pi, vals) in enumerate(rows):
                 if running:
                     ms = [z3.And(m, self.sort_before(rows[j][1], vals, z3.BoolVal(j <= i)))
@@ -264,7 +290,7 @@ class ProgramEncoder:
                     errs.append(z3.And(pi, rerr))
                 else:
                     accs, flags, _ = finals[i] if p.keys else finals[0]
-                em = self.emit_row(pi, vals, accs, flags)
+                em = self.emit_row(pi, vals, accs, flags, nbs[i] if p.neighbours else None)
                 out += em.rows
                 errs.append(em.err)
         return Rel(out, or_all(errs))

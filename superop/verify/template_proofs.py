@@ -56,7 +56,7 @@ from .aggregates import agg_call_func, agg_calls
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import GUARDED, PartitionState, ProgramEncoder
 from .relations import Rel, Table
-from .result import REFUTED, UNKNOWN, VERIFIED, Result, Unsupported
+from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result, Unsupported
 from .values import FALSE, TRUE, V, fresh, not_distinct, or_all, rows_not_distinct
 
 
@@ -133,6 +133,9 @@ class _RowView:
 class _Proof:
     def __init__(self, inst: ProofInstance, d: Match, program: Program, emit_outputs: str):
         self.inst, self.d, self.p = inst, d, program
+        why = unmodelled(program)
+        if why:
+            raise Unsupported(why)
         src = d.source
         if not isinstance(src, Scan):
             raise ProofSetupError("the instance's shared source must be a base-table scan")
@@ -553,6 +556,10 @@ def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Opt
     prog = program
     try:
         prog = program if program is not None else program_of(inst)
+        why = unmodelled(prog)
+        if why:     # no claim, either way, about what the proof does not model
+            return Result(UNSUPPORTED, method="inductive", K=None, seconds=time.perf_counter() - t0,
+                          reason=why, details=_details(inst, prog, [], emit_outputs))
         key = sha256_of([inst.name, inst.sql, inst.functions, program_sha256(prog), emit_outputs, timeout_ms])
         if key in _PROVED:
             return copy.deepcopy(_PROVED[key])
@@ -578,6 +585,20 @@ def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Opt
     if status != UNKNOWN:
         _PROVED[key] = copy.deepcopy(r)
     return r
+
+
+def unmodelled(program: Program) -> str:
+    """Why the unbounded proof cannot speak about ``program`` ('' when it can): it models
+    one partition's fold of arbitrary rows, not neighbours (``nb.*``: other rows at sort
+    offsets), preconditions on the input (``requires``) or the one keyless partition
+    (a global aggregate, present over an empty input)."""
+    if program.neighbours:
+        return "the unbounded proof does not model neighbours (nb.*: LAG/LEAD)"
+    if program.requires:
+        return "the unbounded proof does not model input preconditions (requires)"
+    if not program.keys:
+        return "the unbounded proof does not model a keyless (global-aggregate) program"
+    return ""
 
 
 def _details(inst: ProofInstance, prog, obs, emit_outputs) -> dict:

@@ -13,11 +13,51 @@ def proof_catalog():
     """One rule per core skeleton of every registered family, admitting exactly what its
     verified template proofs cover (Z3 runs here); a family whose proofs the template-proof
     engine does not run yet (the pivot join) gets rules from bounded certificates of its
-    proof instances instead (:func:`pending_proof_rules`)."""
+    proof instances instead (:func:`pending_proof_rules`); a family with neither (GA, NB)
+    gets the rules the nightly's generalization makes of its fixture entries' bounded
+    certificates (:func:`bounded_rules`; each admits exactly the instances certified)."""
     from superop.rules_out.builtin import builtin_rules
     from superop.rules_out.catalog import make_catalog
     rules = builtin_rules(per="skeleton")
-    return make_catalog(rules + pending_proof_rules({r["family"] for r in rules}), version="families-fixtures")
+    proved = {r["family"] for r in rules}
+    pending = pending_proof_rules(proved)
+    covered = proved | {r["family"] for r in pending}
+    return make_catalog(rules + pending + bounded_rules(covered), version="families-fixtures")
+
+
+def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 3) -> list[dict]:
+    """Rules from bounded certificates (K rows) of the queries ``sqls`` (default: the
+    fixture entries the runtime must rewrite), for the families not in ``skip_families``:
+    the runtime-template certificate (``check_and_certify``: the program the runtime builds
+    in place of the match, its source as the query computes it), generalized as the nightly
+    job does (each rule admits exactly the instances certified)."""
+    from superop import families
+    from superop.ir import lower, shape
+    from superop.rules_out.generalize import Pattern, generalize
+    from superop.verify.certificate import check_and_certify
+
+    from .fixtures import all_entries
+    schema = schema or SCHEMA
+    if sqls is None:
+        sqls = [e.sql for e in all_entries() if e.runtime != "unchanged"]
+    patterns = []
+    for i, sql in enumerate(sqls):
+        m = families.first_match(lower(sql, schema).plan, finished=True)
+        if m is None or m.family in skip_families or m.program is None:
+            continue
+        # the runtime-template certificate: the program the runtime builds, in place of the
+        # match inside the whole query (what trust on load accepts)
+        cert = check_and_certify(sql, schema, K=K, timeout_ms=60000)
+        assert cert["status"] == "verified", (sql, cert.get("reason"))
+        pt = families.get(m.family).point(m)
+        patterns.append(Pattern(
+            candidate_id=f"q{i}", family=m.family, shape=shape(m.root), sql=sql, edges=[list(x) for x in pt.edges],
+            join_kind=m.join_kind, join_kinds=list(pt.join_kinds), branches=pt.branches,
+            aggregates=list(pt.aggregates), variant=pt.variant, memory=m.program.memory,
+            program=m.program.to_json(), certificate=cert))
+    rules, rejected = generalize(patterns)
+    assert not rejected, [(x.pattern.candidate_id, x.reason) for x in rejected]
+    return rules
 
 
 def pending_proof_rules(proved: set[str], K: int = 3) -> list[dict]:
@@ -57,3 +97,13 @@ def tables(spark):
     values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
     values_view(spark, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
     return SCHEMA
+
+
+@pytest.fixture(scope="session")
+def ops_empty(spark, tables, tmp_path_factory):
+    """``ops_empty``: ops's columns, no rows, read from parquet so that Spark cannot prove
+    it empty (an empty VALUES view is folded away with every exchange above it)."""
+    path = str(tmp_path_factory.mktemp("ops_empty") / "ops_empty")
+    spark.table("ops").limit(0).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("ops_empty")
+    return dict(SCHEMA, ops_empty=SCHEMA["ops"])

@@ -66,18 +66,6 @@ def test_synthesis(e):
     assert res.status == e.synthesis, res.reason
 
 
-def _over_source(m):
-    """The matched sub-plan reading its shared source as a table: the program the runtime
-    runs reads the source (a shared CTE included), so that is what it is checked against."""
-    from superop.ir.nodes import Scan, replace, walk
-    if isinstance(m.source, Scan):
-        return m.root
-    scans = [n for n in walk(m.source) if isinstance(n, Scan)]
-    types = {c: t for sc in scans for c, t in sc.columns}
-    leaf = Scan("__source", tuple((n, types[n]) for n in m.source.names))
-    return replace(m.root, {id(m.source): leaf})
-
-
 @pytest.mark.parametrize("e", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_verification_agrees(e):
     from superop.verify import check_equivalence
@@ -87,7 +75,9 @@ def test_verification_agrees(e):
         st = check_streamability(f.root)
         if isinstance(f, families.Match):
             assert st.ok, (f.family, st.reason)
-            r = check_equivalence(_over_source(f), f.program, K=2, timeout_ms=60000)
+            over = families.over_source(f.root, f.source)
+            assert over is not None, f.family
+            r = check_equivalence(over[0], f.program, K=2, timeout_ms=60000)
             assert r.status == "verified", (r.reason, f.program.pretty())
         elif f.code in STREAM_REASONS:
             assert not st.ok and st.family == f.family, st.reason

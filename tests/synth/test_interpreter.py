@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from superop.sparkutil import bag
-from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program,
-                               RowEmit, SortKey, e)
+from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, Flag, Neighbour, PartitionEmit, Program,
+                               RowEmit, RowNumber, SortKey, e)
 from superop.synth.interpreter import ProgramError, run_program
 
 OPS = ["a", "b", "c", "d", "s"]
@@ -98,6 +98,54 @@ def test_keyless_program_is_one_partition_even_on_empty_input():
                 partition_emits=(PartitionEmit(None, (e("acc.n"),)),))
     assert run_program(p, df([])) == [(0,)]
     assert run_program(p, df([(1, 0, 0, "r", 0), (2, 0, 0, "r", 0)])) == [(2,)]
+
+
+def lag_lead(offsets=(-1, 2)) -> Program:
+    """Every row with its neighbours' s at ``offsets`` in (a; rn) order and a marker of the
+    first one's presence (its value may be NULL, the marker is TRUE when the row exists)."""
+    nbs = (Neighbour("here", offsets[0], e("TRUE")),) + tuple(
+        Neighbour(f"s{i}", o, e("row.s")) for i, o in enumerate(offsets))
+    return Program(keys=("a",), output=("a", "rn", "here") + tuple(f"s{i}" for i in range(len(offsets))),
+                   sort=(SortKey("c"),), neighbours=nbs, requires=(RowNumber("c", ("a",)),),
+                   row_emits=(RowEmit(None, (e("key.a"), e("row.c"), e("nb.here"),
+                                             *(e(f"nb.s{i}") for i in range(len(offsets))))),))
+
+
+def test_neighbours_are_lag_and_lead_within_the_sorted_partition():
+    # c numbers the rows of each partition (NULL a is one partition); input order is shuffled
+    rows = [(1, 0, 2, "r", None), (1, 0, 1, "r", 10), (1, 0, 3, "r", 30), (None, 0, 1, "r", 5),
+            (2, 0, 1, "r", 7), (None, 0, 2, "r", 6)]
+    got = run_program(lag_lead(), df(rows))
+    # (a, rn, previous row exists, previous s, s two rows on); rn 3's previous row exists
+    # (marker TRUE) although its s is NULL
+    assert bag(got) == bag([
+        (1, 1, None, None, 30), (1, 2, True, 10, None), (1, 3, True, None, None),
+        (None, 1, None, None, None), (None, 2, True, 5, None),
+        (2, 1, None, None, None)])
+
+
+def test_neighbour_arguments_read_only_the_neighbour_row():
+    p = Program(keys=("a",), output=("a", "x"), sort=(SortKey("c", ascending=False),),
+                neighbours=(Neighbour("nx", 1, e("CASE WHEN row.s > 1 THEN row.b END")),),
+                row_emits=(RowEmit(e("nb.nx IS NOT NULL"), (e("key.a"), e("nb.nx"))),))
+    rows = [(1, 100, 1, "r", 5), (1, 200, 2, "r", 0), (1, 300, 3, "r", 9)]
+    # DESC: rn 3, 2, 1; the next row of 3 is 2 (s = 0: NULL), of 2 is 1 (b = 100)
+    assert run_program(p, df(rows)) == [(1, 100)]
+
+
+@pytest.mark.parametrize("rn", [[1, 1, 2], [1, 3], [0, 1], [1, None]])
+def test_an_input_that_is_not_row_numbered_violates_the_precondition(rn):
+    rows = [(1, 0, r, "r", 0) for r in rn]
+    with pytest.raises(ProgramError, match="precondition"):
+        run_program(lag_lead(), df(rows))
+
+
+def test_neighbours_need_a_sort_order():
+    with pytest.raises(ValueError, match="sort order"):
+        Program(keys=("a",), output=("x",), neighbours=(Neighbour("p", -1, e("row.s")),),
+                row_emits=(RowEmit(None, (e("nb.p"),)),))
+    with pytest.raises(ValueError, match="non-zero"):
+        Neighbour("p", 0, e("row.s"))
 
 
 def test_bad_programs_are_rejected():

@@ -77,8 +77,8 @@ def _failed(r):
 
 
 def test_removing_the_key_not_null_guard_fails_the_proof(monkeypatch):
-    from superop.families import dj
-    monkeypatch.setattr(dj, "keys_not_null", lambda keys: None)
+    from superop.families.kit import program as kit_program   # DJ's join emits (join_tree_emits)
+    monkeypatch.setattr(kit_program, "keys_not_null", lambda keys: None)
     r = prove_template("DJ", join_kind="inner")
     assert r.status == "refuted" and "emit" in _failed(r)
     # ... and the bounded check of the same instance refutes it too
@@ -193,3 +193,19 @@ def test_the_guarded_flag_verifies_on_the_trap_with_a_key_filter():
     from .conftest import plan_of
     m = match_of_plan(plan_of(MJ_FULL_TRAP.format(having="a <> 2")))
     assert check_equivalence(m.root, m.program, K=3).status == "verified"
+
+
+def test_no_claim_about_neighbours_or_preconditions():
+    """The unbounded proof models one partition's fold, not neighbours (nb.*) nor input
+    preconditions: a program with either is ``unsupported`` — neither proved nor refuted
+    (the bounded check, which models both, is what certifies NB programs)."""
+    from superop.synth.dsl import Neighbour, RowNumber
+    inst = find("MJ/inner/agg-left/min")
+    p = program_of(inst)
+    col = p.keys[0]
+    with_nb = replace(p, neighbours=(Neighbour("prev", -1, e(f"row.{col}")),))
+    with_req = replace(p, requires=(RowNumber(col, ()),))
+    for prog, what in ((with_nb, "neighbours"), (with_req, "preconditions")):
+        r = prove_instance(inst, program=prog)
+        assert r.status == "unsupported" and what in r.reason, r.reason
+        assert r.details["obligations"] == []

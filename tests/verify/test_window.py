@@ -22,6 +22,9 @@ WINDOW_SQL = [
     "SELECT a, b, SUM(b) OVER (PARTITION BY a ORDER BY s) AS rs, COUNT(*) OVER () AS n FROM ops",
     "SELECT a, b, AVG(c) OVER (PARTITION BY a, d ORDER BY s DESC NULLS FIRST, b) AS x, "
     "MAX(d) OVER (PARTITION BY a) AS m FROM ops",
+    # ranking: peers (ties, NULLs) share one rank; dense_rank counts distinct peer groups
+    "SELECT a, b, RANK() OVER (PARTITION BY a ORDER BY b) AS r, "
+    "DENSE_RANK() OVER (PARTITION BY d ORDER BY s DESC NULLS FIRST, b) AS dr, DENSE_RANK() OVER (ORDER BY a) AS g FROM ops",
 ]
 
 

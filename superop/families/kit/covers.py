@@ -10,7 +10,9 @@ may occur on it. A record stands for every instance *at or below* it: an instanc
 :meth:`Covers.point`: one join kind, its branch count and aggregate side, the aggregate
 functions it folds, the operators on each of its edges) is covered when its family,
 branch count and side are equal and its join kind, functions and edge operators are
-subsets.
+subsets. ``variant`` (omitted when empty) is a family-specific parameter of the program
+the proof is about that must be EQUAL (the neighbour self-join: the rank offset of each
+use — a proof about LAG(x, 1) says nothing about LAG(x, 2)).
 """
 from __future__ import annotations
 
@@ -38,19 +40,24 @@ class Covers:
     agg_side: Optional[str]
     aggregates: tuple[str, ...]
     edges: tuple[tuple[str, ...], ...]
+    variant: str = ""
 
     @classmethod
     def make(cls, family: str, *, join_kinds: Iterable[str] = (), branches: int = 2,
              agg_side: Optional[str] = None, aggregates: Iterable[str] = (),
-             edges: Iterable[Iterable[str]] = ()) -> "Covers":
+             edges: Iterable[Iterable[str]] = (), variant: str = "") -> "Covers":
         return cls(family, tuple(sorted(set(join_kinds))), int(branches), agg_side,
-                   tuple(sorted(set(aggregates))), tuple(_ordered(e, EDGE_OPS) for e in edges))
+                   tuple(sorted(set(aggregates))), tuple(_ordered(e, EDGE_OPS) for e in edges),
+                   str(variant or ""))
 
     # -- JSON ---------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        return {"family": self.family, "join_kinds": list(self.join_kinds), "branches": self.branches,
-                "agg_side": self.agg_side, "aggregates": list(self.aggregates),
-                "edges": [list(e) for e in self.edges]}
+        out = {"family": self.family, "join_kinds": list(self.join_kinds), "branches": self.branches,
+               "agg_side": self.agg_side, "aggregates": list(self.aggregates),
+               "edges": [list(e) for e in self.edges]}
+        if self.variant:
+            out["variant"] = self.variant
+        return out
 
     @classmethod
     def from_json(cls, d: Any) -> "Covers":
@@ -60,7 +67,8 @@ class Covers:
             return cls.make(str(d["family"]), join_kinds=[str(k) for k in d.get("join_kinds") or ()],
                             branches=int(d.get("branches", 2)), agg_side=d.get("agg_side"),
                             aggregates=[str(a) for a in d.get("aggregates") or ()],
-                            edges=[[str(o) for o in e] for e in d.get("edges") or ()])
+                            edges=[[str(o) for o in e] for e in d.get("edges") or ()],
+                            variant=str(d.get("variant") or ""))
         except (KeyError, TypeError) as e:
             raise ValueError(f"malformed covers record: {e}") from None
 
@@ -68,7 +76,7 @@ class Covers:
     def contains(self, other: "Covers") -> bool:
         """Every instance ``other`` stands for is one this record stands for."""
         return (self.family == other.family and self.branches == other.branches
-                and self.agg_side == other.agg_side
+                and self.agg_side == other.agg_side and self.variant == other.variant
                 and set(other.join_kinds) <= set(self.join_kinds)
                 and set(other.aggregates) <= set(self.aggregates)
                 and len(self.edges) == len(other.edges)
@@ -85,6 +93,8 @@ class Covers:
             return f"join kind {', '.join(point.join_kinds)}"
         if self.agg_side != point.agg_side:
             return f"aggregate on the {point.agg_side}"
+        if self.variant != point.variant:
+            return f"variant {point.variant or '(none)'} (the rule's: {self.variant or '(none)'})"
         extra = sorted(set(point.aggregates) - set(self.aggregates))
         if extra:
             return f"aggregates {extra} outside {sorted(self.aggregates)}"
@@ -100,7 +110,8 @@ class Covers:
     def describe(self) -> str:
         kinds = "/".join(self.join_kinds) or f"{self.branches}-way"
         side = f", aggregate {self.agg_side}" if self.agg_side else ""
-        return (f"{self.family} {kinds}{side}, aggregates {{{', '.join(self.aggregates)}}}, edges "
+        var = f", variant {self.variant}" if self.variant else ""
+        return (f"{self.family} {kinds}{side}{var}, aggregates {{{', '.join(self.aggregates)}}}, edges "
                 + " ".join(f"e{i + 1}[{','.join(e)}]" for i, e in enumerate(self.edges)))
 
 

@@ -6,11 +6,12 @@ tracing of Algorithms 1-4).
   :func:`agg_paths_check` — Algorithm 1 on aggregate paths;
   :func:`trace` follows one output column of a node down to the field of a
   node below it that it carries unchanged (renames, bare projections, grouping keys, join
-  sides, filters/sorts/limits).
+  sides, filters/sorts/limits, the input columns of a window).
 * :func:`shape_at` — the generic structure at a core node (a UNION ALL, or a tree of
   unshared joins flattened to its leaves): per input, the σ/π/ρ edge above an optional
   aggregate, the edge below it and where the path stops. Families decide from it whether
-  the node is an instance of their abstract tree.
+  the node is an instance of their abstract tree. :func:`tree_positions` maps a join-tree
+  node's columns to the paths they come from.
 * :func:`positions_carrying`, :func:`keys_implied`, :func:`equalities_imply` — the join premise of
   Algorithms 2-3 decided without a solver (union-find); the verifier re-decides it with Z3.
 """
@@ -24,7 +25,7 @@ from sqlglot import exp
 from ...ir.analysis import Edge, walk_edge
 from ...ir.dialect import DIALECT
 from ...ir.nodes import (Aggregate, Field, Join, Limit, Node, Project, Rename, Scan, Select, Sort,
-                         UnionAll, parents, replace, resolve_field, walk)
+                         UnionAll, Window, parents, replace, resolve_field, walk)
 from .records import Branch, Reason
 
 _MAX_TRACE = 10_000
@@ -54,6 +55,11 @@ def trace(node: Node, idx: int, stop: Node) -> Optional[int]:
             return idx
         if isinstance(node, (Select, Sort, Limit)):
             node = node.children[0]
+            continue
+        if isinstance(node, Window):             # appends columns, keeps its input's
+            if idx >= len(node.child.fields):
+                return None
+            node = node.child
             continue
         if isinstance(node, Rename):
             j = find_field(node.child.fields, node.mapping[idx][0].column())
@@ -206,6 +212,19 @@ def join_tree(j: Join, ctx: PlanContext) -> tuple[list[Join], list[Node]]:
             leaves.append(n)
     go(j)
     return joins, leaves
+
+
+def tree_positions(node: Node, leaves: Sequence[Node]) -> list[tuple[int, int]]:
+    """(leaf index, field index at that leaf) of every output column of ``node``, a node
+    of a join tree whose leaves are ``leaves`` (the join inputs a Shape's paths start at,
+    ``path.branch.upper.top``)."""
+    for i, leaf in enumerate(leaves):
+        if node is leaf:
+            return [(i, j) for j in range(len(leaf.fields))]
+    if isinstance(node, Join):
+        left = tree_positions(node.left, leaves)
+        return left if node.kind in ("semi", "anti") else left + tree_positions(node.right, leaves)
+    raise ValueError(f"{node.op} is not a node of the join tree")
 
 
 def shape_at(node: Node, ctx: PlanContext) -> Optional[Shape]:

@@ -231,7 +231,7 @@ class Family:
         if join_kinds:
             lines = [" / ".join(JOIN_SYMBOL[k] for k in join_kinds) + " Join (" + ", ".join(join_kinds) + ")"]
         else:
-            lines = ["∪ " + self.core_name]
+            lines = [f"{self.core_symbol(())} {self.core_name}"]
         slots = self.layout(branches, side or self.sides[0])
         for i, s in enumerate(slots):
             last = i == len(slots) - 1

@@ -138,13 +138,15 @@ class AggBranch:
     commutes with the γ; ``upper_pred`` (over the γ's fields) replaces the upper edge's
     predicate (what was not pushed below the γ); ``fixed`` are grouping keys every row of
     the path holds one value of (fixed by an equality to a constant): they are not
-    partition keys, and the path reads the value as ``min`` of the column over its rows."""
+    partition keys, and the path reads the value as ``min`` of the column over its rows.
+    ``global_ok``: a global aggregate (no GROUP BY) is allowed — it has ONE row whatever
+    its input edge keeps, so it gets no emptiness flag."""
 
     _UNSET: Any = object()
 
     def __init__(self, b: Branch, accs: Accs, keys: Optional[Sequence[str]] = None, *,
-                 guard: Optional[exp.Expr] = None, upper_pred: Any = _UNSET,
-                 fixed: Sequence[str] = ()):
+                 global_ok: bool = False, guard: Optional[exp.Expr] = None,
+                 upper_pred: Any = _UNSET, fixed: Sequence[str] = ()):
         if b.agg is None or b.lower is None:
             raise TemplateError("not an aggregate path")
         agg: Aggregate = b.agg
@@ -156,11 +158,11 @@ class AggBranch:
             if not isinstance(src, exp.Column):
                 raise TemplateError(f"grouping key {k.sql(dialect=DIALECT)} is computed, not a source column")
             self.keys.append(src.name)
-        if not self.keys:
+        if not self.keys and not global_ok:
             raise TemplateError("a global aggregate (no GROUP BY) has no partition key")
         self.fixed = [k for k in self.keys if k in set(fixed)]
         row_guard = to_ns(conj(low.predicate, guard), "row")
-        self.flag = accs.flag(row_guard)
+        self.flag = accs.flag(row_guard) if self.keys else None
         key_set = set(keys if keys is not None else self.keys) - set(self.fixed)
         fixed_refs = {k: accs.acc("min", ref("row", k), row_guard) for k in self.fixed}
         self.agg_out = [self._item(item, low, in_fields, row_guard, accs, key_set, fixed_refs)

@@ -1,0 +1,132 @@
+"""Global-aggregate diamond (GA): n ≥ 2 global aggregates (no GROUP BY) of ONE shared input,
+combined by a cross join (``CROSS JOIN``, comma joins, ``JOIN … ON TRUE`` or an inner join
+without a condition) — TPC-DS q28 (6 branches), q88 (8), q90 (2).
+
+    × CrossJoin (a tree of cross / unconditioned inner joins, flattened)
+    ├── e_{n+1} [σπρ]* ── γ GroupBy#1 () ── e1 [σπρ]* ── Spool
+    └── e_{2n}  [σπρ]* ── γ GroupBy#n () ── e_n [σπρ]* ── Spool
+
+Edge order (as DU): the n lower edges (Spool → γ_i), then the n upper edges (γ_i → ×).
+
+Semantics. A global aggregate yields exactly ONE row, also over an empty input (COUNT 0,
+SUM/AVG/MIN/MAX NULL), so the product of n of them is one row — unless a σ above a γ
+(HAVING, a WHERE over the aggregate values) drops that branch's row, which empties the
+whole product. Spark merges such aggregates only when they are scalar sub-queries; as
+cross-joined derived tables it scans and aggregates the input n times.
+
+Template (keyless DSL program: ONE partition, the whole input, present even when empty):
+every branch's accumulators fold the rows its lower edge's φ_i keeps (``agg(CASE WHEN φ_i
+THEN x END)``, ``count(*)`` → ``count(CASE WHEN φ_i THEN 1 END)``); no emptiness flags (a
+global aggregate has its row whatever φ_i keeps); one partition emit guarded by every
+branch's upper σ, producing every branch's upper projection side by side. The runtime
+compiles it to ONE aggregate without GROUP BY over the input filtered by OR φ_i.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from sqlglot import exp
+
+from ..ir.nodes import Join
+from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from .kit.diamond import Shape
+from .kit.family import Family, Slot, Streamability, source_predicate
+from .kit.program import AggBranch, Accs, conj, is_true
+from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
+
+
+class GAReason(ReasonCode):
+    """Why a join of global aggregates is not a global-aggregate diamond."""
+    MIXED_JOIN_INPUTS = ("mixed_join_inputs",
+                         "some inputs of the product are not global aggregates of the shared input")
+    JOIN_CONDITION = ("join_condition",
+                      "the global aggregates are joined on a condition (only a product of their rows is an instance)")
+
+
+def is_product(j: Join) -> bool:
+    """A join that pairs every left row with every right row: CROSS JOIN, a comma join,
+    or an inner join without a condition / ON TRUE."""
+    if j.kind == "cross":
+        return True
+    return j.kind == "inner" and not j.equi and (j.residual is None or j.residual == exp.true())
+
+
+class GlobalAggregateDiamond(Family):
+    name = "GA"
+    catalog = CatalogNames("global-aggregate-diamond", "SuperOp_GA",
+                           "global aggregates of one input combined by a cross join")
+    core_name = "CrossJoin"
+    join_kinds = ()
+    sides = (None,)
+    min_branches = 2
+    max_branches = None
+    aggregates = AGG_FUNCS
+    reasons = (Reason, GAReason)
+
+    # -- pattern ------------------------------------------------------------------------
+    def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
+        if not shape.joins:
+            return None
+        paths = shape.paths
+        glob = [p for p in paths if p.agg is not None and not p.agg.keys]
+        if len(glob) < 2:
+            return None          # not a product of global aggregates (DJ / MJ look at it)
+
+        def near(reason: ReasonCode, detail: str = "") -> NearMiss:
+            return NearMiss(self.name, shape.root, reason, detail, shape.join_kind, len(paths), paths[0].stop)
+        if len(glob) != len(paths):
+            return near(GAReason.MIXED_JOIN_INPUTS,
+                        f"{len(paths) - len(glob)} of {len(paths)} inputs are not global aggregates")
+        if any(p.n_aggs > 1 for p in paths):
+            return near(Reason.STACKED_AGGREGATES)
+        if len({id(p.stop) for p in paths}) > 1:
+            return near(Reason.DIFFERENT_INPUTS)
+        for j in shape.joins:
+            if j.kind not in ("cross", "inner"):
+                return near(Reason.JOIN_KIND_UNSUPPORTED, j.kind)
+            if not is_product(j):
+                return near(GAReason.JOIN_CONDITION)
+        return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths))
+
+    # -- abstract edges -------------------------------------------------------------------
+    def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
+        n = branches
+        return tuple(Slot(i, n + i, f"GroupBy#{i + 1}") for i in range(n))
+
+    def core_symbol(self, join_kinds: Sequence[str]) -> str:
+        return "×"
+
+    # -- streamability, template, code generation -------------------------------------------
+    def streamability(self, m: Match) -> Streamability:
+        return Streamability("one partition (no grouping key): every path is a global aggregate of the "
+                             "shared input, so one pass folds them all", {"keys": []})
+
+    def build_program(self, m: Match) -> Program:
+        """SuperOp_GA: keyless; per branch i its accumulators guarded by the lower edge's
+        φ_i (no flag: the branch's row exists whatever φ_i keeps); ONE partition emit,
+        guarded by every branch's upper σ, producing every branch's upper π."""
+        accs = Accs()
+        brs = [AggBranch(b, accs, global_ok=True) for b in m.branches]
+        guard = conj(*(is_true(b.present) for b in brs))
+        outputs = tuple(o for b in brs for o in b.outputs)
+        return Program(keys=(), output=m.root.names, accumulators=tuple(accs.accs), flags=tuple(accs.flags),
+                       partition_emits=(PartitionEmit(guard, outputs),), memory=STREAMING)
+
+    def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
+        """OR of the lower edges' φ_i when every branch filters: a row no φ_i keeps folds
+        into no accumulator (the keyless partition still exists without it)."""
+        preds = [source_predicate(b.lower) for b in m.branches]
+        if any(p is None for p in preds):
+            return None
+        return exp.Paren(this=exp.or_(*[p.copy() for p in preds if p is not None], copy=False))
+
+    # -- generalization and the catalog --------------------------------------------------------
+    def rule_id(self, skeleton: tuple[Any, ...]) -> str:
+        return f"{self.catalog.long_name}-{skeleton[1]}way"
+
+    def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
+        return (f"{skeleton[1]} global aggregates of one input combined by a cross join; "
+                f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
+
+
+GA = GlobalAggregateDiamond()
