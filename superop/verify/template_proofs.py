@@ -77,6 +77,10 @@ class Obligation:
         return out
 
 
+class Unmodelled(Exception):
+    """The instance is of a shape the unbounded proof does not model (no claim either way)."""
+
+
 class ProofSetupError(Exception):
     """The instance / program cannot be set up for a proof (reported as a failed proof)."""
 
@@ -153,7 +157,9 @@ class _Proof:
             pos = key_sources(agg, src)
             src_keys = None if pos is None else [src.names[i] for i in pos]
             if src_keys is None or any(k not in program.keys for k in src_keys):
-                raise ProofSetupError(f"a grouping key {src_keys} is not a partition key {list(program.keys)}")
+                # e.g. the pivot join's fixed keys: grouped by, then selected by constants
+                raise Unmodelled(f"the unbounded proof does not model a grouping key {src_keys} that "
+                                 f"is not a partition key {list(program.keys)}")
             self.key_maps.append([program.keys.index(k) for k in src_keys])
         self.calls = [[agg_call_func(c)[0] for c in agg_calls(agg)] for agg in self.aggs]
         if any(f == "count_distinct" for fs in self.calls for f in fs):
@@ -564,6 +570,9 @@ def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Opt
         if key in _PROVED:
             return copy.deepcopy(_PROVED[key])
         obs, prog = obligations(inst, prog, emit_outputs)
+    except Unmodelled as e:
+        return Result(UNSUPPORTED, method="inductive", K=None, seconds=time.perf_counter() - t0,
+                      reason=str(e), details=_details(inst, prog, [], emit_outputs))
     except (ProofSetupError, Unsupported, ValueError) as e:
         return Result(REFUTED if isinstance(e, ProofSetupError) else UNKNOWN, method="inductive", K=None,
                       seconds=time.perf_counter() - t0, reason=f"cannot set up the proof: {e}",

@@ -27,8 +27,13 @@ def test_every_instance_is_proved(proofs):
     """Every symbolic instance every family declares is proved for every table size (the
     Min & Join variants that emit the aggregate side alone in two parts: without a join
     residual, and with one behind the group's survival)."""
-    assert len(proofs) == sum(len(f.proof_instances()) for f in families.REGISTRY) == 2 + 6 + 36
-    for name, r in proofs.items():
+    assert len(proofs) == sum(len(f.proof_instances()) for f in families.REGISTRY)
+    modelled = {n: r for n, r in proofs.items() if not n.startswith("PJ")}
+    assert len(modelled) == 2 + 6 + 36
+    # the pivot join's fixed keys are not modelled: no claim either way (its rules rest on
+    # bounded certificates)
+    assert all(r.status == "unsupported" for n, r in proofs.items() if n.startswith("PJ"))
+    for name, r in modelled.items():
         obs = r.details["obligations"]
         assert r.method == "inductive" and r.K is None and obs, name
         assert r.status == "verified" and all(o["status"] == "proved" for o in obs), (name, r.reason)
