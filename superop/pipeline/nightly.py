@@ -293,7 +293,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                               "budget_s": share_budget_s})
             sharing = log_sharing_report(spark or get_spark(app_name="superop-nightly", master=master),
                                          str(log_path), window_seconds=share_window_s, fmt=fmt,
-                                         column_map=column_map, schema=schema, k=k,
+                                         column_map=column_map, schema=schema,
                                          timeout_ms=int(verify_timeout_s * 1000), max_windows=share_max_windows,
                                          time_budget_s=share_budget_s)
             if sharing.error:
