@@ -16,7 +16,6 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from ..ir.dialect import DIALECT
 from ..ir.nodes import (Aggregate, Join, Node, Project, Rename, Scan, Select, Sort, UnionAll,
                         resolve_field)
 from .expr_eval import EvalError, compile_expr, truth
@@ -37,22 +36,13 @@ def _resolver(fields) -> Callable[[exp.Column], Callable]:
 
 
 def _agg_state(func: exp.AggFunc):
-    """(func name, argument expression or None, distinct?) of a supported aggregate."""
-    if isinstance(func, exp.Count):
-        a = func.this
-        if a is None or isinstance(a, exp.Star):
-            return "count_star", None
-        if isinstance(a, exp.Distinct):
-            if len(a.expressions) != 1:
-                raise PlanEvalError("count(DISTINCT a, b)")
-            return "count_distinct", a.expressions[0]
-        return "count", a
-    for cls, name in ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg")):
-        if isinstance(func, cls):
-            if isinstance(func.this, exp.Distinct):
-                raise PlanEvalError(f"{name}(DISTINCT ...)")
-            return name, func.this
-    raise PlanEvalError(f"aggregate {func.sql(dialect=DIALECT)}")
+    """(func name, argument expression or None) of a supported aggregate (the one table:
+    :func:`superop.synth.dsl.accumulator_call`)."""
+    from .dsl import NoAccumulator, accumulator_call
+    try:
+        return accumulator_call(func)
+    except NoAccumulator as e:
+        raise PlanEvalError(str(e)) from None
 
 
 def aggregate_values(name: str, vals: list):

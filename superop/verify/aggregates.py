@@ -9,26 +9,17 @@ from sqlglot import exp
 from ..ir.dialect import DIALECT
 from .result import Unsupported
 
-AGG_NAMES = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
-
-
 def agg_call_func(a: exp.Expression) -> tuple[str, Optional[exp.Expression]]:
-    """(fold name, argument expression) of an aggregate call; count(*) has no argument."""
-    if isinstance(a, exp.Count):
-        arg = a.this
-        if arg is None or isinstance(arg, exp.Star):
-            return "count_star", None
-        if isinstance(arg, exp.Distinct):
-            if len(arg.expressions) != 1:
-                raise Unsupported("COUNT(DISTINCT a, b)")
-            return "count_distinct", arg.expressions[0]
-        return "count", arg
-    name = AGG_NAMES.get(type(a))
-    if name is None:
+    """(fold name, argument expression) of an aggregate call; count(*) has no argument.
+    The one table is :func:`superop.synth.dsl.accumulator_call`; what it cannot fold is
+    :class:`Unsupported` here."""
+    from ..synth.dsl import NoAccumulator, accumulator_call
+    if not isinstance(a, exp.AggFunc):
         raise Unsupported(f"aggregate {a.sql(dialect=DIALECT)}")
-    if isinstance(a.this, exp.Distinct):
-        raise Unsupported(f"{name.upper()}(DISTINCT ...)")
-    return name, a.this
+    try:
+        return accumulator_call(a)
+    except NoAccumulator as e:
+        raise Unsupported(str(e)) from None
 
 
 def agg_calls(n) -> list[exp.AggFunc]:
