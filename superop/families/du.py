@@ -18,7 +18,7 @@ from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check
 from .kit import symbolic
-from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
+from .kit.family import (Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment)
 from .kit.program import AggBranch, Accs, same_keys
 from .kit.planting import ExampleKit, ExampleSpec
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
@@ -74,10 +74,7 @@ class DiamondUnionAll(Family):
                        flags=tuple(accs.flags), partition_emits=emits, memory=STREAMING)
 
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
-        preds = [source_predicate(b.lower) for b in m.branches]
-        if any(p is None for p in preds):
-            return None
-        return exp.Paren(this=exp.or_(*[p.copy() for p in preds if p is not None], copy=False))
+        return branches_prefilter(m.branches)
 
     # -- generalization and the catalog --------------------------------------------------------
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:

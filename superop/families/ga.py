@@ -30,7 +30,7 @@ from sqlglot import exp
 from ..ir.nodes import Join
 from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit.diamond import Shape
-from .kit.family import Family, Slot, Streamability, source_predicate
+from .kit.family import Family, Slot, Streamability, branches_prefilter
 from .kit.program import AggBranch, Accs, conj, is_true
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
 
@@ -115,10 +115,7 @@ class GlobalAggregateDiamond(Family):
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         """OR of the lower edges' φ_i when every branch filters: a row no φ_i keeps folds
         into no accumulator (the keyless partition still exists without it)."""
-        preds = [source_predicate(b.lower) for b in m.branches]
-        if any(p is None for p in preds):
-            return None
-        return exp.Paren(this=exp.or_(*[p.copy() for p in preds if p is not None], copy=False))
+        return branches_prefilter(m.branches)
 
     # -- generalization and the catalog --------------------------------------------------------
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:

@@ -44,6 +44,7 @@ from sqlglot import exp
 from ..ir.analysis import Edge, capture_parameters
 from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
+from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window
 from ..synth.dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
 from .kit.covers import Covers
@@ -134,19 +135,6 @@ def _int(e: exp.Expr) -> Optional[int]:
             return None
         return -v if neg else v
     return None
-
-
-def _conjuncts(e: Optional[exp.Expr]) -> list[exp.Expr]:
-    out, stack = [], [e] if e is not None else []
-    while stack:
-        x = stack.pop()
-        if isinstance(x, exp.Paren):
-            stack.append(x.this)
-        elif isinstance(x, exp.And):
-            stack += [x.expression, x.this]
-        else:
-            out.append(x)
-    return out
 
 
 def _window_origin(view: Node, idx: int) -> Optional[tuple[Window, int]]:
@@ -262,7 +250,7 @@ def analyze(root: Node, tops: Sequence[Node], view: Node) -> Union[Analysis, Fai
         for a, b in j.equi:
             out.append((exp.EQ(this=a.copy(), expression=b.copy()), _side_cols(a, j.left.fields, lpos),
                         _side_cols(b, j.right.fields, rpos)))
-        for c in _conjuncts(j.residual):
+        for c in conjuncts(j.residual):
             out.append((c, None, None))
         return out, lpos, rpos
 

@@ -60,7 +60,8 @@ from .kit.family import Family, ProofInstance, Slot, Streamability
 from .kit.program import AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, same_keys
 from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, TemplateError)
-from .kit.regroup import aggregate_below, and_all, conjuncts
+from ..ir.lowering.exprs import conjuncts
+from .kit.regroup import aggregate_below, and_all
 
 
 class PivotReason(ReasonCode):

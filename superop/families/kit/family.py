@@ -334,6 +334,15 @@ def source_predicate(edge: Optional[Edge]) -> Optional[exp.Expr]:
     return None if edge is None else capture_parameters(edge).predicate
 
 
+def branches_prefilter(branches: Sequence[Any]) -> Optional[exp.Expr]:
+    """OR of the branches' lower-edge predicates when every branch filters (a row no branch
+    keeps folds into no accumulator), else None."""
+    preds = [source_predicate(b.lower) for b in branches]
+    if any(p is None for p in preds):
+        return None
+    return exp.Paren(this=exp.or_(*[p.copy() for p in preds if p is not None], copy=False))
+
+
 def shape_segment(lower: str, core: Optional[str], upper: str) -> str:
     """A branch of a shape string as :func:`superop.ir.shape` writes it (bottom-up)."""
     return "|".join(p for p in (lower, core, upper) if p)

@@ -35,6 +35,7 @@ from typing import Optional, Sequence, cast
 
 from sqlglot import exp
 
+from ...ir.lowering.exprs import conjuncts
 from ...ir.analysis import Edge, capture_parameters, walk_edge
 from ...ir.functions import is_nondeterministic_expr
 from ...ir.nodes import (Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll,
@@ -49,21 +50,6 @@ _WHERE_PUSH = {"inner": (True, True), "left": (True, False), "right": (False, Tr
                "semi": (True, False), "anti": (True, False), "cross": (True, True)}
 # parents that read their input's columns by name (a new column order is invisible to them)
 _BY_NAME = (Project, Aggregate, Rename)
-
-
-def conjuncts(e: Optional[exp.Expr]) -> list[exp.Expr]:
-    """The AND-ed parts of ``e`` (through parentheses)."""
-    out: list[exp.Expr] = []
-    stack = [e] if e is not None else []
-    while stack:
-        x = stack.pop()
-        if isinstance(x, exp.Paren):
-            stack.append(x.this)
-        elif isinstance(x, exp.And):
-            stack += [x.expression, x.this]
-        else:
-            out.append(x)
-    return out
 
 
 def and_all(parts: Sequence[exp.Expr]) -> Optional[exp.Expr]:
