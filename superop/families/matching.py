@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 
 from ..ir.nodes import Node, walk
 from ..ir.safety import BlockReason, Blocker, blocking_reason
-from ..synth.dsl import Program
+from ..synth.dsl import Program, sort_distinct
 from .kit.diamond import PlanContext, keys_implied, shape_at
 from .kit.regroup import regroup
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
@@ -85,7 +85,7 @@ def finish(m: Match, ctx: PlanContext) -> Finding:
     if blocked is not None:
         return _near(m, blocked.reason, blocked.detail)
     try:
-        program = fam.build_program(m)
+        program = build_program(m)
     except TemplateError as e:
         return _near(m, e.code or Reason.TEMPLATE_REFUSED, str(e))
     return replace(m, program=program)
@@ -138,5 +138,7 @@ def first_match(plan: Node, finished: bool = False) -> Optional[Match]:
 
 
 def build_program(m: Match) -> Program:
-    """The family's template program for ``m`` (TemplateError if it cannot build one)."""
-    return registry.get(m.family).build_program(m)
+    """The family's template program for ``m`` (TemplateError if it cannot build one), its
+    COUNT(DISTINCT)s as the constant-state sorted fold where one sort order provides it
+    (:func:`superop.synth.dsl.sort_distinct`)."""
+    return sort_distinct(registry.get(m.family).build_program(m))

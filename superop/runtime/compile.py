@@ -112,7 +112,9 @@ def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expre
         return (f"count(1){ov}" if g is None else f"count(CASE WHEN {g} THEN 1 END){ov}")
     a = _s(arg)
     val = a if g is None else f"CASE WHEN {g} THEN {a} END"
-    if func == "count_distinct":
+    if func in ("count_distinct", "count_distinct_sorted"):
+        # the sorted fold (runs of equal values in the program's sort order on its
+        # argument) has the same value; Spark computes it from the set
         return f"CAST(size(collect_set({val}){ov}) AS BIGINT)"
     return f"{func}({val}){ov}"
 

@@ -66,7 +66,7 @@ This module is pure data + printing; it imports neither Spark nor Z3.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import sqlglot
@@ -74,7 +74,9 @@ from sqlglot import exp
 
 from ..ir.dialect import DIALECT
 
-AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct")
+AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct", "count_distinct_sorted")
+# the accumulators that keep a set of values per partition (not constant state)
+SET_FUNCS = ("count_distinct",)
 NAMESPACES = ("row", "key", "acc", "flag", "nb")
 STREAMING, BUFFERING = "streaming", "buffering"
 
@@ -122,6 +124,15 @@ def accumulator_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
 
 @dataclass(frozen=True)
 class Accumulator:
+    """``func`` over ``arg`` on the rows where ``guard`` is TRUE.
+
+    ``count_distinct`` keeps the set of its non-NULL values (buffering state).
+    ``count_distinct_sorted`` keeps (last value, count): it counts the *runs* of equal
+    non-NULL values in the partition's sort order — a new value adds one when it differs
+    from the last counted one. That equals COUNT(DISTINCT arg) exactly when equal values
+    are adjacent among the guarded rows, i.e. when the program's first sort key is the
+    argument (:func:`sort_distinct` builds such programs; the verifier proves the equality,
+    it does not assume it)."""
     name: str
     func: str                                  # one of AGG_FUNCS
     arg: Optional[exp.Expr] = None       # over row.*; None only for count_star
@@ -136,6 +147,7 @@ class Accumulator:
     def pretty(self) -> str:
         fn = "count(*)" if self.func == "count_star" else (
             f"count(distinct {_sql(self.arg)})" if self.func == "count_distinct"
+            else f"count(distinct {_sql(self.arg)}) [runs in sort order]" if self.func == "count_distinct_sorted"
             else f"{self.func}({_sql(self.arg)})")
         g = f" if {_sql(self.guard)}" if self.guard is not None else ""
         return f"{self.name} = {fn}{g}"
@@ -205,6 +217,47 @@ class SortKey:
 
     def pretty(self) -> str:
         return f"{self.column} {'ASC' if self.ascending else 'DESC'} NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+
+
+def distinct_sort_obstacle(accumulators: tuple[Accumulator, ...], sort: tuple[SortKey, ...] = (),
+                           row_emits: bool = False) -> Optional[str]:
+    """Why the COUNT(DISTINCT) accumulators cannot all run as the constant-state sorted
+    fold (None: they can, or there are none). The fold needs the partition sorted on the
+    argument right after the keys, so every distinct argument must be the SAME bare input
+    column, first in any sort order the program already has; a program with row emits
+    keeps the sort order its running values need."""
+    args = [a.arg for a in accumulators if a.func == "count_distinct"]
+    if not args:
+        return None
+    if row_emits:
+        return "COUNT(DISTINCT) in a program with row emits (its sort order is for the running values)"
+    cols = {(x.table, x.name) if isinstance(x, exp.Column) else None for x in args}
+    if None in cols:
+        bad = next(x for x in args if not isinstance(x, exp.Column))
+        return f"COUNT(DISTINCT {_sql(bad)}): the argument is not an input column, no sort order provides it"
+    if len(cols) > 1:
+        return ("COUNT(DISTINCT) over " + ", ".join(sorted(n for _, n in cols))
+                + ": one sort order cannot make two columns' equal values adjacent")
+    (_, col), = cols
+    if sort and sort[0].column != col:
+        return f"the program is sorted on {sort[0].column}, not on the distinct argument {col}"
+    return None
+
+
+def sort_distinct(program: "Program") -> "Program":
+    """The program with its COUNT(DISTINCT x) accumulators as the constant-state sorted
+    fold (``count_distinct_sorted``) and ``x`` its first sort key — when
+    :func:`distinct_sort_obstacle` finds none; else the program unchanged (buffering)."""
+    accs = program.accumulators
+    if not any(a.func == "count_distinct" for a in accs) or distinct_sort_obstacle(
+            accs, program.sort, bool(program.row_emits) or bool(program.neighbours)) is not None:
+        return program
+    col = next(a.arg for a in accs if a.func == "count_distinct")
+    assert isinstance(col, exp.Column)
+    sort = program.sort or (SortKey(col.name),)
+    new = tuple(Accumulator(a.name, "count_distinct_sorted", a.arg, a.guard) if a.func == "count_distinct" else a
+                for a in accs)
+    return replace(program, accumulators=new, sort=sort, memory=STREAMING)
 
 
 @dataclass(frozen=True)

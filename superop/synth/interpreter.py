@@ -85,6 +85,11 @@ class _Agg:
             self.n += 1
         elif f == "count_distinct":
             self.seen.add(x)
+        elif f == "count_distinct_sorted":
+            # constant state (last counted value, count): a run of equal values counts once
+            if self.n == 0 or x != self.v:
+                self.n += 1
+            self.v = x
         elif f in ("sum", "avg"):
             self.v = x if self.v is None else self.v + x
             self.n += 1
@@ -97,7 +102,7 @@ class _Agg:
 
     def value(self):
         f = self.func
-        if f in ("count_star", "count"):
+        if f in ("count_star", "count", "count_distinct_sorted"):
             return self.n
         if f == "count_distinct":
             return len(self.seen)

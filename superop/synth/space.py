@@ -25,7 +25,7 @@ difference for a sub-plan (a guard when the path has no filter) are not enumerat
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional, Sequence
 
 from sqlglot import exp
@@ -36,7 +36,7 @@ from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
 from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
-                  SortKey, accumulator_call, ref)
+                  SortKey, accumulator_call, distinct_sort_obstacle, ref, sort_distinct)
 
 
 class NotSupported(Exception):
@@ -476,14 +476,19 @@ class _Builder:
                         core_out = aout if semi else (aout + nulls if agg_side == "left" else nulls + aout)
                     pemits.append(PartitionEmit(*finish(core_out, g)))
         memory = c.memory if remits else STREAMING
-        if any(a.func == "count_distinct" for a in accs):
-            # COUNT(DISTINCT) keeps the partition's distinct values: not constant state
-            if remits and memory == STREAMING:
-                raise NotExpressible("COUNT(DISTINCT) cannot run in constant state")
-            memory = BUFFERING
-        return Program(keys=c.keys, output=parts.root_names, accumulators=tuple(accs),
+        prog = Program(keys=c.keys, output=parts.root_names, accumulators=tuple(accs),
                        flags=tuple(flags), partition_emits=tuple(pemits), row_emits=tuple(remits),
                        sort=c.sort if remits else (), memory=memory)
+        if any(a.func == "count_distinct" for a in accs):
+            # COUNT(DISTINCT x): constant state (the sorted fold) when the partition can be
+            # sorted on x; else it keeps the partition's distinct values (buffering)
+            prog = sort_distinct(prog)
+            if any(a.func == "count_distinct" for a in prog.accumulators):
+                if remits and memory == STREAMING:
+                    raise NotExpressible("COUNT(DISTINCT) cannot run in constant state: "
+                                         + str(distinct_sort_obstacle(prog.accumulators, prog.sort, True)))
+                prog = replace(prog, memory=BUFFERING)
+        return prog
 
     @staticmethod
     def _row_match_flag(cond: Optional[exp.Expression], flags: list) -> exp.Expression:

@@ -241,11 +241,13 @@ def check_memory_class(sub_plan: Node, program: Program, K: int = DEFAULT_K,
                        timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Optional[str]:
     """The memory class a program actually achieves (checked, not declared):
     ``streaming`` if it is equivalent when row emits see running values and it keeps only
-    constant state (no COUNT DISTINCT), else ``buffering`` if equivalent with final
+    constant state (no set-valued COUNT(DISTINCT); its sorted fold is constant state
+    and proved like any other), else ``buffering`` if equivalent with final
     values, else None (not equivalent / not decided)."""
     from dataclasses import replace
     from ..synth.dsl import BUFFERING, STREAMING
-    constant_state = not any(a.func == "count_distinct" for a in program.accumulators)
+    from ..synth.dsl import SET_FUNCS
+    constant_state = not any(a.func in SET_FUNCS for a in program.accumulators)
     if constant_state:
         r = check_equivalence(sub_plan, replace(program, memory=STREAMING), K, timeout_ms)
         if r.status == VERIFIED:

@@ -12,6 +12,11 @@ aggregates, the program's accumulators (bounded: over K rows) and the template p
   is real division by the count.
 * min(x) / max(x): (current, NULL so far).
 * count(DISTINCT x) is not a fold with constant state: :func:`count_distinct` (bounded only).
+* count_distinct_sorted(x) (the DSL's sorted COUNT(DISTINCT)): (last value, some value,
+  count of runs) — a non-NULL value adds one when it differs from the last one folded.
+  Folded in the partition's sort order it counts the runs of equal values; bounded
+  programs fold in that order through :func:`count_runs` (the order is a relation over
+  the K rows, not the input positions).
 
 Errors raised while evaluating an aggregate's *argument* are the caller's business (the
 argument is evaluated once per member row); a fold's own error is the overflow of a sum.
@@ -28,7 +33,7 @@ from .result import Unsupported
 from .values import (FALSE, NULL, TRUE, V, common_kind, default, fresh, lt, not_distinct,
                      out_of_range)
 
-FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
+FOLDS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct_sorted")
 BIGINT = 64
 
 
@@ -52,6 +57,10 @@ def init(func: str, kind: Optional[str] = None, width: Optional[int] = None) -> 
     kind = _sum_kind(func, kind)
     if func in ("count_star", "count"):
         return FoldState(func, kind, width, (z3.IntVal(0),))
+    if func == "count_distinct_sorted":
+        if kind is None:             # over NULL literals only: stays 0
+            return FoldState(func, None, None, (z3.IntVal(0),))
+        return FoldState(func, kind, width, (default(kind), FALSE, z3.IntVal(0)))
     if kind is None:                 # over NULL literals only: stays NULL
         return FoldState(func, None, None, ())
     if func == "sum":
@@ -88,10 +97,15 @@ def step(s: FoldState, member: z3.BoolRef, x: Optional[V]) -> FoldState:
     if s.func == "count":
         (n,) = s.parts
         return FoldState(s.func, s.kind, s.width, (n + z3.If(nn, 1, 0),))
-    if not s.parts or nn is FALSE:   # NULL-literal argument
-        return s
+    if not s.parts or nn is FALSE or (s.func == "count_distinct_sorted" and s.kind is None):
+        return s                     # NULL-literal argument
     k = s.kind
+    assert k is not None and x is not None
     xv = x.val(k)
+    if s.func == "count_distinct_sorted":
+        last, some, n = s.parts
+        new = z3.And(nn, z3.Or(z3.Not(some), xv != last))
+        return FoldState(s.func, k, s.width, (z3.If(nn, xv, last), z3.Or(some, nn), n + z3.If(new, 1, 0)))
     if s.func == "sum":
         tot, some = s.parts
         return FoldState(s.func, k, s.width, (tot + z3.If(nn, xv, default(k)), z3.Or(some, nn)))
@@ -109,6 +123,8 @@ def finalize(s: FoldState, bound: Optional[int] = None) -> V:
     """The aggregate's value (``err``: a sum that overflows BIGINT under ANSI)."""
     if s.func in ("count_star", "count"):
         return V(s.parts[0], FALSE, "int", FALSE, BIGINT)
+    if s.func == "count_distinct_sorted":
+        return V(s.parts[-1], FALSE, "int", FALSE, BIGINT)
     if not s.parts:
         return NULL
     if s.func == "sum":
@@ -164,4 +180,32 @@ def count_distinct(pairs: Sequence[tuple[z3.BoolRef, V]]) -> V:
         seen = [z3.And(_nn(pairs[i][0], pairs[i][1]), not_distinct(pairs[i][1], x)) for i in range(j)]
         terms.append(z3.And(_nn(m, x), z3.Not(z3.Or(*seen)) if seen else TRUE))
     n = z3.Sum([z3.If(t, 1, 0) for t in terms]) if terms else z3.IntVal(0)
+    return V(n, FALSE, "int", FALSE, BIGINT)
+
+
+def count_runs(pairs: Sequence[tuple[z3.BoolRef, Optional[V]]],
+               before: Sequence[Sequence[z3.BoolRef]]) -> V:
+    """count_distinct_sorted over K rows folded in the order ``before[i][j]`` (row i is
+    strictly before row j; a strict total order on the rows): the number of counted rows
+    (member, argument not NULL) whose immediate counted predecessor in that order is absent
+    or carries a different value — the runs of equal values, what the (last, count) fold
+    computes when it reads the rows in that order."""
+    K = len(pairs)
+    cnt = [_nn(m, x) if x is not None else FALSE for m, x in pairs]
+    starts = []
+    for j in range(K):
+        x = pairs[j][1]
+        if x is None or x.v is None:
+            continue
+        same_run = []
+        for i in range(K):
+            if i == j:
+                continue
+            between = [z3.And(cnt[k], before[i][k], before[k][j]) for k in range(K) if k not in (i, j)]
+            pred = z3.And(cnt[i], before[i][j], z3.Not(z3.Or(*between)) if between else TRUE)
+            xi = pairs[i][1]
+            assert xi is not None
+            same_run.append(z3.And(pred, not_distinct(xi, x)))
+        starts.append(z3.And(cnt[j], z3.Not(z3.Or(*same_run)) if same_run else TRUE))
+    n = z3.Sum([z3.If(t, 1, 0) for t in starts]) if starts else z3.IntVal(0)
     return V(n, FALSE, "int", FALSE, BIGINT)

@@ -255,15 +255,22 @@ class ProgramEncoder:
         members = [members_of(rows, keys, i) if p.keys else [r[0] for r in rows] for i in range(K)]
         firsts = first_of_group(rows, keys) if p.keys else [z3.BoolVal(i == 0) for i in range(K)]
 
+        # the sort order as a strict relation over the K rows (ties: input position)
+        before = [[self.sort_before(rows[i][1], rows[j][1], z3.BoolVal(i < j)) if i != j else FALSE
+                   for j in range(K)] for i in range(K)] \
+            if any(a.func == "count_distinct_sorted" for a in p.accumulators) else []
+
         def fold(ms) -> tuple[dict, dict, z3.BoolRef]:
             s = self.initial(kinds)
             for j, m in enumerate(ms):
                 s = self.step(s, m, contribs[j])
             accs, flags, err = self.final_values(s, K)
-            for ai, a in enumerate(p.accumulators):    # count(DISTINCT): not a fold
-                if a.func == "count_distinct":
-                    accs[a.name] = folds.count_distinct([(z3.And(m, contribs[j].acc_guard[ai]),
-                                                          contribs[j].acc_arg[ai]) for j, m in enumerate(ms)])
+            for ai, a in enumerate(p.accumulators):
+                pairs = [(z3.And(m, contribs[j].acc_guard[ai]), contribs[j].acc_arg[ai]) for j, m in enumerate(ms)]
+                if a.func == "count_distinct":        # a set of values: not a fold
+                    accs[a.name] = folds.count_distinct(pairs)
+                elif a.func == "count_distinct_sorted":   # the fold, read in sort order
+                    accs[a.name] = folds.count_runs(pairs, before)
             return accs, flags, err
 
         # every partition computes its final values once (a keyless program has one

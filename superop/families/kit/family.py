@@ -37,7 +37,7 @@ from ...ir.render import JOIN_SYMBOL
 from .covers import EDGE_OPS, Covers
 from .diamond import Shape
 from .program import accumulator_funcs
-from .records import CatalogNames, EdgeDecl, KeyPremise, Match, NearMiss, ReasonCode, Side
+from .records import CatalogNames, EdgeDecl, KeyPremise, Match, NearMiss, ReasonCode, Side, TemplateError
 
 if TYPE_CHECKING:
     from ...synth.dsl import Program
@@ -45,6 +45,20 @@ if TYPE_CHECKING:
 
 _SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
 _OP_OF_SYM = {v: k for k, v in _SYM.items()}
+
+
+def distinct_funcs(m: Match) -> set[str]:
+    """How the instance's template folds its COUNT(DISTINCT)s: ``count_distinct_sorted``
+    (constant state, the partition sorted on the one distinct column) or ``count_distinct``
+    (a set per partition) — a certificate about one says nothing about the other."""
+    prog = m.program
+    if prog is None:
+        from ..matching import build_program
+        try:
+            prog = build_program(m)
+        except TemplateError:
+            return {"count_distinct"}
+    return {a.func for a in prog.accumulators if a.func.startswith("count_distinct")} or {"count_distinct"}
 
 
 @dataclass(frozen=True)
@@ -170,6 +184,8 @@ class Family:
             if b.agg is not None:
                 f = accumulator_funcs(b.agg)
                 funcs |= set(f or ())
+        if "count_distinct" in funcs:
+            funcs = (funcs - {"count_distinct"}) | distinct_funcs(m)
         return Covers.make(self.name, join_kinds=[m.join_kind] if m.join_kind else [],
                            branches=len(m.branches), agg_side=m.agg_side.value if m.agg_side else None,
                            aggregates=funcs, edges=self.edge_ops(m))
