@@ -14,7 +14,11 @@ hull of ``admits``, for reading. The runtime admits an instance only inside some
 record; ``superop verify`` checks ``admits`` ⊆ the certificates' covers.
 
 Only streaming programs become rules: a Min & Join whose verified program buffers the
-partition (a filter below the min, count/sum joined back) is reported, not admitted.
+partition (a filter below the min, count/sum joined back), or a program whose COUNT(DISTINCT)s
+no single sort order serves (two distinct columns), is reported with the reason, not
+admitted. A COUNT(DISTINCT) over the one column the partition is sorted on is the
+constant-state ``count_distinct_sorted`` fold; its rules rest on bounded certificates (the
+template proofs cover the other folds, ``STREAMING_FOLDS``).
 """
 from __future__ import annotations
 
@@ -100,6 +104,16 @@ def maximal(records: Sequence[Covers]) -> list[Covers]:
     return out
 
 
+def _buffering_detail(program: Optional[dict]) -> str:
+    """Why a buffering program's COUNT(DISTINCT)s keep a set (empty when that is not why)."""
+    if not program:
+        return ""
+    from ..synth.dsl import Program, distinct_sort_obstacle
+    p = Program.from_json(program)
+    why = distinct_sort_obstacle(p.accumulators, p.sort, bool(p.row_emits))
+    return f": {why}" if why else ""
+
+
 @dataclass
 class Rejected:
     pattern: Pattern
@@ -119,7 +133,8 @@ def generalize(patterns: Sequence[Pattern], template_proof: Optional[TemplatePro
             rejected.append(Rejected(p, "no verified certificate"))
             continue
         if p.memory != "streaming":
-            rejected.append(Rejected(p, "verified program buffers the partition (not streaming)"))
+            rejected.append(Rejected(p, "verified program buffers the partition (not streaming)"
+                                     + _buffering_detail(p.program)))
             continue
         groups.setdefault(p.skeleton, []).append(p)
     rules = []

@@ -22,7 +22,9 @@ from typing import Any, Iterable, Optional, Sequence
 EDGE_OPS = ("Select", "Project", "Rename")   # the optional operators σ, π, ρ (catalog names)
 # the folds the DU/DJ template proofs prove (constant-state folds, assumption A1 of the
 # proofs in superop.verify.template_proofs); COUNT(DISTINCT) keeps a set per partition, not
-# a constant state: only a bounded certificate covers it
+# a constant state, and its sorted fold (count_distinct_sorted) has no unbounded proof yet
+# (the plan side's COUNT(DISTINCT) is no fold to induct on): only bounded certificates
+# cover either
 STREAMING_FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
 
 
