@@ -1,14 +1,21 @@
-"""Diamond Join (DJ): two aggregates of ONE shared input, grouped on the same input
+"""Diamond Join (DJ): two or more aggregates of ONE shared input, grouped on the same input
 columns, joined on those keys (the paper's Fig. 6(b), SuperOp_DJ of Fig. 10) — inner,
-left, right, full, semi and anti joins.
+left, right, full, semi and anti joins of two; inner trees of n ≥ 3.
 
     ⋈ Join
     ├── e3 [σπρ]* ── γ GroupBy#1 ── e1 [σπρ]* ── Spool
     └── e4 [σπρ]* ── γ GroupBy#2 ── e2 [σπρ]* ── Spool
 
-Edge order: e1 Spool → γ1, e2 Spool → γ2, e3 γ1 → ⋈, e4 γ2 → ⋈. The template takes two
-inputs: a tree of three or more joined aggregates is a near-miss (``too_many_branches``)
-whose inner two-input diamond is an instance of its own.
+Edge order: e1 Spool → γ1, e2 Spool → γ2, e3 γ1 → ⋈, e4 γ2 → ⋈ (n branches: the n lower
+edges, then the n upper edges, in the tree's input order).
+
+n-way trees. A tree of three or more joined aggregates is an instance when every join is
+INNER (each join's condition implies key equality between its sides, decided at every join
+by union-find and at the root by Z3): inner equi-joins on the keys are associative, so
+every such tree of n branches computes the same relation and a certificate about one of
+them speaks for the others' shape. An outer tree's result depends on its shape and on
+which side each condition names, which a covers record does not say: such a tree stays a
+near-miss (``too_many_branches``) whose inner two-input diamond is an instance of its own.
 """
 from __future__ import annotations
 
@@ -24,21 +31,22 @@ from .kit.diamond import Shape, agg_paths_check, positions_carrying
 from .kit import symbolic
 from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits,
-                          not_null_keys_prefilter, same_keys)
+                          not_null_keys_prefilter, root_key_premise, same_keys, tree_premise_failure)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
 from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
-                          ReasonCode)
+                          ReasonCode, TemplateError)
 
 
 class DiamondJoin(Family):
     name = "DJ"
     catalog = CatalogNames("diamond-join", "SuperOp_DJ",
-                           "two aggregates of one input on the same key joined on that key")
+                           "aggregates of one input on the same key joined on that key")
     core_name = "Join"
     join_kinds = KEYED_JOIN_KINDS
     sides = (None,)
     min_branches = 2
-    max_branches = 2
+    max_branches = None               # n ≥ 3: inner trees only (see the module doc)
+    N_WAY_KINDS = ("inner",)
     aggregates = AGG_FUNCS
     reasons = (Reason,)
 
@@ -59,24 +67,35 @@ class DiamondJoin(Family):
         bad = [k for k in shape.join_kinds if k not in self.join_kinds]
         if bad:
             return near(Reason.JOIN_KIND_UNSUPPORTED, ", ".join(bad))
-        if not self.supports(len(paths)):
-            return near(Reason.TOO_MANY_BRANCHES, f"{len(paths)} joined aggregates; the template takes 2")
+        if len(paths) > 2 and any(k not in self.N_WAY_KINDS for k in shape.join_kinds):
+            return near(Reason.TOO_MANY_BRANCHES,
+                        f"{len(paths)} joined aggregates with {'/'.join(shape.join_kinds)} joins; "
+                        "the n-way template takes inner trees only (an outer tree's result depends on its shape)")
         root = shape.root
         assert isinstance(root, Join)
         return Match(self.name, root, paths[0].stop, tuple(p.branch for p in paths),
                      join_kind=root.kind, keys=keys)
 
+    def premise_failure(self, m: Match) -> Optional[tuple[ReasonCode, str]]:
+        """Algorithms 2-3 at every join of an n-way tree (the root's is the key premise)."""
+        if len(m.branches) <= 2:
+            return None
+        return tree_premise_failure(m)
+
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
         j = m.join
         assert j is not None
-        return KeyPremise(j, tuple((positions_carrying(j.left, k, m.source),
-                                    positions_carrying(j.right, k, m.source)) for k in m.keys))
+        if len(m.branches) <= 2:
+            return KeyPremise(j, tuple((positions_carrying(j.left, k, m.source),
+                                        positions_carrying(j.right, k, m.source)) for k in m.keys))
+        return root_key_premise(m)
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
-        if branches != 2:
-            raise ValueError(f"{self.name} has two branches, not {branches}")
-        return (Slot(0, 2, "GroupBy#1"), Slot(1, 3, "GroupBy#2"))
+        if branches < 2:
+            raise ValueError(f"{self.name} has two or more branches, not {branches}")
+        n = branches
+        return tuple(Slot(i, n + i, f"GroupBy#{i + 1}") for i in range(n))
 
     # -- streamability, template, code generation -------------------------------------------
     def streamability(self, m: Match) -> Streamability:
@@ -91,10 +110,12 @@ class DiamondJoin(Family):
         j = m.join
         assert j is not None
         accs = Accs()
-        left, right = (AggBranch(b, accs) for b in m.branches)
-        keys = same_keys([left, right])
-        inputs = {id(j.left): TreeInput(tuple(left.top_fields), tuple(left.outputs), left.present),
-                  id(j.right): TreeInput(tuple(right.top_fields), tuple(right.outputs), right.present)}
+        brs = [AggBranch(b, accs) for b in m.branches]
+        keys = same_keys(brs)
+        inputs = {id(b.upper.top): TreeInput(tuple(br.top_fields), tuple(br.outputs), br.present)
+                  for b, br in zip(m.branches, brs)}
+        if len(inputs) != len(brs):
+            raise TemplateError("two branches are the same node")
         emits = join_tree_emits(j, inputs, keys)
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
@@ -104,10 +125,16 @@ class DiamondJoin(Family):
 
     # -- generalization and the catalog --------------------------------------------------------
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
-        return f"{self.catalog.long_name}-{skeleton[2]}"
+        n = skeleton[1]
+        return f"{self.catalog.long_name}-{skeleton[2]}" + (f"-{n}way" if n != 2 else "")
+
+    def default_rule_tag(self, kinds: list[str], branches: int) -> str:
+        return "-".join(kinds + ([f"{branches}way"] if branches != 2 else []))
 
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
-        return (f"two aggregates of one input on the same key joined ({skeleton[2]}) on that key; "
+        n = skeleton[1]
+        what = "two aggregates" if n == 2 else f"{n} aggregates (a tree of inner joins)"
+        return (f"{what} of one input on the same key joined ({skeleton[2]}) on that key; "
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
@@ -130,6 +157,20 @@ class DiamondJoin(Family):
                 fns, symbolic.COMMON_ASSUMPTIONS + (
                     symbolic.SUBSET_OF_FOLDS, "the join's equalities are on the grouping key; every other "
                     "conjunct is the residual theta (an arbitrary function of both sides' outputs)")))
+        # DJ/inner/3: a tree of three inner joins on the key (any tree of n inner equi-joins
+        # on the key computes the same relation: the instance stands for every shape of 3)
+        sql = (f"SELECT b1.k, b1.x, b2.y, b3.z FROM ({symbolic.aggregate_branch(1, 'x')}) b1 "
+               f"JOIN ({symbolic.aggregate_branch(2, 'y')}) b2 ON b1.k = b2.k "
+               f"JOIN ({symbolic.aggregate_branch(3, 'z')}) b3 ON b1.k = b3.k")
+        fns = {**symbolic.aggregate_branch_functions(1), **symbolic.aggregate_branch_functions(2),
+               **symbolic.aggregate_branch_functions(3)}
+        out.append(ProofInstance(
+            "DJ/inner/3", sql, symbolic.SCHEMA,
+            Covers.make(self.name, join_kinds=["inner"], branches=3, aggregates=STREAMING_FOLDS,
+                        edges=[EDGE_OPS] * 6),
+            fns, symbolic.COMMON_ASSUMPTIONS + (
+                symbolic.SUBSET_OF_FOLDS, "the joins equate the grouping key only (no residual); inner "
+                "equi-joins on the key are associative, so one tree shape stands for all")))
         return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------
@@ -148,7 +189,7 @@ class DiamondJoin(Family):
 
     def expected(self, spec: ExampleSpec) -> tuple[ExpectedFinding, ...]:
         n = len(spec.branches)
-        if self.supports(n):
+        if n == 2 or spec.join_kind in self.N_WAY_KINDS:
             return super().expected(spec)
         # an n-way tree is a near-miss; its innermost two-input diamond is an instance
         inner = ExampleSpec(spec.seq, spec.family, spec.branches[:2], spec.join_kind)

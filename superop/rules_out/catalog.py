@@ -279,9 +279,7 @@ def make_rule(family: str, *, rule_id: Optional[str] = None, join_kinds: Sequenc
     if agg_sides is not None:
         sides = [s for s in sides if s in set(agg_sides)]
     if rule_id is None:
-        tag = "-".join(kinds + ([f"{branches}way"] if fam.max_branches != fam.min_branches else [])) \
-            if kinds else f"{branches}way"
-        rule_id = f"{family.lower()}-{tag}"
+        rule_id = f"{family.lower()}-{fam.default_rule_tag(kinds, branches)}"
     shape_sides = [Side(x) for x in sides] or [None]
     shape = " | ".join(dict.fromkeys(fam.shape_pattern([e["optional"] for e in abstract_edges], kinds, branches, sd)
                                      for sd in shape_sides))

@@ -219,6 +219,13 @@ class Family:
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
         raise NotImplementedError
 
+    def default_rule_tag(self, kinds: list[str], branches: int) -> str:
+        """The tail of a catalog rule id made without one (``make_rule``): the join kinds,
+        and the branch count where the family takes several."""
+        if not kinds:
+            return f"{branches}way"
+        return "-".join(kinds + ([f"{branches}way"] if self.max_branches != self.min_branches else []))
+
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
         raise NotImplementedError
 

@@ -14,8 +14,8 @@ from ...ir.dialect import DIALECT
 from ...ir.generate import translate_columns
 from ...ir.nodes import Aggregate, Field, Join, Node
 from ...synth.dsl import Accumulator, Flag, NoAccumulator, PartitionEmit, Program, accumulator_call, ref
-from .diamond import equalities_imply
-from .records import Branch, TemplateError
+from .diamond import equalities_imply, equi_pairs, keys_implied, positions_carrying
+from .records import Branch, KeyPremise, Match, Reason, ReasonCode, TemplateError
 
 # ---------------------------------------------------------------------------
 # expression helpers
@@ -352,3 +352,49 @@ def not_null_keys_prefilter(join_kind: Optional[str], program: Program,
         if nn:
             out = cast(exp.Expr, exp.and_(*([out] if out is not None else []), *nn, copy=False))
     return out
+
+
+# ---------------------------------------------------------------------------
+# the join premise of a tree of joins (n-way instances)
+# ---------------------------------------------------------------------------
+def tree_joins(m: Match) -> list[Join]:
+    """The joins of a match's join tree (root first), down to its branches' top nodes."""
+    leaves = {id(b.upper.top) for b in m.branches}
+    out: list[Join] = []
+
+    def go(n: Node) -> None:
+        if id(n) in leaves or not isinstance(n, Join):
+            return
+        out.append(n)
+        go(n.left)
+        go(n.right)
+    go(m.root)
+    return out
+
+
+def tree_premise_failure(m: Match) -> Optional[tuple[ReasonCode, str]]:
+    """Algorithms 2-3 at every join of the tree: its condition implies equality of every
+    partition key between its two sides (union-find); (reason, detail) when one does not."""
+    for j in tree_joins(m):
+        pairs = [(positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source))
+                 for k in m.keys]
+        implied = keys_implied(j, pairs)
+        if not all(implied):
+            missing = [m.source.names[k] for k, ok in zip(m.keys, implied) if not ok]
+            reason = Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS
+            return reason, "not equated: " + ", ".join(missing)
+    return None
+
+
+def root_key_premise(m: Match) -> KeyPremise:
+    """The root join's premise for the verifier's Z3 check; a sub-tree carries a key in
+    several columns (one per branch): the pair the condition equates is asked for."""
+    j = m.join
+    assert j is not None
+    eq = equi_pairs(j)
+    pairs = []
+    for k in m.keys:
+        ls, rs = positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source)
+        direct = [(i, r) for i, r in eq if i in ls and r in rs]
+        pairs.append((frozenset([direct[0][0]]), frozenset([direct[0][1]])) if direct else (ls, rs))
+    return KeyPremise(j, tuple(pairs))
