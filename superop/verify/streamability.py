@@ -192,8 +192,9 @@ def _scan_of(n: Node) -> Scan:
 def check_program_memory(sub_plan: Node, program: Program, K: int = 4,
                          timeout_ms: int = 20000) -> StreamCheck:
     """A program that declares ``streaming`` must (a) keep constant state per partition
-    (no set-valued COUNT(DISTINCT); the sorted fold is constant state) and (b) be equivalent to the sub-plan when its row emits see
-    running values. Returns the achieved class in ``details['memory']``."""
+    (no set-valued COUNT(DISTINCT); the sorted fold is constant state) and (b) be
+    equivalent to the sub-plan when its row emits see running values.
+    Returns the achieved class in ``details['memory']``."""
     from .check import check_memory_class
     achieved = check_memory_class(sub_plan, program, K=K, timeout_ms=timeout_ms)
     det = {"declared": program.memory, "memory": achieved, "K": K}
