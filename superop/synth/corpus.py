@@ -37,8 +37,11 @@ CORPUS: list[tuple[str, str, str, bool]] = [
     ("du_4way_two_keys", "SELECT a, b, count(*) AS n FROM ops GROUP BY a, b "
      "UNION ALL SELECT a, b, sum(s) AS n FROM ops WHERE s < 2 GROUP BY a, b "
      "UNION ALL SELECT a, b, min(c) AS n FROM ops GROUP BY b, a "
-     "UNION ALL SELECT a, b, count(DISTINCT c) AS n FROM ops WHERE c IS NOT NULL GROUP BY a, b", FOUND, False),
-    # (COUNT(DISTINCT) keeps a set of values per partition: correct, but not constant state)
+     "UNION ALL SELECT a, b, count(DISTINCT c) AS n FROM ops WHERE c IS NOT NULL GROUP BY a, b", FOUND, True),
+    # (one COUNT(DISTINCT) column: the sorted fold, constant state with the partition sorted on c)
+    ("du_two_distinct_columns", "SELECT a, count(DISTINCT b) AS n FROM ops GROUP BY a "
+     "UNION ALL SELECT a, count(DISTINCT c) AS n FROM ops GROUP BY a", FOUND, False),
+    # (two COUNT(DISTINCT) columns: no one sort order serves both, a set per partition)
     ("du_rho_sigma_pi_mix", "SELECT k, v FROM (SELECT k, sum(z) AS v FROM (SELECT a AS k, s + 1 AS z FROM ops WHERE b > 1) p "
      "WHERE z < 4 GROUP BY k) q WHERE v > 0 UNION ALL SELECT a AS k, count(*) AS v FROM (SELECT a, s AS z FROM ops) r "
      "GROUP BY a", FOUND, True),

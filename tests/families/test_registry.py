@@ -35,7 +35,7 @@ def test_supported_sets_are_what_the_templates_implement():
     dj, mj = families.get("DJ"), families.get("MJ")
     keyed = ("inner", "left", "right", "full", "semi", "anti")
     assert dj.join_kinds == keyed and mj.join_kinds == keyed
-    assert dj.supports(2) and not dj.supports(3)          # the DJ template takes two inputs
+    assert dj.supports(2) and dj.supports(3)              # n-way: inner trees (recognize refuses outer ones)
     assert families.get("DU").supports(5)
     assert [s.value for s in mj.sides] == ["left", "right"] and mj.aggregates == ("min", "max")
 
