@@ -243,6 +243,7 @@ class SuperOpSession:
             same_schema = c.plan.columns == before.columns and c.plan.types == before.types
             v = judge(c.label, before.estimate, c.plan.estimate, self.constants)
             entry = {"label": c.label, "rules": [m.rule_id for m in c.matches],
+                     "forms": [m.form or "default" for m in c.matches],
                      "exchanges": c.plan.exchanges, "reused_exchanges": c.plan.reused,
                      "cost": c.plan.cost, "predicted_speedup": v.speedup, "same_schema": same_schema,
                      "cost_terms": c.plan.estimate.terms(), "verdict": v.reason}
@@ -273,6 +274,12 @@ class SuperOpSession:
         expl = (f"applied {', '.join(m.describe() for m in best.matches)}; benefit gate ({self.gate}): "
                 f"{v.reason}; shuffle exchanges {before.exchanges} -> {best.plan.exchanges} "
                 f"(reused {before.reused} -> {best.plan.reused})")
+        notes: list[str] = []
+        for m in best.matches:
+            if not m.form:
+                self.rewriter.alternatives(m, notes)
+        if notes:
+            expl += "; forms: " + "; ".join(notes)
         if len(ranked) > 1:
             expl += "; ranked: " + ", ".join(
                 f"{r['label']}=" + (f"{r['predicted_speedup']:.2f}x" if r.get("predicted_speedup") else "n/a")
