@@ -134,7 +134,8 @@ def derived_covers(cert: dict):
             return find(str(inputs["template"])).covers
         if inputs.get("kind") == "bounded-equivalence":
             from dataclasses import replace
-            return replace(covers_of(match_of(inputs["sql"], inputs["schema"])), variant=str(inputs.get("form") or ""))
+            cov = covers_of(match_of(inputs["sql"], inputs["schema"]))
+            return replace(cov, variant=str(inputs["form"])) if inputs.get("form") else cov
     except Exception:  # a malformed certificate covers nothing
         return None
     return None
@@ -181,7 +182,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         pattern = None
     try:
         from dataclasses import replace
-        covers = replace(covers_of(match_of(sql, schema)), variant=form).to_json()
+        cov = covers_of(match_of(sql, schema))
+        covers = (replace(cov, variant=form) if form else cov).to_json()
     except Exception:
         covers = None
     cert = {
