@@ -33,6 +33,10 @@ from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Ma
                           ReasonCode, Side, TemplateError)
 
 MIN_MAX = ("min", "max")
+# the template's second form (Covers.variant of its proof instances): the rows whose MIN/MAX
+# column equals the partition's MIN/MAX, i.e. RANK() OVER (PARTITION BY keys ORDER BY v) = 1
+# over the rows with v NOT NULL — Spark plans a WindowGroupLimit below the exchange for it
+GROUP_LIMIT = "group-limit"
 
 
 class MJReason(ReasonCode):
@@ -54,6 +58,22 @@ class MJReason(ReasonCode):
         "only for keys whose group survives, which no row can tell (a partial residual would raise)")
 
 
+class GroupLimitReason(ReasonCode):
+    """Why a Min & Join instance has no group-limit form (it keeps the window form)."""
+    EMITS_MORE_THAN_MATCHED_ROWS = (
+        "emits_more_than_matched_rows",
+        "the join emits rows or groups without a match (outer-preserved side, anti join, or the "
+        "aggregate side emitted alone): no row of a group may be dropped before the join")
+    NO_ARGUMENT_EQUALITY = (
+        "no_argument_equality",
+        "the join does not require the row's MIN/MAX column to equal the aggregate (every row of a "
+        "group is joined, not only its minimum rows)")
+    NOT_ONE_BARE_MIN_MAX = (
+        "not_one_bare_min_max",
+        "the program folds more than one unguarded MIN/MAX over a bare column (a σ below the "
+        "aggregate, a computed argument or a flag)")
+
+
 class MinJoin(Family):
     name = "MJ"
     catalog = CatalogNames("min-join", "SuperOp_MJ",
@@ -64,7 +84,8 @@ class MinJoin(Family):
     min_branches = 2
     max_branches = 2
     aggregates = MIN_MAX
-    reasons = (Reason, MJReason)
+    reasons = (Reason, MJReason, GroupLimitReason)
+    forms = ("", GROUP_LIMIT)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -233,6 +254,13 @@ class MinJoin(Family):
                        flags=tuple(accs.flags), partition_emits=tuple(part_emits),
                        row_emits=tuple(row_emits), sort=sort, memory=memory)
 
+    def program_form(self, m: Match, program: Program, form: str) -> Program:
+        """``group-limit``: :func:`group_limit_program` of the window form's program (the
+        instance must keep only its rows whose MIN/MAX column equals the aggregate)."""
+        if form == GROUP_LIMIT:
+            return group_limit_program(program)
+        return super().program_form(m, program, form)
+
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         assert m.agg_side is not None
         a, r = m.branches[m.agg_side.pos], m.branches[m.agg_side.other.pos]
@@ -265,6 +293,8 @@ class MinJoin(Family):
             for side in (Side.LEFT, Side.RIGHT):
                 for func in MIN_MAX:
                     out += _mj_instances(kind, side, func)
+                    if _admits_group_limit(kind, side):
+                        out.append(_group_limit_instance(kind, side, func))
         return tuple(out)
 
     def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
@@ -438,3 +468,112 @@ def _memory(row_emits: Sequence[RowEmit], accs: Accs) -> tuple[str, tuple[SortKe
 
 
 MJ = MinJoin()
+
+
+# ---------------------------------------------------------------------------
+# the group-limit form
+# ---------------------------------------------------------------------------
+def _admits_group_limit(kind: str, side: Side) -> bool:
+    """The join kinds / sides whose template emits only matched rows (one row emit, no
+    partition emit): inner on either side, and a semi join with the rows on the left."""
+    return kind == "inner" or (kind == "semi" and side is Side.RIGHT)
+
+
+def _conjuncts(e: Optional[exp.Expr]) -> list[exp.Expr]:
+    """Top-level conjuncts; ``COALESCE(a AND b, FALSE)`` is ``COALESCE(a, FALSE) AND
+    COALESCE(b, FALSE)`` (both two-valued; ``b`` still evaluated only where ``a`` is not FALSE)."""
+    if e is None:
+        return []
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Coalesce) and len(e.expressions) == 1 and isinstance(e.expressions[0], exp.Boolean) \
+            and not e.expressions[0].this:
+        inner = e.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.And):
+            return [c2 for c in _conjuncts(inner) for c2 in _conjuncts(is_true(c))]
+    return [e]
+
+
+def argument_equality(c: exp.Expr, acc: str, col: str) -> bool:
+    """Is ``c`` ``[COALESCE(] row.col = acc.acc [, FALSE)]`` (either order; ``=``, not ``<=>``)?"""
+    while isinstance(c, exp.Paren):
+        c = c.this
+    if isinstance(c, exp.Coalesce) and len(c.expressions) == 1 and isinstance(c.expressions[0], exp.Boolean) \
+            and not c.expressions[0].this:
+        c = c.this
+        while isinstance(c, exp.Paren):
+            c = c.this
+    if not isinstance(c, exp.EQ):
+        return False
+    sides = {(x.table, x.name) for x in (c.this, c.expression) if isinstance(x, exp.Column)}
+    return sides == {("row", col), ("acc", acc)}
+
+
+def group_limit_program(p: Program) -> Program:
+    """The group-limit form of a Min & Join program ``p`` (the window form the template
+    builds): TemplateError (a :class:`GroupLimitReason`) unless ``p`` has one row emit and
+    nothing else to emit, one unguarded MIN/MAX ``m`` over a bare column ``v`` sorted on
+    ``v`` (streaming), and its guard requires ``row.v = acc.m``.
+
+    Then a row is emitted only where ``v`` equals the partition's MIN/MAX — the rows of
+    RANK() = 1 in ``v``'s order among the rows with ``v`` NOT NULL — and there
+    ``acc.m`` = ``row.v``. The form's program puts that equality FIRST in the guard (every
+    other part is evaluated only on those rows) and reads ``row.v`` wherever the window
+    form reads ``acc.m``: its only state is the equality (the compiler turns it into
+    ``RANK() … = 1``, ``superop.runtime.compile``). Ties all have rank 1 (every minimum
+    row joins); a NULL ``v`` never equals the aggregate; an empty group has no row."""
+    if p.partition_emits or len(p.row_emits) != 1 or p.flags or p.neighbours or not p.keys:
+        raise TemplateError("the program emits more than the matched rows",
+                            GroupLimitReason.EMITS_MORE_THAN_MATCHED_ROWS)
+    if len(p.accumulators) != 1:
+        raise TemplateError("not one MIN/MAX", GroupLimitReason.NOT_ONE_BARE_MIN_MAX)
+    a = p.accumulators[0]
+    if a.func not in MIN_MAX or a.guard is not None or not isinstance(a.arg, exp.Column) \
+            or a.arg.table != "row" or p.memory != STREAMING \
+            or p.sort != (SortKey(a.arg.name, ascending=a.func == "min", nulls_first=False),):
+        raise TemplateError("not one unguarded MIN/MAX over a bare column, sorted on it",
+                            GroupLimitReason.NOT_ONE_BARE_MIN_MAX)
+    col = a.arg.name
+    (em,) = p.row_emits
+    parts = _conjuncts(em.guard)
+    eqs = [c for c in parts if argument_equality(c, a.name, col)]
+    if not eqs:
+        raise TemplateError("no conjunct row.v = MIN/MAX(v) in the join", GroupLimitReason.NO_ARGUMENT_EQUALITY)
+
+    def on_row(x: exp.Expr) -> exp.Expr:
+        x = x.copy()
+        for c in list(x.find_all(exp.Column)):
+            if c.table == "acc" and c.name == a.name:
+                c.replace(ref("row", col))
+        return x if not (isinstance(x, exp.Column) and x.table == "acc") else ref("row", col)
+    rest = [on_row(c) for c in parts if c is not eqs[0]]
+    guard = conj(is_true(exp.EQ(this=ref("row", col), expression=ref("acc", a.name))), *rest)
+    return Program(keys=p.keys, output=p.output, accumulators=p.accumulators, row_emits=(
+        RowEmit(guard, tuple(on_row(o) for o in em.outputs)),), sort=p.sort, memory=STREAMING,
+        output_types=p.output_types)
+
+
+def _group_limit_instance(kind: str, side: Side, func: str) -> ProofInstance:
+    """MJ/<kind>/agg-<side>/<func>/group-limit: the rows whose ``a`` equals ``func(a)`` of
+    their key (``o.a = m.mn`` in the join), with σ/π on both edges above and a residual."""
+    covers = Covers.make("MJ", join_kinds=[kind], branches=2, agg_side=side.value, aggregates=[func],
+                         edges=[("Project", "Rename"), EDGE_OPS, EDGE_OPS], variant=GROUP_LIMIT)
+    rows = "SELECT k, a, f(k, a, b) AS x FROM t WHERE p(k, a, b)"
+    agg = f"SELECT k, m AS mn, g(k, m) AS y FROM (SELECT k, {func}(a) AS m FROM t GROUP BY k) u WHERE q(k, m)"
+    join = JOIN_SQL[kind]
+    if side is Side.LEFT:
+        sql = (f"SELECT m.k, m.y, o.k AS ok, o.x FROM ({agg}) m {join} ({rows}) o "
+               f"ON m.k = o.k AND o.a = m.mn AND theta(o.x, m.y)")
+    else:
+        cols = "o.k, o.x" if kind == "semi" else "o.k, o.x, m.k AS mk, m.y"
+        sql = f"SELECT {cols} FROM ({rows}) o {join} ({agg}) m ON o.k = m.k AND o.a = m.mn AND theta(o.x, m.y)"
+    fns = {"p": "bool", "q": "bool", "f": "int", "g": "int", "theta": "bool"}
+    return ProofInstance(f"MJ/{kind}/agg-{side.value}/{func}/{GROUP_LIMIT}", sql, symbolic.SCHEMA, covers, fns,
+                         symbolic.COMMON_ASSUMPTIONS + (
+                             "the aggregate's argument is a source column and the edge into the aggregate has "
+                             "no σ; the join keeps only the rows whose argument column equals the aggregate "
+                             "(the group-limit form: group_limit_program of the window form's program)",))

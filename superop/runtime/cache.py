@@ -216,6 +216,20 @@ class Decision:
     extra: dict = field(default_factory=dict)   # exchanges/cost before/after, candidates
 
 
+@dataclass(frozen=True)
+class ExactEntry:
+    """A served result for one exact SQL text: the tables it reads with their versions
+    when it was served (a hit re-reads them: ANALYZE or a replaced view invalidates it),
+    and the result's fields."""
+    tables: tuple
+    versions: tuple
+    sql: str
+    changed: bool
+    applied: tuple
+    explanation: str
+    extra: dict = field(default_factory=dict)
+
+
 class DecisionCache:
     """A thread-safe LRU map from (template, catalog, table versions, conf) to a Decision."""
 
@@ -225,6 +239,7 @@ class DecisionCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self._exact: OrderedDict = OrderedDict()
 
     @staticmethod
     def key(template: Template, catalog_checksum: str, versions: tuple, conf: tuple) -> tuple:
@@ -256,9 +271,27 @@ class DecisionCache:
             while len(self._d) > self.maxsize:
                 self._d.popitem(last=False)
 
+    # -- the exact-text path: looked up before any parsing ----------------------------------
+    def get_exact(self, sql: str, catalog_checksum: str, conf: tuple) -> Optional["ExactEntry"]:
+        """The entry of this exact SQL text under this catalog and these settings (the
+        caller re-checks the table versions it records)."""
+        with self._lock:
+            e = self._exact.get((sql, catalog_checksum, conf))
+            if e is not None:
+                self._exact.move_to_end((sql, catalog_checksum, conf))
+            return e
+
+    def put_exact(self, sql: str, catalog_checksum: str, conf: tuple, entry: "ExactEntry") -> None:
+        with self._lock:
+            self._exact[(sql, catalog_checksum, conf)] = entry
+            self._exact.move_to_end((sql, catalog_checksum, conf))
+            while len(self._exact) > self.maxsize:
+                self._exact.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._d.clear()
+            self._exact.clear()
 
     def __len__(self) -> int:
         with self._lock:

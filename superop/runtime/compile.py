@@ -381,6 +381,10 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
                    for em, c in zip(program.partition_emits, cells)]
         return _emission(program, guarded, inner, types)
 
+    limit = group_limit(program)
+    if limit is not None:
+        return _group_limit_sql(program, limit, src_item, types)
+
     # --- window form: per-row state over one PARTITION BY ---
     used_in_rows = set()
     for r in program.row_emits:
@@ -455,6 +459,73 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
                     if donor is not None:
                         guarded[i].cells[j] = _donor_null(donor)
     return _emission(program, guarded, inner, types)
+
+
+@dataclass(frozen=True)
+class GroupLimit:
+    """A program whose only state is ``row.v = acc.m`` first in its one row emit's guard,
+    ``m`` an unguarded MIN (MAX) of ``row.v`` sorted on ``v`` (the Min & Join template's
+    group-limit form, ``superop.families.mj.group_limit_program``): a row is emitted only
+    where ``v`` equals its partition's MIN (MAX), i.e. ``RANK() OVER (PARTITION BY keys
+    ORDER BY v ASC|DESC) = 1`` among the rows with ``v`` NOT NULL (ties share rank 1)."""
+    column: str
+    ascending: bool
+    rest: Optional[exp.Expression]      # the guard after the equality (reads no state)
+
+
+def _and_parts(e: exp.Expression) -> list[exp.Expression]:
+    while isinstance(e, exp.Paren) and isinstance(e.this, exp.And):
+        e = e.this
+    return _and_parts(e.this) + _and_parts(e.expression) if isinstance(e, exp.And) else [e]
+
+
+def group_limit(program: Program) -> Optional[GroupLimit]:
+    """The program's group-limit shape (see :class:`GroupLimit`), or None."""
+    if program.partition_emits or len(program.row_emits) != 1 or program.flags or program.neighbours \
+            or not program.keys or len(program.accumulators) != 1 or program.memory != STREAMING:
+        return None
+    a = program.accumulators[0]
+    if a.func not in ("min", "max") or a.guard is not None or not isinstance(a.arg, exp.Column) \
+            or a.arg.table != "row" or len(program.sort) != 1:
+        return None
+    v, asc = a.arg.name, a.func == "min"
+    k = program.sort[0]
+    if (k.column, k.ascending, k.nulls_first) != (v, asc, False):
+        return None
+    em = program.row_emits[0]
+    if em.guard is None:
+        return None
+    parts = _and_parts(em.guard)
+    first = _unparen(parts[0])
+    if isinstance(first, exp.Coalesce) and len(first.expressions) == 1 \
+            and isinstance(first.expressions[0], exp.Boolean) and not first.expressions[0].this:
+        first = _unparen(first.this)
+    if not isinstance(first, exp.EQ) or {(x.table, x.name) for x in (first.this, first.expression)
+                                         if isinstance(x, exp.Column)} != {("row", v), ("acc", a.name)}:
+        return None
+    rest = parts[1:]
+    if any(c.table in ("acc", "flag", "nb") for x in [*rest, *em.outputs] for c in x.find_all(exp.Column)):
+        return None
+    guard: Optional[exp.Expression] = None
+    for x in rest:
+        guard = x.copy() if guard is None else exp.and_(guard, x.copy())
+    return GroupLimit(v, asc, guard)
+
+
+def _group_limit_sql(program: Program, limit: GroupLimit, src_item: str, types) -> str:
+    """``RANK() = 1`` over the rows with the column NOT NULL, then the rest of the guard:
+    the rank filter is a top-level conjunct of the filter right above the window, so
+    Spark's InferWindowGroupLimit plans a WindowGroupLimit below the exchange (only each
+    task's local minimum rows are shuffled)."""
+    keys = ", ".join(_q(k) for k in program.keys)
+    v = _q(limit.column)
+    inner = (f"SELECT {P}src.*, rank() OVER (PARTITION BY {keys} ORDER BY {v} "
+             f"{'ASC' if limit.ascending else 'DESC'}) AS {P}rk FROM {src_item} WHERE {v} IS NOT NULL")
+    em = program.row_emits[0]
+    cells = _emit_outputs(program, [em], types, _row_ref)[0]
+    g = _guard(limit.rest, _row_ref)
+    guard = f"({P}rk = 1)" if g == "TRUE" else f"({P}rk = 1) AND {g}"
+    return _emission(program, [_Alt(guard, cells, _pushable_partial(limit.rest, program.keys))], inner, types)
 
 
 def check_roundtrip(sql: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass, field as dc_field, replace
 from typing import Any, Callable, Optional, Sequence
 
 from sqlglot import exp
@@ -50,10 +50,14 @@ class Opaque(N.Opaque):
 
 @dataclass
 class Match:
-    """A family instance (:class:`superop.families.Match`) admitted by a catalog rule."""
+    """A family instance (:class:`superop.families.Match`) admitted by a catalog rule, in
+    one of its family's forms (``form`` "" = the template's default program; another form
+    is admitted only by a rule whose certificates cover that form: ``Covers.variant``)."""
     rule_id: str
     instance: families.Match
     prefilter: Optional[exp.Expression] = None
+    form: str = ""
+    form_program: Optional[Program] = None
 
     def prepare(self) -> "Match":
         """The Spark-native specifics of the family (the source prefilter)."""
@@ -67,8 +71,14 @@ class Match:
 
     @property
     def program(self) -> Program:
+        if self.form_program is not None:
+            return self.form_program
         assert self.instance.program is not None  # matching built it
         return self.instance.program
+
+    @property
+    def label(self) -> str:
+        return f"{self.rule_id}[{self.form}]" if self.form else self.rule_id
 
     @property
     def interior(self) -> frozenset[int]:
@@ -84,7 +94,8 @@ class Match:
 
     def describe(self) -> str:
         core = self.instance.join_kind or families.get(self.family).core_name
-        return f"{self.rule_id} at {self.family} {core} over {self.source.op}"
+        form = f" in its {self.form} form" if self.form else ""
+        return f"{self.rule_id} at {self.family} {core} over {self.source.op}{form}"
 
 
 class _Rule:
@@ -163,6 +174,32 @@ class Rewriter:
             trace.append(f"{inst.family} at {inst.root.op}({inst.join_kind or len(inst.branches)}): no rule — "
                          + "; ".join(why))
         return None
+
+    def alternatives(self, m: Match, notes: Optional[list[str]] = None) -> list[Match]:
+        """``m`` in each other form of its family that the instance admits (the family's
+        :meth:`~superop.families.Family.program_form`) and a rule admits (a certificate
+        covers the form: the instance's point with ``variant`` = the form); why not in
+        ``notes``."""
+        fam = families.get(m.family)
+        out: list[Match] = []
+        for form in fam.forms:
+            if not form:
+                continue
+            try:
+                prog = fam.program_form(m.instance, m.instance.program, form)
+            except families.TemplateError as e:
+                if notes is not None:
+                    code = getattr(e, "code", None)
+                    notes.append(f"{m.rule_id}: no {form} form — {code.value if code else ''}: {e}")
+                continue
+            point = replace(fam.point(m.instance), variant=form)
+            rule = next((r for r in self.rules if r.why_not(point) is None), None)
+            if rule is None:
+                if notes is not None:
+                    notes.append(f"{m.rule_id}: no rule admits its {form} form (no certificate covers it)")
+                continue
+            out.append(Match(rule.id, m.instance, form=form, form_program=prog))
+        return out
 
     # -- generation ------------------------------------------------------------
     def apply(self, plan: N.Node, matches: Sequence[Match], names: Optional[Sequence[str]] = None,
@@ -244,16 +281,24 @@ def candidates_for(rw: Rewriter, plan: N.Node, matches: list[Match], names=None,
     out: list[Candidate] = []
     together = select_non_conflicting(matches)
     out.append(Candidate(together, rw.apply(plan, together, names, types_of),
-                         "+".join(m.rule_id for m in together)))
+                         "+".join(m.label for m in together)))
+    # every other form of a chosen match (e.g. Min & Join's group-limit), the rest as chosen
+    for i, m in enumerate(together):
+        for alt in rw.alternatives(m):
+            alt.prepare()
+            swapped = together[:i] + [alt] + together[i + 1:]
+            out.append(Candidate(swapped, rw.apply(plan, swapped, names, types_of),
+                                 "+".join(x.label for x in swapped)))
     if len(matches) > 1:
         for m in matches[: max(0, limit - 1)]:
-            out.append(Candidate([m], rw.apply(plan, [m], names, types_of), f"only {m.rule_id}"))
+            out.append(Candidate([m], rw.apply(plan, [m], names, types_of), f"only {m.label}"))
     return out
 
 
-def rewrite_structural(rw: Rewriter, sql: str, schema: dict) -> RewriteResult:
+def rewrite_structural(rw: Rewriter, sql: str, schema: dict, form: str = "") -> RewriteResult:
     """Rewrite without Spark (no benefit gate, IR output names, inferred types): what
-    ``superop rewrite --no-gate`` prints."""
+    ``superop rewrite --no-gate`` prints. ``form``: each match in that form of its family
+    where it admits it (the SQL a certificate about that form checks)."""
     t0 = time.perf_counter()
     low = lower(sql, schema)
     t1 = time.perf_counter()
@@ -268,6 +313,10 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict) -> RewriteResult:
     chosen = select_non_conflicting(matches)
     if not chosen:
         return unchanged(sql, "no rule matches: " + " | ".join(trace), timings)
+    if form:
+        chosen = [next((a for a in rw.alternatives(m, trace) if a.form == form), m) for m in chosen]
+        if not any(m.form == form for m in chosen):
+            return unchanged(sql, f"no match in the {form} form: " + " | ".join(trace), timings)
     new = rw.apply(plan, chosen)
     timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
     return RewriteResult(sql=new, applied=[m.rule_id for m in chosen], changed=True,

@@ -40,7 +40,7 @@ from ..ir.generate import to_sql
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema
 from ..rules_out.catalog import load_catalog, validate
-from .cache import (PLAN_CONF, Decision, DecisionCache, make_render, template_of,
+from .cache import (PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of,
                     with_sentinels)
 from .cost import CONSTANTS, CostConstants, judge
 from .plan import PlanInfo, analyze_plan
@@ -141,6 +141,52 @@ class SuperOpSession:
 
     def _rewrite(self, sql: str) -> RewriteResult:
         t0 = time.perf_counter()
+        if self.cache is not None and not self.analyze_tables:
+            hit = self._exact_hit(sql, t0)
+            if hit is not None:
+                return hit
+        res = self._rewrite_templated(sql, t0)
+        if self.cache is not None and not self.analyze_tables and res.error is None:
+            self._exact_store(sql, res)
+        return res
+
+    # -- the exact-text fast path (before any parsing) ------------------------------------
+    def _exact_hit(self, sql: str, t0: float) -> Optional[RewriteResult]:
+        """The result served for this exact text before, if the catalog, the settings and
+        every table's version are unchanged: a dictionary lookup plus one version read per
+        table (no sqlglot, no Spark planning)."""
+        assert self.cache is not None
+        conf = conf_fingerprint(self.spark, PLAN_CONF)
+        e = self.cache.get_exact(sql, self.catalog.get("checksum", ""), conf)
+        if e is None:
+            return None
+        try:
+            if tuple(table_version(self.spark, t) for t in e.tables) != e.versions:
+                return None
+        except Exception:  # a table is gone: decide again (and fail safe there)
+            return None
+        timings = {"cache_hit": 1.0, "exact_hit": 1.0, "total_ms": (time.perf_counter() - t0) * 1e3}
+        return RewriteResult(sql=e.sql, applied=list(e.applied), changed=e.changed,
+                             explanation="cached decision (exact text): " + e.explanation,
+                             original_sql=sql, timings_ms=timings, **e.extra)
+
+    def _exact_store(self, sql: str, res: RewriteResult) -> None:
+        assert self.cache is not None
+        try:
+            tables = template_of(sql).tables
+            versions = tuple(table_version(self.spark, t) for t in tables)
+        except Exception:  # no exact entry; the template path still serves it
+            return
+        expl = res.explanation
+        for p in ("cached decision (exact text): ", "cached decision: "):
+            expl = expl[len(p):] if expl.startswith(p) else expl
+        extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
+                     cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates)
+        self.cache.put_exact(sql, self.catalog.get("checksum", ""), conf_fingerprint(self.spark, PLAN_CONF),
+                             ExactEntry(tuple(tables), versions, res.sql, res.changed, tuple(res.applied),
+                                        expl, extra))
+
+    def _rewrite_templated(self, sql: str, t0: float) -> RewriteResult:
         key = tpl = None
         if self.cache is not None:
             tpl = template_of(sql)
@@ -243,6 +289,7 @@ class SuperOpSession:
             same_schema = c.plan.columns == before.columns and c.plan.types == before.types
             v = judge(c.label, before.estimate, c.plan.estimate, self.constants)
             entry = {"label": c.label, "rules": [m.rule_id for m in c.matches],
+                     "forms": [m.form or "default" for m in c.matches],
                      "exchanges": c.plan.exchanges, "reused_exchanges": c.plan.reused,
                      "cost": c.plan.cost, "predicted_speedup": v.speedup, "same_schema": same_schema,
                      "cost_terms": c.plan.estimate.terms(), "verdict": v.reason}
@@ -273,6 +320,12 @@ class SuperOpSession:
         expl = (f"applied {', '.join(m.describe() for m in best.matches)}; benefit gate ({self.gate}): "
                 f"{v.reason}; shuffle exchanges {before.exchanges} -> {best.plan.exchanges} "
                 f"(reused {before.reused} -> {best.plan.reused})")
+        notes: list[str] = []
+        for m in best.matches:
+            if not m.form:
+                self.rewriter.alternatives(m, notes)
+        if notes:
+            expl += "; forms: " + "; ".join(notes)
         if len(ranked) > 1:
             expl += "; ranked: " + ", ".join(
                 f"{r['label']}=" + (f"{r['predicted_speedup']:.2f}x" if r.get("predicted_speedup") else "n/a")

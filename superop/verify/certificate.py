@@ -103,11 +103,13 @@ def match_of(sql: str, schema: dict):
     return match_of_plan(low.plan)
 
 
-def runtime_program(sql: str, schema: dict):
+def runtime_program(sql: str, schema: dict, form: str = ""):
     """The program the runtime runs for a sub-query: the family's template program of
-    its match (``superop.families.build_program``)."""
+    its match (``superop.families.build_program``; in ``form``: ``Family.program_form``)."""
     from .. import families
-    return families.build_program(match_of(sql, schema))
+    m = match_of(sql, schema)
+    prog = families.build_program(m)
+    return families.get(m.family).program_form(m, prog, form) if form else prog
 
 
 def covers_of(m):
@@ -131,7 +133,9 @@ def derived_covers(cert: dict):
             from .instances import find
             return find(str(inputs["template"])).covers
         if inputs.get("kind") == "bounded-equivalence":
-            return covers_of(match_of(inputs["sql"], inputs["schema"]))
+            from dataclasses import replace
+            cov = covers_of(match_of(inputs["sql"], inputs["schema"]))
+            return replace(cov, variant=str(inputs["form"])) if inputs.get("form") else cov
     except Exception:  # a malformed certificate covers nothing
         return None
     return None
@@ -161,7 +165,7 @@ def certificate_covers(cert: dict):
 # bounded
 # ---------------------------------------------------------------------------
 def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
-                        program_source: str = GIVEN, emitted: Optional[dict] = None) -> dict:
+                        program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "") -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
     from ..ir import lower, shape
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
@@ -170,12 +174,16 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
               # runtime-template: the program replaces the query's match, as the runtime does;
               # given: the program replaces the whole query
               "replaces": "match" if program_source == RUNTIME else "query"}
+    if form:     # the family's alternative form (its covers' variant): what the runtime runs in it
+        inputs["form"] = form
     try:
         pattern = shape(lower(sql, schema).plan)
     except Exception:  # the certificate is still valid without a pattern string
         pattern = None
     try:
-        covers = covers_of(match_of(sql, schema)).to_json()
+        from dataclasses import replace
+        cov = covers_of(match_of(sql, schema))
+        covers = (replace(cov, variant=form) if form else cov).to_json()
     except Exception:
         covers = None
     cert = {
@@ -213,23 +221,26 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
 
 
 def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
-                      emitted: bool = False) -> dict:
+                      emitted: bool = False, form: str = "") -> dict:
     """Check ``program`` against the whole query ``sql`` and certify the result. Default: the
     program the runtime builds for the query's match, checked as the runtime applies it
     (the match replaced by the program, everything around it as written).
-    ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`)."""
+    ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`).
+    ``form``: the family's alternative form (e.g. Min & Join's ``group-limit``) — its
+    program and its emitted SQL; the certificate covers the instance in that form only."""
     source = GIVEN
     if program is None:
-        program, source = runtime_program(sql, schema), RUNTIME
+        program, source = runtime_program(sql, schema, form), RUNTIME
     r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
     em = None
     if emitted and r.status == VERIFIED:
         from .emitted import check_emitted
-        em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms)
+        em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form)
         if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
             r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
                        reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
-    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em))
+    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em,
+                                         form=form))
 
 
 def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
@@ -333,7 +344,7 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
     if cert.get("program_source") == RUNTIME:
         if inputs.get("replaces") != "match":
             return False, "a runtime-template certificate must check the program in place of the match"
-        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"]))
+        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"], str(inputs.get("form") or "")))
         if now != h:
             return False, "the runtime now builds a different program for this pattern (templates changed)"
     return True, ""
@@ -412,7 +423,7 @@ def _rerun(cert: dict) -> tuple[bool, str]:
         if em.get("checked_by") == "bounded":
             from .emitted import check_emitted
             now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
-                                timeout_ms=int(inputs.get("timeout_ms", 20000)))
+                                timeout_ms=int(inputs.get("timeout_ms", 20000)), form=str(inputs.get("form") or ""))
             if now.get("sql") != em.get("sql"):
                 return False, "the runtime now emits different SQL for this pattern"
             if now.get("status") != VERIFIED:

@@ -17,29 +17,31 @@ from typing import Optional
 from .result import UNSUPPORTED, VERIFIED, Unsupported
 
 
-def emitted_sql(sql: str, schema: dict) -> tuple[Optional[str], str]:
-    """(the SQL the runtime emits for ``sql``, why None when it does not rewrite it)."""
+def emitted_sql(sql: str, schema: dict, form: str = "") -> tuple[Optional[str], str]:
+    """(the SQL the runtime emits for ``sql`` — in the family's ``form`` when given —, why
+    None when it does not rewrite it)."""
+    from dataclasses import replace
     from ..rules_out.catalog import make_catalog, make_rule
     from ..runtime.rewriter import Rewriter, rewrite_structural
     from .certificate import covers_of, match_of
     m = match_of(sql, schema)
     point = covers_of(m)          # a rule admitting exactly this instance
     rule = make_rule(m.family, branches=point.branches, join_kinds=point.join_kinds or ("inner",),
-                     admits=[point])
-    res = rewrite_structural(Rewriter(make_catalog([rule])), sql, schema)
+                     admits=[point] + ([replace(point, variant=form)] if form else []))
+    res = rewrite_structural(Rewriter(make_catalog([rule])), sql, schema, form=form)
     if not res.changed:
         return None, res.explanation
     return res.sql, ""
 
 
-def check_emitted(sql: str, schema: dict, K: int = 4, timeout_ms: int = 20000) -> dict:
+def check_emitted(sql: str, schema: dict, K: int = 4, timeout_ms: int = 20000, form: str = "") -> dict:
     """The certificate's ``emitted_sql`` record: ``checked_by`` bounded (with ``status``)
     or differential-tests (with ``reason``), and the SQL."""
     from ..errors import SuperopError
     from ..ir import lower
     from .check import check_plans_outcomes
     try:
-        out, why = emitted_sql(sql, schema)
+        out, why = emitted_sql(sql, schema, form)
     except (SuperopError, Unsupported, ValueError) as e:
         return {"checked_by": "differential-tests", "sql": None,
                 "reason": f"the runtime does not rewrite the pattern: {e}"}

@@ -60,4 +60,6 @@ def match_of(inst: ProofInstance) -> Match:
 def program_of(inst: ProofInstance) -> Program:
     """The program the family's template builds for the instance (what the runtime runs
     for every query the instance stands for)."""
-    return families.build_program(match_of(inst))
+    m = match_of(inst)
+    # an instance of a template's alternative form (its covers' variant) proves that form's program
+    return families.get(m.family).program_form(m, families.build_program(m), inst.covers.variant)

@@ -152,3 +152,18 @@ def test_cache_keeps_refusals(spark, ops, catalog, gate):
         assert _hit(r2) and r2.changed == r1.changed and r2.sql == r1.sql
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+
+
+def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, catalog):
+    """The fast path: the same text is served before sqlglot parses it; a replaced view
+    (a new table version) is decided again."""
+    from superop.runtime import SuperOpSession
+    from .runtime_fixtures import OPS_ROWS, OPS_SCHEMA, values_view
+    so = SuperOpSession(spark, catalog, gate=False)
+    r1 = so.rewrite(DU_Q)
+    r2 = so.rewrite(DU_Q)
+    assert r2.timings_ms.get("exact_hit") == 1.0 and r2.sql == r1.sql and r2.applied == r1.applied
+    assert r2.explanation.startswith("cached decision (exact text): ")
+    values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)          # replaced: a new version
+    r3 = so.rewrite(DU_Q)
+    assert r3.timings_ms.get("exact_hit") is None and r3.sql == r1.sql

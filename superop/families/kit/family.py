@@ -206,6 +206,18 @@ class Family:
     def build_program(self, m: Match) -> "Program":
         raise NotImplementedError
 
+    # alternative forms of the template (the default form is ""); each is its own program,
+    # proved by its own proof instances (their ``covers.variant`` is the form's name)
+    forms: tuple[str, ...] = ("",)
+
+    def program_form(self, m: Match, program: "Program", form: str) -> "Program":
+        """The program of ``form`` for ``m`` (``program``: the default form's, from
+        :meth:`build_program`); TemplateError with the reason when ``m`` does not admit it."""
+        if form:
+            from .records import TemplateError
+            raise TemplateError(f"family {self.name} has no form {form!r}")
+        return program
+
     def prefilter(self, m: Match, program: "Program") -> Optional[exp.Expr]:
         """A filter on the shared source that keeps every row the program can use (so
         the branches' filters still reach the scan); None = no filter."""

@@ -159,6 +159,12 @@ MICRO_QUERIES: tuple[MicroQuery, ...] = (
         JOIN (SELECT a, mb FROM (SELECT a, MIN(b) AS mb FROM ops GROUP BY a) t WHERE mb < 500) m
         ON o.a = m.a"""),
         _MJ_LIMIT),
+    # arg-min rows: the rows whose s is their group's minimum (ties all kept) — the form
+    # that admits the group-limit program (RANK() = 1, WindowGroupLimit below the exchange)
+    MicroQuery("mj_argmin", "MJ", "argmin", "inner", _q("""
+        SELECT o.a, o.b, o.c, o.d, o.s
+        FROM ops o JOIN (SELECT a, MIN(s) AS ms FROM ops GROUP BY a) m ON o.a = m.a AND o.s = m.ms"""),
+        _MJ_LIMIT),
     MicroQuery("mj_left_pirho", "MJ", "πρ", "left", _q("""
         SELECT o.acct, o.size, m.mx
         FROM (SELECT a AS acct, s AS size FROM ops) o
