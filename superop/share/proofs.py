@@ -37,7 +37,7 @@ from typing import Callable, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.generate import to_sql
-from ..ir.nodes import Node, Project, Scan, Select
+from ..ir.nodes import Node, Project, Scan, Select, walk
 from ..verify import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from .blocks import Block, and_all
 from .canonical import canonical_leaf, join_tree, to_canon
@@ -112,11 +112,14 @@ BUDGET_EXHAUSTED = "the planning run's proof time budget is spent (not proved, s
 
 
 def pair_fingerprint(method: str, K: int, a: Node, b: Node) -> str:
-    """The cache key of an obligation: sha256 of the method and the two plans' SQL as the
-    IR generates it (a normal form: canonical aliases ``_c{j}``, no view names), so the
+    """The cache key of an obligation: sha256 of the method, the two plans' SQL as the
+    IR generates it (a normal form: canonical aliases ``_c{j}``, no view names) and the
+    typed columns of their base tables, so the
     same extraction shape is proved once whichever CE, query or planning run asks."""
     import hashlib
-    text = "\x00".join((method, str(K) if method == "bounded" else "", _sql(a), _sql(b)))
+    # the SQL does not carry the base tables' column types, which the encodings read
+    scans = sorted({repr((n.table, tuple(n.columns))) for p in (a, b) for n in walk(p) if isinstance(n, Scan)})
+    text = "\x00".join((method, str(K) if method == "bounded" else "", _sql(a), _sql(b), *scans))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
