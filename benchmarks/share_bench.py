@@ -97,17 +97,21 @@ def run_alone(spark, queries: dict[str, str]) -> dict[str, float]:
     return out
 
 
-def run_shared(spark, queries: dict[str, str], budget, check: bool):
+def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget_s=None):
     from superop.share import execute, plan_batch
     from superop.share.planner import BatchQuery
     from superop.workloads.bench.harness import fingerprint
     batch = [BatchQuery(n, s) for n, s in queries.items()]
     t = time.perf_counter()
-    plan = plan_batch(batch, spark, budget=budget)
+    plan = plan_batch(batch, spark, budget=budget,
+                      **({} if proof_budget_s is None else {"proof_budget_s": proof_budget_s}))
     planning = time.perf_counter() - t
     print(plan.report(), flush=True)
-    print(f"  planning {planning:.1f}s {json.dumps({k: round(v, 1) for k, v in plan.seconds.items()})}", flush=True)
+    print(f"  planning {planning:.1f}s {json.dumps({k: round(v, 1) for k, v in plan.seconds.items()})} "
+          f"prover {json.dumps(plan.prover_stats)}", flush=True)
     res = execute(spark, plan, "noop")
+    print(f"  filling the cache {res.materialize_seconds:.2f}s "
+          f"{json.dumps({k: round(v, 2) for k, v in res.materialized.items()})}", flush=True)
     for r in res.runs:
         print(f"  shared {r.name:5s} {r.seconds:7.2f}s {'reads ' + ', '.join(r.ces) if r.rewritten else ''}"
               f"{' FELL BACK: ' + r.fallback if r.fallback else ''}", flush=True)
@@ -116,13 +120,21 @@ def run_shared(spark, queries: dict[str, str], budget, check: bool):
         def consume(df):
             df.createOrReplaceTempView("_share_bench_check")
             return fingerprint(spark, "SELECT * FROM _share_bench_check")
-        got = execute(spark, plan, consume)
+        got = execute(spark, plan, consume, materialize=False)
         for r in got.runs:
             want = fingerprint(spark, queries[r.name])
             checks[r.name] = {"equal": r.rows == want, "rows": want[0]}
             if r.rows != want:
                 print(f"  CHECK FAILED {r.name}: shared {r.rows} alone {want}", flush=True)
     return plan, res, planning, checks
+
+
+def _load() -> str:
+    import os
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def markdown(doc: dict) -> str:
@@ -133,10 +145,15 @@ def markdown(doc: dict) -> str:
              "",
              f"{s['queries']} queries, {s['rewritten']} read a cached CE · {s['similar_subexpressions']} similar "
              f"sub-expressions · {s['ces_built']} CEs built · {s['ces_cached']} cached · cache "
-             f"{s['cache_bytes'] / 1e6:.1f} MB measured · planning {s['planning_s']:.1f} s", "",
-             f"**total: alone {s['alone_s']:.1f} s, shared {s['shared_s']:.1f} s "
+             f"{s['cache_bytes'] / 1e6:.1f} MB measured · planning {s['planning_s']:.1f} s "
+             f"({', '.join(f'{k} {v}' for k, v in s['planning_steps_s'].items())}; prover {s['prover']}) · "
+             f"load average at end {s['load_avg_end']}", "",
+             f"**total: alone {s['alone_s']:.1f} s, shared {s['shared_s']:.1f} s incl. filling the cache "
+             f"{s['fill_cache_s']:.1f} s "
              f"(ratio {s['ratio']:.3f}; with planning {s['ratio_with_planning']:.3f}); "
-             f"worst query ratio {s['max_query_ratio']:.2f}**", "",
+             f"worst query ratio {s['max_query_ratio']:.2f}; queries > 1.10x: "
+             f"{', '.join(s['slower_than_1_10']) or 'none'}** · consumer uses refused by the never-slower "
+             f"gate: {s['refused_consumer_uses']}", "",
              "| query | alone s | shared s | ratio | reads |", "|---|---:|---:|---:|---|"]
     for q in doc["per_query"]:
         lines.append(f"| {q['query']} | {q['alone_s']:.2f} | {q['shared_s']:.2f} | {q['ratio']:.2f} | "
@@ -155,6 +172,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", help=f"comma list (default the {len(BATCH)}-query batch)")
     ap.add_argument("--budget", help="cache budget, e.g. 4g (default: from Spark's storage memory)")
     ap.add_argument("--repeat", type=int, default=1, help="repeats; the side order alternates (default 1)")
+    ap.add_argument("--proof-budget-s", type=float, help="solver seconds for all proofs (default: plan_batch's)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
     ap.add_argument("--no-analyze", action="store_true", help="no ANALYZE TABLE (estimates without statistics)")
     ap.add_argument("--shuffle-partitions", type=int, help="spark.sql.shuffle.partitions")
@@ -196,7 +214,8 @@ def main(argv=None) -> int:
                 if side == "alone":
                     rep["alone"] = run_alone(spark, queries)
                 else:
-                    plan, res, planning, checks = run_shared(spark, queries, budget, args.check and i == 0)
+                    plan, res, planning, checks = run_shared(spark, queries, budget, args.check and i == 0,
+                                                                    args.proof_budget_s)
                     rep.update(plan=plan, res=res, planning=planning, checks=checks)
             repeats.append(rep)
     finally:
@@ -207,18 +226,24 @@ def main(argv=None) -> int:
     shared = {n: statistics.median(next(x.seconds for x in r["res"].runs if x.name == n) for r in repeats)
               for n in names}
     planning = statistics.median(r["planning"] for r in repeats)
+    fill = statistics.median(r["res"].materialize_seconds for r in repeats)
     last = repeats[-1]
     plan, res = last["plan"], last["res"]
     reads = {x.name: x.ces for x in res.runs}
-    ta, ts = sum(alone.values()), sum(shared.values())
+    ta, ts = sum(alone.values()), sum(shared.values()) + fill
     doc["per_query"] = [{"query": n, "alone_s": alone[n], "shared_s": shared[n],
                          "ratio": shared[n] / alone[n] if alone[n] else None, "ces": reads[n]} for n in names]
     doc["summary"] = {
         "queries": len(names), "rewritten": sum(1 for x in res.runs if x.rewritten),
         "similar_subexpressions": len(plan.ses), "ces_built": len(plan.ces), "ces_cached": len(plan.cached),
         "cache_bytes": res.cache_bytes, "budget_bytes": plan.budget, "planning_s": planning,
+        "planning_steps_s": {k: round(v, 1) for k, v in plan.seconds.items()}, "prover": plan.prover_stats,
+        "fill_cache_s": fill, "materialized_s": {k: round(v, 2) for k, v in res.materialized.items()},
+        "load_avg_end": _load(),
         "alone_s": ta, "shared_s": ts, "ratio": ts / ta, "ratio_with_planning": (ts + planning) / ta,
         "max_query_ratio": max(q["ratio"] for q in doc["per_query"] if q["ratio"] is not None),
+        "slower_than_1_10": [q["query"] for q in doc["per_query"] if q["ratio"] is not None and q["ratio"] > 1.10],
+        "refused_consumer_uses": sum(1 for vals in plan.consumer_values.values() for v in vals if not v.gains),
     }
     doc["plan"] = plan.to_json()
     doc["checks"] = repeats[0].get("checks") or {}

@@ -35,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--timeout-s", type=seconds_as_ms, default=20000, dest="timeout_ms", metavar="S",
                    help="seconds per Z3 proof (default 20)")
     deprecated(p, "--timeout-ms", dest="timeout_ms", use="--timeout-s (seconds)", type=int)
+    p.add_argument("--proof-budget-s", type=float, metavar="S",
+                   help="solver seconds for all proofs of the run (default 300); "
+                        "an obligation past it is unknown and its consumer is not rewritten")
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
     p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
                    help="what running a query means (default noop: computed, not shipped)")
@@ -74,7 +77,9 @@ def run(args) -> int:
             raise SuperopError(f"no successful statement in {args.log} between {args.start} and {args.end}")
     if args.analyze:
         analyze(spark, batch)
-    plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows, timeout_ms=args.timeout_ms)
+    plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows,
+                      timeout_ms=args.timeout_ms,
+                      **({} if args.proof_budget_s is None else {"proof_budget_s": args.proof_budget_s}))
     say(plan.report())
     out = {"plan": plan.to_json()}
     if not args.plan_only:

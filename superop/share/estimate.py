@@ -17,6 +17,14 @@ account for filters and joins. Without statistics Spark knows sizes, not rows: r
 then size / width, a filter keeps every row and a join's output is capped by its largest
 input (joins over foreign keys do not grow), which ``Estimate.source`` says.
 
+Per consumer (the never-slower gate): a consumer j gains from reading τ* when
+``v_j = C_E(τ_j) − R·|τ*|_j > 0`` — its own sub-plan costs more than reading the cached
+rows (|τ*|_j: the CE's rows x the width of the CE columns j's extraction reads; the
+in-memory cache is columnar). Materializing τ* (C_E(τ*) + W·|τ*|) is paid once, before
+the batch's queries run (``run.execute`` fills the cache eagerly), so it is charged to the
+batch's value, never to one consumer. A consumer with v_j <= 0 does not read the CE
+(:class:`ConsumerValue` says why); a CE with fewer than k gaining consumers is not cached.
+
 Defaults (``CostModel``): W = 1 (writing a cached byte costs about what decoding it
 cost), R = 0.5 (reading a cached byte is cheaper than decoding parquet, not free), M = 1.
 """
@@ -25,8 +33,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from sqlglot import exp
+
 from ..ir.generate import to_sql
-from ..ir.nodes import Node, Scan, walk
+from ..ir.nodes import Node, Scan, expressions_of, walk
 
 UNKNOWN_SIZE = "unknown"
 # Spark's size of a relation it knows nothing about (an RDD): spark.sql.defaultSizeInBytes
@@ -62,6 +72,36 @@ class Estimate:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class ConsumerValue:
+    """What one consumer gains from reading a CE instead of computing its sub-plan."""
+    ce: str
+    query: int
+    unit: str
+    own_cost: float                  # C_E(τ_j): its sub-plan's scans + shuffles
+    read_cost: float                 # R · the CE bytes it reads
+    known: bool = True
+
+    @property
+    def value(self) -> float:
+        return self.own_cost - self.read_cost
+
+    @property
+    def gains(self) -> bool:
+        return self.known and self.value > 0
+
+    def reason(self) -> str:
+        if not self.known:
+            return "no size estimate"
+        rel = ">" if self.gains else "<="
+        return (f"own sub-plan {self.own_cost:.3g} {rel} reading the cache {self.read_cost:.3g} "
+                f"(value {self.value:.3g})")
+
+    def to_json(self) -> dict:
+        return {"ce": self.ce, "query": self.query, "unit": self.unit, "own_cost": self.own_cost,
+                "read_cost": self.read_cost, "value": self.value, "gains": self.gains}
 
 
 def type_width(t: str) -> int:
@@ -155,8 +195,26 @@ class Estimator:
             self._cost[sql] = (scan + shuffle, size, st.has_rows)
         return self._cost[sql]
 
+    def read_bytes(self, ce, consumer) -> float:
+        """Bytes of the cached CE ``consumer`` reads: the CE's rows x the width of the CE
+        columns its extraction mentions (all of them when that cannot be told)."""
+        _, size, _ = self.cost(ce.plan)
+        types = [t for _, t in ce.view_scan.columns]
+        full = width(types)
+        names = {c.name.lower() for n in walk(consumer.extraction) for e in _exprs(n)
+                 for c in e.find_all(exp.Column)}
+        used = [t for (n, t) in ce.view_scan.columns if n.lower() in names] or types
+        return size * width(used) / full
+
+    def consumer_value(self, ce, consumer) -> ConsumerValue:
+        own = self.cost(consumer.original)[0]
+        read = self.model.read_factor * self.model.memory_factor * self.read_bytes(ce, consumer)
+        known = max(own, read) < NO_ESTIMATE_BYTES
+        return ConsumerValue(ce.id, consumer.query, consumer.unit.describe(), own, read, known)
+
     def estimate(self, ce, consumers) -> Estimate:
-        """Eq. 1-3 for ``ce`` served to ``consumers``."""
+        """Eq. 1-3 for ``ce`` served to ``consumers``; the m reads are each consumer's
+        own (columnar) read of the CE."""
         m = self.model
         consumer_cost = sum(self.cost(c.original)[0] for c in consumers)
         ce_cost, size, stats = self.cost(ce.plan)
@@ -164,9 +222,14 @@ class Estimator:
         if max(consumer_cost, ce_cost, size) >= NO_ESTIMATE_BYTES:
             return Estimate(ce.id, k, consumer_cost, ce_cost, size, 0.0, float("inf"), UNKNOWN_SIZE)
         mem = m.memory_factor * size
-        value = consumer_cost - (ce_cost + m.write_factor * mem + k * m.read_factor * mem)
+        reads = sum(m.read_factor * m.memory_factor * self.read_bytes(ce, c) for c in consumers)
+        value = consumer_cost - (ce_cost + m.write_factor * mem + reads)
         return Estimate(ce.id, k, consumer_cost, ce_cost, size, value, mem,
                         "statistics" if stats else "sizes only")
+
+
+def _exprs(n: Node) -> list:
+    return list(expressions_of(n))
 
 
 def storage_budget(spark) -> tuple[int, str]:

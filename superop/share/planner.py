@@ -31,10 +31,13 @@ from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
 from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
-from .estimate import DEFAULT_COST, CostModel, Estimate, Estimator, storage_budget
+from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
 from .similar import SimilarSubexpression, identify, units_of_plan
+
+
+DEFAULT_PROOF_BUDGET_S = 300.0     # solver seconds per planning run (module doc)
 
 
 @dataclass
@@ -77,6 +80,9 @@ class SharingPlan:
     budget_source: str = ""
     seconds: dict = field(default_factory=dict)
     used: dict[str, list[Consumer]] = field(default_factory=dict)   # CE id -> consumers rewritten
+    consumer_values: dict[str, list[ConsumerValue]] = field(default_factory=dict)   # the gate, per CE
+    accepted: dict[str, list[Consumer]] = field(default_factory=dict)  # CE id -> consumers that gain
+    prover_stats: dict = field(default_factory=dict)
 
     @property
     def cached(self) -> list[CoveringExpression]:
@@ -99,6 +105,12 @@ class SharingPlan:
             ce = next((c for c in self.ces if c.id == d.ce), None)
             what = f"{ce.kind} {ce.template} over {', '.join(ce.se.tables)}" if ce else ""
             lines.append(f"  {d.ce} {what}: {d.verdict.value} — {d.reason}")
+        chosen = set(self.selection.chosen) if self.selection is not None else set()
+        for ce_id, vals in self.consumer_values.items():
+            for v in vals:
+                if not v.gains and ce_id in chosen:
+                    lines.append(f"  {ce_id} not read by {self.queries[v.query].name} {v.unit} "
+                                 f"(never slower): {v.reason()}")
         for p in self.proofs:
             if not p.verified:
                 lines.append(f"  proof {p.ce} {self.queries[p.query].name}: {p.status} — {p.why()}")
@@ -123,6 +135,8 @@ class SharingPlan:
             "proofs": [p.to_json() for p in self.proofs],
             "estimates": {k: v.to_json() for k, v in self.estimates.items()},
             "decisions": [d.to_json() for d in self.decisions],
+            "consumer_values": {ce: [v.to_json() for v in vals] for ce, vals in self.consumer_values.items()},
+            "prover": self.prover_stats,
             "rewrites": [{"index": r.index, "name": r.name, "changed": r.changed, "ces": r.ces,
                           "reason": r.reason, "sql": r.sql} for r in self.rewrites],
             "budget": self.budget, "budget_source": self.budget_source,
@@ -184,9 +198,12 @@ def _leaf_types(spark):
 
 def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, budget: Optional[int] = None,
                k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
-               view_prefix: Optional[str] = None) -> SharingPlan:
+               view_prefix: Optional[str] = None,
+               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
-    it, given ``schema``, the plan stops after the proofs: no values, nothing chosen)."""
+    it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
+    ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
+    an obligation that times out or comes after the budget is ``unknown``: not used."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
@@ -199,7 +216,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                for q in plan.queries]
     prefix = view_prefix or f"_superop_ce_{uuid.uuid4().hex[:8]}_"
     builder = Builder(prefix)
-    prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark))
+    prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark), budget_s=proof_budget_s)
     est = Estimator(spark, cost) if spark is not None else None
     if spark is not None:
         plan.budget, plan.budget_source = (int(budget), "given") if budget is not None else storage_budget(spark)
@@ -238,7 +255,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
             # Choose on optimistic values (unproved consumers counted), prove what was
             # chosen, choose again: only CEs that may be cached are ever proved.
             for _round in range(12):
-                _choose(plan, est, [b.ce for b in cands if len(b.ce.consumers) >= k])
+                _choose(plan, est, [b.ce for b in cands if len(b.ce.consumers) >= k], k)
                 todo = [b for b in cands if b.ce.id in plan.selection.chosen and b.proofs is None]
                 if not todo:
                     break
@@ -258,11 +275,12 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     plan.proofs = [p for b in built.values() for p in (b.proofs or [])]   # every proof that ran
     t["prove"] = time.perf_counter()
     if est is not None:
-        _choose(plan, est, plan.ces, final=True)
+        _choose(plan, est, plan.ces, k, final=True)
     plan.decisions = notes + plan.decisions
     t["choose"] = time.perf_counter()
     _rewrite(plan, spark, prover)
     t["rewrite"] = time.perf_counter()
+    plan.prover_stats = dict(prover.stats, solver_s=round(prover.stats["solver_s"], 3))
     keys = list(t)
     plan.seconds = {keys[i]: t[keys[i]] - t[keys[i - 1]] for i in range(1, len(keys))}
     return plan
@@ -277,13 +295,24 @@ class _Built:
     proofs: Optional[list] = None        # None: not proved (never chosen so far)
 
 
-def _choose(plan: SharingPlan, est: Estimator, ces: list, final: bool = False) -> None:
+def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: bool = False) -> None:
     """Estimates and the knapsack choice over ``ces``. A CE not proved yet counts all its
-    consumers (optimistic); in the ``final`` choice it cannot be chosen."""
+    consumers (optimistic); in the ``final`` choice it cannot be chosen. The never-slower
+    gate: a consumer that does not gain from reading the CE (``ConsumerValue``) does not
+    read it, and a CE with fewer than ``k`` gaining consumers is not cached."""
     prior = plan.selection.decisions if final and plan.selection is not None else {}
     plan.estimates = {}
+    refused: dict[str, str] = {}
     for ce in ces:
-        plan.estimates[ce.id] = est.estimate(ce, ce.consumers)
+        vals = [est.consumer_value(ce, c) for c in ce.consumers]
+        plan.consumer_values[ce.id] = vals
+        gaining = [c for c, v in zip(ce.consumers, vals) if v.gains]
+        plan.accepted[ce.id] = gaining
+        plan.estimates[ce.id] = est.estimate(ce, gaining)
+        if len(gaining) < k:
+            losers = "; ".join(f"{plan.queries[v.query].name} {v.unit}: {v.reason()}" for v in vals if not v.gains)
+            refused[ce.id] = (f"only {len(gaining)} of {len(vals)} consumer(s) gain from reading it "
+                              f"(never slower: {losers})")
     conflicts = set()
     for a in ces:
         for b in ces:
@@ -294,7 +323,7 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, final: bool = False) -
     unknown = frozenset(c.id for c in ces if not plan.estimates[c.id].known)
     unproved = frozenset(c.id for c in ces if not c.proved) if final else frozenset()
     plan.selection = choose([c.id for c in ces], conflicts, value, weight, plan.budget,
-                            unknown=unknown, never=unproved)
+                            unknown=unknown, never=unproved, refused=refused)
     for c in ces:   # never proved because the optimistic choice passed it over: say why
         was = prior.get(c.id)
         if not c.proved and was is not None and not was.chosen:
@@ -316,7 +345,7 @@ def _rewrite(plan: SharingPlan, spark, prover: Prover) -> None:
     by_query: dict[int, list[Consumer]] = {}
     for ce in plan.ces:
         if ce.id in chosen:
-            for c in ce.consumers:
+            for c in plan.accepted.get(ce.id, ce.consumers):
                 by_query.setdefault(c.query, []).append(c)
     views = []
     try:
@@ -351,10 +380,10 @@ def _rewrite_one(q: QueryInfo, cons: list[Consumer], spark, prover: Prover) -> t
     ces = sorted({c.ce.id for c in used})
     try:
         new = rewrite_query(q.plan, spj, agg)
-        names = spark.sql(q.sql).columns if spark is not None else None
-        sql = to_sql(new, names=names)
-        if spark is not None:
-            want = [(f.name, f.dataType.simpleString()) for f in spark.sql(q.sql).schema.fields]
+        schema = spark.sql(q.sql).schema if spark is not None else None   # analysed once
+        sql = to_sql(new, names=[f.name for f in schema.fields] if schema is not None else None)
+        if schema is not None:
+            want = [(f.name, f.dataType.simpleString()) for f in schema.fields]
             got = [(f.name, f.dataType.simpleString()) for f in spark.sql(sql).schema.fields]
             if want != got:
                 return RewrittenQuery(q.index, q.name, q.sql, False,

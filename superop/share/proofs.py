@@ -29,6 +29,7 @@ A refuted, unknown or unsupported obligation means the consumer is never rewritt
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -36,8 +37,8 @@ from typing import Callable, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.generate import to_sql
-from ..ir.nodes import Node, Project, Scan, Select
-from ..verify import UNSUPPORTED, VERIFIED, Result
+from ..ir.nodes import Node, Project, Scan, Select, walk
+from ..verify import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from .blocks import Block, and_all
 from .canonical import canonical_leaf, join_tree, to_canon
 from .covering import Consumer, CoveringExpression, rewrite_block
@@ -103,26 +104,69 @@ def _obligation(name: str, r: Result, a: Node, b: Node, what_a: str, what_b: str
     return Obligation(name, r.status, r.method, r.seconds, r.reason, cert)
 
 
+# Proof results shared by every planning run of the process (the nightly job plans many
+# log windows of the same queries): key = a fingerprint of the normalized plan pair.
+_SHARED_CACHE: dict[str, Obligation] = {}
+_SHARED_CACHE_MAX = 4096
+BUDGET_EXHAUSTED = "the planning run's proof time budget is spent (not proved, so not used)"
+
+
+def pair_fingerprint(method: str, K: int, a: Node, b: Node) -> str:
+    """The cache key of an obligation: sha256 of the method, the two plans' SQL as the
+    IR generates it (a normal form: canonical aliases ``_c{j}``, no view names) and the
+    typed columns of their base tables, so the
+    same extraction shape is proved once whichever CE, query or planning run asks."""
+    import hashlib
+    # the SQL does not carry the base tables' column types, which the encodings read
+    scans = sorted({repr((n.table, tuple(n.columns))) for p in (a, b) for n in walk(p) if isinstance(n, Scan)})
+    text = "\x00".join((method, str(K) if method == "bounded" else "", _sql(a), _sql(b), *scans))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class Prover:
-    """Runs and caches the obligations of one planning run."""
+    """Runs and caches the obligations of one planning run (module doc).
+
+    ``budget_s``: wall-clock seconds the run may spend in solvers; an obligation asked
+    for after that is ``unknown`` (never used). Every obligation also has its own
+    ``timeout_ms``; a timeout is ``unknown``. ``stats`` counts solver calls and cache hits."""
 
     def __init__(self, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 leaf_types: Optional[Callable[[Node], Sequence[str]]] = None):
+                 leaf_types: Optional[Callable[[Node], Sequence[str]]] = None,
+                 budget_s: Optional[float] = None):
         if K < 1:
             raise ValueError("K must be at least 1")
         self.K = K
         self.timeout_ms = timeout_ms
         self.leaf_types = leaf_types
-        self.cache: dict[tuple, Obligation] = {}
+        self.budget_s = budget_s
+        self.cache: dict[str, Obligation] = {}
+        self.stats = {"solved": 0, "cached": 0, "solver_s": 0.0, "over_budget": 0}
 
     def _check(self, method: str, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
         from ..verify.plans import check_plans_equivalent, prove_spj_equivalent
-        key = (method, _sql(a), _sql(b))
-        if key not in self.cache:
-            r = check_plans_equivalent(a, b, K=self.K, timeout_ms=self.timeout_ms) if method == "bounded" else \
-                prove_spj_equivalent(a, b, timeout_ms=self.timeout_ms, leaf_types=self.leaf_types)
-            self.cache[key] = _obligation(name, r, a, b, what_a, what_b)
-        return self.cache[key]
+        key = pair_fingerprint(method, self.K, a, b)
+        hit = self.cache.get(key) or _SHARED_CACHE.get(key)
+        if hit is not None:
+            self.stats["cached"] += 1
+            self.cache[key] = hit
+            return dataclasses.replace(hit, name=name)
+        if self.budget_s is not None and self.stats["solver_s"] >= self.budget_s:
+            self.stats["over_budget"] += 1
+            return Obligation(name, UNKNOWN, method, 0.0, BUDGET_EXHAUSTED)
+        timeout = self.timeout_ms
+        if self.budget_s is not None:      # never run past the budget
+            timeout = max(1, min(timeout, int((self.budget_s - self.stats["solver_s"]) * 1000)))
+        r = check_plans_equivalent(a, b, K=self.K, timeout_ms=timeout) if method == "bounded" else \
+            prove_spj_equivalent(a, b, timeout_ms=timeout, leaf_types=self.leaf_types)
+        self.stats["solved"] += 1
+        self.stats["solver_s"] += r.seconds
+        ob = _obligation(name, r, a, b, what_a, what_b)
+        self.cache[key] = ob
+        if ob.status != UNKNOWN:          # an unknown may be decided with more time later
+            if len(_SHARED_CACHE) >= _SHARED_CACHE_MAX:
+                _SHARED_CACHE.pop(next(iter(_SHARED_CACHE)))
+            _SHARED_CACHE[key] = ob
+        return ob
 
     def _bounded(self, *args) -> Obligation:
         return self._check("bounded", *args)
@@ -130,16 +174,26 @@ class Prover:
     def _rowwise(self, *args) -> Obligation:
         return self._check("rowwise", *args)
 
+    def _extraction(self, c: "Consumer", a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
+        """A select-project extraction is proved without bound first (the σ/π template
+        instantiated: row-wise over the one input); the bounded check runs only where
+        that proof does not apply (aggregates, or row-wise unknown/unsupported)."""
+        if c.unit.kind == "spj":
+            ob = self._rowwise("extraction", a, b, what_a, what_b)
+            if ob.status in (VERIFIED, REFUTED):
+                return ob
+        return self._bounded("extraction", a, b, what_a, what_b)
+
     def prove_consumer(self, c: Consumer) -> ConsumerProof:
         out = ConsumerProof(c.ce.id, c.query, c.unit.describe())
         if len(c.unit.S) == 1:
-            out.obligations.append(self._bounded(
-                "extraction", c.ce.inline(c.extraction), c.original,
+            out.obligations.append(self._extraction(
+                c, c.ce.inline(c.extraction), c.original,
                 "the extraction over the covering expression (inlined)", "the consumer's own sub-plan"))
         else:
             e_j, o_j = over_join(c)
-            out.obligations.append(self._bounded(
-                "extraction", e_j, o_j, "the extraction over the covering expression, over the unit's "
+            out.obligations.append(self._extraction(
+                c, e_j, o_j, "the extraction over the covering expression, over the unit's "
                 "join J as one table", "the consumer's own filter and projection/aggregate over J"))
             if c.unit.kind == "agg":
                 a, b = aggregate_input(c)

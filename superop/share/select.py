@@ -164,13 +164,17 @@ class Selection:
 
 def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float],
            weight: dict[str, float], budget: float, resolution: int = 2000,
-           unknown: frozenset = frozenset(), never: frozenset = frozenset()) -> Selection:
+           unknown: frozenset = frozenset(), never: frozenset = frozenset(),
+           refused: Optional[dict[str, str]] = None) -> Selection:
     """Group the CEs, solve the MCKP under ``budget`` bytes and explain every decision.
-    CEs in ``unknown`` (no size estimate) or ``never`` (e.g. not proved) are offered in
-    no option, so they are never chosen."""
+    CEs in ``unknown`` (no size estimate), ``never`` (e.g. not proved) or ``refused``
+    (CE id -> why it does not pay, e.g. too few consumers gain) are offered in no option,
+    so they are never chosen."""
+    refused = refused or {}
     sel = Selection(budget)
     comps = conflict_groups(list(ces), conflicts)
-    sel.groups = [group_options([c for c in g if c not in unknown | never], conflicts, value, weight)
+    out = unknown | never | frozenset(refused)
+    sel.groups = [group_options([c for c in g if c not in out], conflicts, value, weight)
                   for g in comps]
     unit = max(float(budget) / resolution, 1e-9) if budget > 0 else 1.0
     cap = resolution if budget > 0 else 0
@@ -191,6 +195,8 @@ def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float
                                v, w, gi, chosen.ces)
             elif c in never and v > 0 and w <= budget:
                 d = CEDecision(c, Verdict.NOT_PROVED, "its consumers have no full proof", v, w, gi)
+            elif c in refused:
+                d = CEDecision(c, Verdict.NOT_PAYING, refused[c], v, w, gi)
             elif c in unknown:
                 d = CEDecision(c, Verdict.NO_ESTIMATE, "Spark has no size estimate for its inputs "
                                "(e.g. a DataFrame built from an RDD); not cached", v, w, gi)
