@@ -142,7 +142,8 @@ def _print_unreadable(summary: dict) -> None:
 def _nightly(args, log, schema, column_map) -> int:
     from ..pipeline.nightly import run_nightly
     r = run_nightly(log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
-                    min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share, min_executions=args.min_executions,
+                    min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share,
+                    min_executions=args.min_executions,
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
                     spark=_spark(args, "superop-nightly"), column_map=column_map,
                     progress=not args.quiet, register=not args.no_register,

@@ -407,7 +407,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
                 branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
                 aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
-                program=o.program, pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s, min_bound),
+                program=o.program, pseudo_code=o.pseudo_code,
+                certificate=_certificate(o, schema, K, verify_timeout_s, min_bound),
                 distinct_queries=o.support.templates, executions=o.support.executions,
                 cost_share=o.support.cost_share, template_ids=o.template_ids))
         rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
