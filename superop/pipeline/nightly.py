@@ -224,7 +224,25 @@ def _certificate_at(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -
     return cert
 
 
-def _template_proofs(timeout_ms: int = 20000):
+def pattern_of(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
+               min_bound: int = DEFAULTS["min_bound"]):
+    """The generalization stage's pattern of one verified outcome, with its certificate
+    (None for an outcome that is not verified or has no recorded point)."""
+    from ..rules_out.generalize import Pattern
+    if not o.verified or o.edges is None or o.support is None:
+        return None
+    return Pattern(
+        candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
+        edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
+        branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
+        aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
+        program=o.program, pseudo_code=o.pseudo_code,
+        certificate=_certificate(o, schema, K, verify_timeout_s, min_bound),
+        distinct_queries=o.support.templates, executions=o.support.executions,
+        cost_share=o.support.cost_share, template_ids=o.template_ids)
+
+
+def template_proofs(timeout_ms: int = 20000):
     """Unbounded (inductive) proofs of the template instances a rule's members need (the
     family says which: ``Family.proofs_for``), each certificate with what its instance
     covers."""
@@ -266,7 +284,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     from ..storage import OutputSet, local_path
     from ..tracking import Tracker, store_for
     from ..rules_out.catalog import make_catalog, write_catalog
-    from ..rules_out.generalize import Pattern, generalize
+    from ..rules_out.generalize import generalize
     from ..rules_out.report import to_html, to_markdown
 
     local = local_path(str(out_dir))
@@ -398,20 +416,9 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         # -- generalize ------------------------------------------------------------------------
         t = time.perf_counter()
         child = tr.start("generalize", parent)
-        patterns = []
-        for o in outcomes:
-            if not o.verified or o.edges is None or o.support is None:
-                continue
-            patterns.append(Pattern(
-                candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
-                edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
-                branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
-                aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
-                program=o.program, pseudo_code=o.pseudo_code,
-                certificate=_certificate(o, schema, K, verify_timeout_s, min_bound),
-                distinct_queries=o.support.templates, executions=o.support.executions,
-                cost_share=o.support.cost_share, template_ids=o.template_ids))
-        rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
+        patterns = [p for o in outcomes
+                    if (p := pattern_of(o, schema, K, verify_timeout_s, min_bound)) is not None]
+        rules, rejected = generalize(patterns, template_proofs(int(verify_timeout_s * 1000)))
         gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
                  "seconds": round(time.perf_counter() - t, 3)}
         _progress(show, f"generalize: {len(patterns)} patterns -> {len(rules)} rules, "
