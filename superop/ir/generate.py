@@ -340,5 +340,21 @@ def _nondet_below(node: Node) -> bool:
 
 
 def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
-    text: str = to_ast(plan, names).sql(dialect=DIALECT, pretty=pretty)
+    text: str = _one_cte_per_definition(to_ast(plan, names)).sql(dialect=DIALECT, pretty=pretty)
     return text
+
+
+def _one_cte_per_definition(ast: exp.Query) -> exp.Query:
+    """Spark SQL generation moves nested WITHs to the top: two opaque sub-queries carrying
+    the same CTE (same name, same body) would define it twice (DUPLICATED_CTE_NAMES).
+    Keep the first definition of each."""
+    seen: set[tuple[str, str]] = set()
+    for w in list(ast.find_all(exp.With)):
+        for cte in list(w.expressions):
+            key = (cte.alias, cte.this.sql(dialect=DIALECT))
+            if key in seen:
+                cte.pop()
+            seen.add(key)
+        if not w.expressions:
+            w.pop()
+    return ast

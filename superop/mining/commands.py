@@ -61,6 +61,9 @@ def register(subparsers) -> None:
     p.add_argument("--bound", type=int, default=4, dest="K", metavar="K",
                    help="rows per symbolic table in bounded verification (default 4)")
     deprecated(p, "-K", "--K", dest="K", use="--bound", type=int)
+    p.add_argument("--min-bound", type=int, default=3, dest="min_bound", metavar="K",
+                   help="after a Z3 timeout at --bound rows, check again with fewer rows, down "
+                        "to this many (default 3); the certificate records its bound")
     p.add_argument("--synth-timeout-s", type=timeout_s, default=60.0, dest="synth_timeout",
                    metavar="S", help="seconds per candidate for synthesis incl. verification "
                                      "(default 60)")
@@ -139,7 +142,8 @@ def _print_unreadable(summary: dict) -> None:
 def _nightly(args, log, schema, column_map) -> int:
     from ..pipeline.nightly import run_nightly
     r = run_nightly(log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
-                    min_cost_share=args.min_cost_share, min_executions=args.min_executions,
+                    min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share,
+                    min_executions=args.min_executions,
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
                     spark=_spark(args, "superop-nightly"), column_map=column_map,
                     progress=not args.quiet, register=not args.no_register,

@@ -26,7 +26,21 @@ log = logging.getLogger(__name__)
 
 # k=None: candidates are selected by recurring cost (superop.mining.selection documents the
 # threshold); an int selects the classic way, seen in >= k distinct templates
-DEFAULTS: dict = {"k": None, "K": 4, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
+# min_bound: when Z3 times out at K rows, the candidate (and its certificate) is checked again
+# at K-1, ... down to min_bound rows; the certificate records the bound it holds for, and a
+# timeout at every bound stays "unknown"
+DEFAULTS: dict = {"k": None, "K": 4, "min_bound": 3, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
+
+
+def timed_out(verifier: Optional[dict]) -> bool:
+    """Z3 gave up (``unknown`` from a timeout), as opposed to a refutation or a refusal."""
+    v = verifier or {}
+    return v.get("status") == "unknown" and "timeout" in str(v.get("reason") or "")
+
+
+def bounds(K: int, min_bound: int) -> list[int]:
+    """The bounds tried, largest first: K, then down to min_bound after a timeout."""
+    return list(range(K, min(K, max(1, min_bound)) - 1, -1))
 
 
 @dataclass
@@ -108,11 +122,18 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
         # preconditions.
         target, tschema = low.plan, schema
         if m is not None:
-            from ..families.kit.diamond import over_source
+            from ..families.kit.diamond import over_source, single_input_base
             from ..ir import Scan
             target = m.root
             src = None if isinstance(m.source, Scan) else over_source(m.root, m.source)
             again_src = None if src is None else first_match(src[0], finished=True)
+            if src is None or again_src is None or again_src.family != m.family:
+                # the family recognizes the sub-plan by what its source computes (a
+                # ranked view's row numbers): cut below that instead, where the source's
+                # chain of one-input operators meets the join/union/scan it reads
+                base = single_input_base(m.source)
+                src = None if base is m.source else over_source(m.root, base)
+                again_src = None if src is None else first_match(src[0], finished=True)
             if src is not None and again_src is not None and again_src.family == m.family:
                 target, tschema = src
                 out.schema = tschema
@@ -147,13 +168,42 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
     return out
 
 
-def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
+def synthesize_at_bounds(cand: MinedCandidate | dict, schema: dict, ks: list[int], synth_timeout_s: float,
+                         verify_timeout_s: float, synth_fn: Optional[Callable] = None) -> Outcome:
+    """:func:`synthesize_candidate` at the first bound of ``ks``; again at the next one only
+    while Z3 timed out. The outcome says which bounds timed out; its verifier records the
+    bound its verdict holds for."""
+    given_up: list[int] = []
+    o = synthesize_candidate(cand, schema, ks[0], synth_timeout_s, verify_timeout_s, synth_fn)
+    for k in ks[1:]:
+        if o.status is not OutcomeStatus.UNKNOWN or not timed_out(o.verifier):
+            break
+        given_up.append(int((o.verifier or {}).get("K") or k + 1))
+        o = synthesize_candidate(cand, schema, k, synth_timeout_s, verify_timeout_s, synth_fn)
+    if given_up:
+        o.reason = f"{o.reason}; Z3 timed out at K={', '.join(map(str, given_up))} rows first"
+    return o
+
+
+def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
+                 min_bound: int = DEFAULTS["min_bound"]) -> Optional[dict]:
     """The bounded certificate of one verified pattern: about the program the RUNTIME builds
-    for it (``build_program`` of the matched diamond, K >= 4), with how the SQL the runtime
+    for it (``build_program`` of the matched diamond) at the bound the synthesis stage verified
+    at, at most K (lower, down to ``min_bound``, only after a Z3 timeout), with how the SQL the runtime
     emits is covered (``emitted_sql``). The synthesizer's program and its verification stay
     in synthesis.json as the synthesis stage's evidence; they are not the certificate."""
     if not o.verified:
         return None
+    # at most the bound the synthesis stage verified at; lower only after a Z3 timeout
+    top = min(K, int((o.verifier or {}).get("K") or K))
+    for k in bounds(top, min_bound):
+        cert = _certificate_at(o, schema, k, verify_timeout_s)
+        if cert is None or not timed_out(cert):
+            return cert
+    return cert
+
+
+def _certificate_at(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
     from ..verify.certificate import check_and_certify
     cert = None
     # the example query as mined (the runtime rewrites its match in place); else its match's
@@ -164,7 +214,7 @@ def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> O
         if not sql:
             continue
         try:
-            cert = check_and_certify(sql, sch, K=max(K, 4), timeout_ms=int(verify_timeout_s * 1000),
+            cert = check_and_certify(sql, sch, K=K, timeout_ms=int(verify_timeout_s * 1000),
                                      emitted=True)
         except Exception as e:  # e.g. the template refuses the pattern: nothing the runtime would run
             log.warning("no certificate for %s: %s", o.candidate, e)
@@ -174,7 +224,25 @@ def _certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> O
     return cert
 
 
-def _template_proofs(timeout_ms: int = 20000):
+def pattern_of(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
+               min_bound: int = DEFAULTS["min_bound"]):
+    """The generalization stage's pattern of one verified outcome, with its certificate
+    (None for an outcome that is not verified or has no recorded point)."""
+    from ..rules_out.generalize import Pattern
+    if not o.verified or o.edges is None or o.support is None:
+        return None
+    return Pattern(
+        candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
+        edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
+        branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
+        aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
+        program=o.program, pseudo_code=o.pseudo_code,
+        certificate=_certificate(o, schema, K, verify_timeout_s, min_bound),
+        distinct_queries=o.support.templates, executions=o.support.executions,
+        cost_share=o.support.cost_share, template_ids=o.template_ids)
+
+
+def template_proofs(timeout_ms: int = 20000):
     """Unbounded (inductive) proofs of the template instances a rule's members need (the
     family says which: ``Family.proofs_for``), each certificate with what its instance
     covers."""
@@ -196,7 +264,7 @@ def _template_proofs(timeout_ms: int = 20000):
 
 def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
                 k: Optional[int] = DEFAULTS["k"], K: int = DEFAULTS["K"],
-                synth_timeout_s: float = DEFAULTS["synth_timeout_s"],
+                min_bound: int = DEFAULTS["min_bound"], synth_timeout_s: float = DEFAULTS["synth_timeout_s"],
                 verify_timeout_s: float = DEFAULTS["verify_timeout_s"], spark=None,
                 master: Optional[str] = None, column_map: Optional[dict] = None,
                 progress: Optional[bool] = None, register: bool = True,
@@ -216,7 +284,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     from ..storage import OutputSet, local_path
     from ..tracking import Tracker, store_for
     from ..rules_out.catalog import make_catalog, write_catalog
-    from ..rules_out.generalize import Pattern, generalize
+    from ..rules_out.generalize import generalize
     from ..rules_out.report import to_html, to_markdown
 
     local = local_path(str(out_dir))
@@ -243,7 +311,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     if min_executions is None:
         min_executions = MIN_EXECUTIONS
     selection = {"k": k, "min_cost_share": min_cost_share, "min_executions": min_executions}
-    params = {"log": str(log_path), "format": fmt, **selection, "K": K,
+    params = {"log": str(log_path), "format": fmt, **selection, "K": K, "min_bound": min_bound,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
     metrics: dict = {}
@@ -316,7 +384,8 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         outcomes = []
         for i, row in enumerate(rows, 1):
             _progress(show, f"synthesize {i}/{len(rows)} {row.candidate_id} {row.shape}")
-            outcomes.append(synthesize_candidate(row, schema, K, synth_timeout_s, verify_timeout_s, synth_fn))
+            outcomes.append(synthesize_at_bounds(row, schema, bounds(K, min_bound), synth_timeout_s,
+                                                 verify_timeout_s, synth_fn))
         by: dict[str, int] = {}
         for o in outcomes:
             by[o.status.value] = by.get(o.status.value, 0) + 1
@@ -347,19 +416,9 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         # -- generalize ------------------------------------------------------------------------
         t = time.perf_counter()
         child = tr.start("generalize", parent)
-        patterns = []
-        for o in outcomes:
-            if not o.verified or o.edges is None or o.support is None:
-                continue
-            patterns.append(Pattern(
-                candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
-                edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
-                branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
-                aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
-                program=o.program, pseudo_code=o.pseudo_code, certificate=_certificate(o, schema, K, verify_timeout_s),
-                distinct_queries=o.support.templates, executions=o.support.executions,
-                cost_share=o.support.cost_share, template_ids=o.template_ids))
-        rules, rejected = generalize(patterns, _template_proofs(int(verify_timeout_s * 1000)))
+        patterns = [p for o in outcomes
+                    if (p := pattern_of(o, schema, K, verify_timeout_s, min_bound)) is not None]
+        rules, rejected = generalize(patterns, template_proofs(int(verify_timeout_s * 1000)))
         gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
                  "seconds": round(time.perf_counter() - t, 3)}
         _progress(show, f"generalize: {len(patterns)} patterns -> {len(rules)} rules, "

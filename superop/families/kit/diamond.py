@@ -401,6 +401,14 @@ def source_dependencies(e: exp.Expr, fields: Sequence[Field], edge: Edge) -> Opt
 SOURCE_TABLE = "__source"
 
 
+def single_input_base(node: Node) -> Node:
+    """The node where ``node``'s chain of one-input operators (σ/π/ρ/γ/windows/sorts)
+    stops: the first node below it with no or several inputs (a scan, join or union)."""
+    while len(node.children) == 1:
+        node = node.children[0]
+    return node
+
+
 def over_source(root: Node, source: Node, schema: Optional[dict[str, dict[str, str]]] = None
                 ) -> Optional[tuple[Node, dict[str, dict[str, str]]]]:
     """The sub-plan at ``root`` reading its shared ``source`` as one table (``__source``,
