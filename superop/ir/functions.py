@@ -45,6 +45,12 @@ ORDER_DEPENDENT: frozenset[str] = frozenset({
     "row_number", "ntile", "lag", "lead",
 })
 
+# Order-dependent only through ties: the payload of ONE of the rows that tie on the ordering
+# value. The verifier models that choice (``superop.verify.folds.extremum_by``: one tie order
+# shared by the original and the rewrite), so an aggregate node's own max_by/min_by calls do
+# not block a match (``superop.ir.safety``); anywhere else they do.
+TIE_MODELLED: frozenset[str] = frozenset({"max_by", "min_by"})
+
 # sqlglot parses some Spark names into typed nodes; their Spark names:
 _CLASS_NAMES: dict[type[exp.Expr], str] = {
     exp.Rand: "rand", exp.Randn: "randn", exp.Uuid: "uuid", exp.Shuffle: "shuffle",
@@ -95,11 +101,12 @@ def classify_call(f: exp.Expr) -> Determinism:
     return d
 
 
-def risky_calls(e: exp.Expr) -> Iterator[tuple[Determinism, str]]:
-    """(determinism, name) of every call in ``e`` that is not DETERMINISTIC."""
+def risky_calls(e: exp.Expr, allowed: frozenset[str] = frozenset()) -> Iterator[tuple[Determinism, str]]:
+    """(determinism, name) of every call in ``e`` that is not DETERMINISTIC (calls named in
+    ``allowed`` are skipped; their arguments are not)."""
     for n in e.walk():
         d = classify_call(n)
-        if d is not Determinism.DETERMINISTIC:
+        if d is not Determinism.DETERMINISTIC and call_name(n) not in allowed:
             yield d, call_name(n) or n.key
 
 

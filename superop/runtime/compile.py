@@ -46,7 +46,7 @@ from sqlglot import exp
 
 from ..ir.dialect import DIALECT
 from ..ir.names import TableName, ident
-from ..synth.dsl import STREAMING, Program
+from ..synth.dsl import BY_FUNCS, STREAMING, Program, by_parts
 
 P = "__so_"          # prefix of every internal name (cannot clash with the source's columns)
 
@@ -110,6 +110,14 @@ def _agg_sql(func: str, arg: Optional[exp.Expression], guard: Optional[exp.Expre
     ov = f" {over}" if over else ""
     if func == "count_star":
         return (f"count(1){ov}" if g is None else f"count(CASE WHEN {g} THEN 1 END){ov}")
+    if func in BY_FUNCS:
+        # max_by(x, o) ignores rows whose o is NULL: the guard goes on the ordering, so a
+        # row outside it never wins; on the payload too, so Spark never evaluates x there
+        # (a partial x only under its guard). No guarded row: NULL, as the fold.
+        pay, order = (_s(x) for x in by_parts(arg))
+        if g is None:
+            return f"{func}({pay}, {order}){ov}"
+        return f"{func}(CASE WHEN {g} THEN {pay} END, CASE WHEN {g} THEN {order} END){ov}"
     a = _s(arg)
     val = a if g is None else f"CASE WHEN {g} THEN {a} END"
     if func in ("count_distinct", "count_distinct_sorted"):

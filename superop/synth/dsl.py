@@ -74,7 +74,10 @@ from sqlglot import exp
 
 from ..ir.dialect import DIALECT
 
-AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct", "count_distinct_sorted")
+AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct", "count_distinct_sorted",
+             "max_by", "min_by")
+# ARGMAX / ARGMIN: ``arg`` is the pair (payload, ordering), see :func:`by_parts`
+BY_FUNCS = ("max_by", "min_by")
 # the accumulators that keep a set of values per partition (not constant state)
 SET_FUNCS = ("count_distinct",)
 NAMESPACES = ("row", "key", "acc", "flag", "nb")
@@ -100,6 +103,19 @@ class NoAccumulator(ValueError):
 
 
 _FOLDS = ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg"))
+_BY = ((exp.ArgMax, "max_by"), (exp.ArgMin, "min_by"))
+
+
+def by_pair(payload: exp.Expr, ordering: exp.Expr) -> exp.Tuple:
+    """The argument of a ``max_by`` / ``min_by`` accumulator: ``(payload, ordering)``."""
+    return exp.Tuple(expressions=[payload, ordering])
+
+
+def by_parts(arg: exp.Expr) -> tuple[exp.Expr, exp.Expr]:
+    """(payload, ordering) of a ``max_by`` / ``min_by`` accumulator's argument."""
+    if not isinstance(arg, exp.Tuple) or len(arg.expressions) != 2:
+        raise ValueError(f"max_by/min_by argument is not a (payload, ordering) pair: {_sql(arg)}")
+    return arg.expressions[0], arg.expressions[1]
 
 
 def accumulator_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
@@ -119,6 +135,11 @@ def accumulator_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
             if isinstance(node.this, exp.Distinct):
                 raise NoAccumulator(f"{name.upper()}(DISTINCT)")
             return name, node.this
+    for cls, name in _BY:
+        if type(node) is cls:
+            if node.args.get("count") is not None or node.expression is None:
+                raise NoAccumulator(f"{node.sql(dialect=DIALECT)}: {name} takes (payload, ordering) only")
+            return name, by_pair(node.this.copy(), node.expression.copy())
     raise NoAccumulator(f"aggregate {node.sql(dialect=DIALECT)} has no accumulator")
 
 
@@ -132,7 +153,16 @@ class Accumulator:
     from the last counted one. That equals COUNT(DISTINCT arg) exactly when equal values
     are adjacent among the guarded rows, i.e. when the program's first sort key is the
     argument (:func:`sort_distinct` builds such programs; the verifier proves the equality,
-    it does not assume it)."""
+    it does not assume it).
+
+    ``max_by`` / ``min_by`` (ARGMAX / ARGMIN, Spark's ``max_by(x, ord)``) take the pair
+    ``arg = (x, ord)`` (:func:`by_parts`) and keep (best ordering value, its payload): rows
+    whose ordering value is NULL are skipped, a NULL payload is kept, no row gives NULL.
+    Rows that tie on the best ordering value give one of their payloads — which one is
+    not fixed (Spark keeps the last one it reads); the reference interpreter keeps the
+    last in its reading order, the verifier proves an equivalence for EVERY order in which
+    ties are resolved (the same order for the original and the program,
+    :func:`superop.verify.folds.extremum_by`)."""
     name: str
     func: str                                  # one of AGG_FUNCS
     arg: Optional[exp.Expr] = None       # over row.*; None only for count_star
@@ -143,11 +173,14 @@ class Accumulator:
             raise ValueError(f"unknown aggregate {self.func!r}")
         if (self.arg is None) != (self.func == "count_star"):
             raise ValueError(f"{self.func} {'needs' if self.arg is None else 'takes no'} argument")
+        if self.func in BY_FUNCS:
+            by_parts(self.arg)
 
     def pretty(self) -> str:
         fn = "count(*)" if self.func == "count_star" else (
             f"count(distinct {_sql(self.arg)})" if self.func == "count_distinct"
             else f"count(distinct {_sql(self.arg)}) [runs in sort order]" if self.func == "count_distinct_sorted"
+            else f"{self.func}{_sql(self.arg)}" if self.func in BY_FUNCS
             else f"{self.func}({_sql(self.arg)})")
         g = f" if {_sql(self.guard)}" if self.guard is not None else ""
         return f"{self.name} = {fn}{g}"

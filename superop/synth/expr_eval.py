@@ -193,6 +193,9 @@ def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
         return c(e.this)
     if isinstance(e, exp.AggFunc) and agg is not None:
         return agg(e)
+    if isinstance(e, exp.Tuple):     # the (payload, ordering) argument of max_by / min_by
+        parts = [c(x) for x in e.expressions]
+        return lambda env: tuple(f(env) for f in parts)
     t = type(e)
     if t in _CMP:
         f, a, b = _cmp(_CMP[t]), c(e.this), c(e.expression)

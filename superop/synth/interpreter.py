@@ -66,18 +66,26 @@ def run_program(program: Program, df) -> list[tuple]:
 
 # ---------------------------------------------------------------------------
 class _Agg:
-    __slots__ = ("func", "n", "v", "seen")
+    __slots__ = ("func", "n", "v", "seen", "best")
 
     def __init__(self, func: str):
         self.func = func
         self.n = 0
         self.v = None
         self.seen = set() if func == "count_distinct" else None
+        self.best = None                  # max_by / min_by: the best ordering value so far
 
     def add(self, x) -> None:
         f = self.func
         if f == "count_star":
             self.n += 1
+            return
+        if f in ("max_by", "min_by"):
+            # x = (payload, ordering): a NULL ordering is skipped, a NULL payload kept; a
+            # tie keeps the later row (what Spark's MaxBy/MinBy update does)
+            pay, o = x
+            if o is not None and (self.best is None or (o >= self.best if f == "max_by" else o <= self.best)):
+                self.v, self.best = pay, o
             return
         if x is None:
             return
@@ -104,6 +112,8 @@ class _Agg:
         f = self.func
         if f in ("count_star", "count", "count_distinct_sorted"):
             return self.n
+        if f in ("max_by", "min_by"):
+            return self.v
         if f == "count_distinct":
             return len(self.seen)
         if f == "avg":

@@ -46,6 +46,14 @@ def _agg_state(func: exp.AggFunc):
 
 
 def aggregate_values(name: str, vals: list):
+    if name in ("max_by", "min_by"):
+        # vals = (payload, ordering) pairs: NULL orderings skipped, a tie keeps the later
+        # row (Spark's MaxBy/MinBy update)
+        best, out = None, None
+        for pay, o in vals:
+            if o is not None and (best is None or (o >= best if name == "max_by" else o <= best)):
+                best, out = o, pay
+        return out
     if name == "count_star":
         return len(vals)
     nn = [v for v in vals if v is not None]

@@ -406,6 +406,16 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         # explicit TRY_CAST carries safe=True. Under ANSI a CAST raises on bad input.
         safe = bool(e.args.get("safe"))
         return cast(ev(inner, ctx), to, safe)
+    if isinstance(e, (exp.Upper, exp.Lower)):
+        # a total, deterministic string -> string function (NULL in, NULL out; no error):
+        # uninterpreted, so a proof holds for every such function (Fig. 15's Simplified())
+        x = ev(e.this, ctx)
+        if x.v is None:
+            return NULL
+        if x.kind != "str":
+            raise Unsupported(f"{e.sql(dialect=DIALECT)} of a {x.kind}")
+        f = z3.Function(f"str!{type(e).__name__.lower()}", z3.StringSort(), z3.StringSort())
+        return V(f(x.normalized("str")), x.null, "str", x.err)
     if isinstance(e, exp.Anonymous):
         return _uninterpreted(e, ctx)
     raise Unsupported(f"expression {type(e).__name__}: {e.sql(dialect=DIALECT)}")

@@ -12,6 +12,8 @@ aggregates, the program's accumulators (bounded: over K rows) and the template p
   is real division by the count.
 * min(x) / max(x): (current, NULL so far).
 * count(DISTINCT x) is not a fold with constant state: :func:`count_distinct` (bounded only).
+* max_by(x, o) / min_by(x, o): not folded here; :func:`extremum_by` computes them over
+  the K rows with a tie order shared by the original and the program.
 * count_distinct_sorted(x) (the DSL's sorted COUNT(DISTINCT)): (last value, some value,
   count of runs) — a non-NULL value adds one when it differs from the last one folded.
   Folded in the partition's sort order it counts the runs of equal values; bounded
@@ -23,7 +25,7 @@ argument is evaluated once per member row); a fold's own error is the overflow o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 import z3
@@ -209,3 +211,68 @@ def count_runs(pairs: Sequence[tuple[z3.BoolRef, Optional[V]]],
         starts.append(z3.And(cnt[j], z3.Not(z3.Or(*same_run)) if same_run else TRUE))
     n = z3.Sum([z3.If(t, 1, 0) for t in starts]) if starts else z3.IntVal(0)
     return V(n, FALSE, "int", FALSE, BIGINT)
+
+
+@dataclass(frozen=True)
+class ByArg:
+    """The evaluated argument of ``max_by``/``min_by`` on one row (:func:`extremum_by`)."""
+    payload: V
+    ordering: V
+
+    @property
+    def err(self) -> z3.BoolRef:
+        return z3.Or(self.payload.err, self.ordering.err)
+
+    def clean(self) -> "ByArg":
+        """Both values as stored in a row (their evaluation errors already accounted)."""
+        return ByArg(replace(self.payload, err=FALSE), replace(self.ordering, err=FALSE))
+
+
+def tie_order(K: int, tag: str = "tie") -> list[z3.ArithRef]:
+    """One symbolic priority per position 0..K-1 (the same constants wherever they are
+    named): the order in which rows tied on a ``max_by``/``min_by`` ordering value are
+    resolved is (priority, position) — any total order of the positions, chosen by the
+    solver. The original and the program read the same order (see :func:`extremum_by`)."""
+    return [z3.Int(f"{tag}!{j}") for j in range(K)]
+
+
+def extremum_by(func: str, rows: Sequence[tuple[z3.BoolRef, Optional[V], Optional[V]]],
+                tie: Sequence[z3.ArithRef]) -> V:
+    """``max_by`` / ``min_by`` over (member, payload, ordering) per position: the payload of
+    the member row with the greatest (least) non-NULL ordering value; NULL when there is
+    none (a NULL payload is a value like any other). Among rows tied on that value the
+    winner is the one last in the tie order ``tie`` (priority, then position) — Spark keeps
+    the last tied row it reads, in an order no query fixes.
+
+    Shared nondeterminism: the original query and the program are encoded with the SAME
+    ``tie`` constants for the same input positions, and the solver chooses them freely, so
+    a proof holds for every resolution of ties: whichever tied payload the rewrite returns
+    (Spark reads one order per aggregate node), the original returns that payload under
+    that order. A rewrite that could return a payload the original never returns (another
+    guard, another column, min for max) is refuted with a tie order that exposes it."""
+    if func not in ("max_by", "min_by"):
+        raise ValueError(func)
+    okind = common_kind([o for _, _, o in rows if o is not None])
+    pkind = common_kind([x for _, x, _ in rows if x is not None])
+    pws = {x.width for _, x, _ in rows if x is not None and x.v is not None}
+    if okind is None:                           # every ordering a NULL literal: no row counts
+        return NULL
+    cand = [z3.And(m, z3.Not(o.null)) if o is not None and o.v is not None else FALSE for m, _, o in rows]
+    ovals = [o.val(okind) if o is not None and o.v is not None else default(okind) for _, _, o in rows]
+
+    def better(j: int, i: int) -> z3.BoolRef:
+        """row j wins over row i (both candidates)."""
+        a, b = (ovals[i], ovals[j]) if func == "max_by" else (ovals[j], ovals[i])
+        later = z3.Or(tie[j] > tie[i], z3.And(tie[j] == tie[i], z3.BoolVal(j > i)))
+        return z3.Or(lt(a, b, okind), z3.And(ovals[i] == ovals[j], later))
+
+    wins = [z3.And(cand[j], *[z3.Implies(cand[i], better(j, i)) for i in range(len(rows)) if i != j])
+            for j in range(len(rows))]
+    if pkind is None:                           # every payload a NULL literal
+        return NULL
+    val, isnull = default(pkind), TRUE
+    for j in reversed(range(len(rows))):
+        x = rows[j][1]
+        xv, xn = (x.val(pkind), x.null) if x is not None and x.v is not None else (default(pkind), TRUE)
+        val, isnull = z3.If(wins[j], xv, val), z3.If(wins[j], xn, isnull)
+    return V(val, isnull, pkind, FALSE, pws.pop() if len(pws) == 1 else None)

@@ -25,6 +25,7 @@ from ..ir.dialect import DIALECT
 from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, resolve_field)
 from . import folds
+from ..synth.dsl import BY_FUNCS, by_parts
 from .aggregates import agg_call_func, agg_calls
 from .exprs import Ctx, cmp, ev
 from .relations import Rel, Table, clean, first_of_group, members_of, union
@@ -144,12 +145,18 @@ class PlanEncoder:
         (fold, argument value) in :func:`agg_calls` order, and the error of evaluating them."""
         ctx = self.row_ctx(n.child.fields, vals)
         keys = [ev(k, ctx) for k in n.keys]
-        args = []
+        args: list = []
         for call in agg_calls(n):
             func, arg = agg_call_func(call)
-            args.append((func, None if arg is None else ev(arg, ctx)))
+            if func in BY_FUNCS:          # (payload, ordering), both evaluated on every row
+                pay, order = by_parts(arg)
+                args.append((func, folds.ByArg(ev(pay, ctx), ev(order, ctx))))
+            else:
+                args.append((func, None if arg is None else ev(arg, ctx)))
         err = or_all([any_err(keys)] + [x.err for _, x in args if x is not None])
-        return [clean(k) for k in keys], [(f, None if x is None else clean(x)) for f, x in args], err
+        return ([clean(k) for k in keys],
+                [(f, None if x is None else x.clean() if isinstance(x, folds.ByArg) else clean(x)) for f, x in args],
+                err)
 
     def group_row(self, n: Aggregate, key_ctx: Optional[Ctx], calls: Sequence[V]) -> tuple[list[V], z3.BoolRef]:
         """The output row of one group: the items evaluated with the group's key columns
@@ -186,11 +193,15 @@ class PlanEncoder:
             firsts = first_of_group(rows, keys)
             reps = [(firsts[i], members_of(rows, keys, i), self.row_ctx(f, rows[i][1])) for i in range(len(rows))]
         funcs = [agg_call_func(c)[0] for c in agg_calls(n)]
+        tie = folds.tie_order(len(rows)) if any(f in BY_FUNCS for f in funcs) else []
         out = []
         for present, members, rep_ctx in reps:
             calls = []
             for ci, func in enumerate(funcs):
                 pairs = [(m, ins[j][1][ci][1]) for j, m in enumerate(members)]
+                if func in BY_FUNCS:      # ties resolved in the order the program reads too
+                    calls.append(folds.extremum_by(func, [(m, a.payload, a.ordering) for m, a in pairs], tie))
+                    continue
                 calls.append(folds.fold(func, pairs, self.K))
             vals, err = self.group_row(n, rep_ctx, calls)
             out.append((present, vals))
@@ -235,6 +246,8 @@ class PlanEncoder:
             if ranking and (not ords or w.this.expressions):
                 raise Unsupported(f"{w.this.sql(dialect=DIALECT)} without ORDER BY or with arguments")
             func, arg = (None, None) if rownum or ranking else agg_call_func(w.this)
+            if func in BY_FUNCS:
+                raise Unsupported(f"{func} as a window function is not modelled")
             args = [None if arg is None else ev(arg, c) for c in ctxs]
             for i, (p, _) in enumerate(rows):
                 row_errs = [any_err(parts[i])] + [vals[i].err for _, _, vals in ords]

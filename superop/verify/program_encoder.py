@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 import z3
 from sqlglot import exp
 
-from ..synth.dsl import STREAMING, Program
+from ..synth.dsl import BY_FUNCS, STREAMING, Program, by_parts
 from . import folds
 from .exprs import Ctx, ev, guard_holds
 from .relations import Rel, Table, clean, first_of_group, members_of
@@ -38,6 +38,8 @@ from .result import Unsupported
 from .values import FALSE, TRUE, V, any_err, const, lt, not_distinct, or_all
 
 GUARDED, EAGER = "guarded", "eager"
+# accumulators the bounded encoding computes over the K rows, not by folding a state
+NON_FOLDS = ("count_distinct", *BY_FUNCS)
 
 
 @dataclass
@@ -117,8 +119,14 @@ class ProgramEncoder:
         ag, aa, fg, errs = [], [], [], []
         for a in self.p.accumulators:
             g, gerr = guard_holds(a.guard, ctx)
-            x = ev(a.arg, ctx) if a.arg is not None else None
             ag.append(g)
+            if a.func in BY_FUNCS:        # (payload, ordering), both evaluated where guarded
+                pay, order = by_parts(a.arg)
+                b = folds.ByArg(ev(pay, ctx), ev(order, ctx))
+                aa.append(b.clean())
+                errs.append(z3.Or(gerr, z3.And(g, b.err)))
+                continue
+            x = ev(a.arg, ctx) if a.arg is not None else None
             aa.append(None if x is None else clean(x))
             errs.append(z3.Or(gerr, z3.And(g, x.err)) if x is not None else gerr)
         for f in self.p.flags:
@@ -130,14 +138,14 @@ class ProgramEncoder:
     def arg_kinds(self, contribs: Sequence[RowContribution]) -> list[tuple[Optional[str], Optional[int]]]:
         out = []
         for ai, a in enumerate(self.p.accumulators):
-            if a.func in ("count_star", "count_distinct"):
+            if a.func in ("count_star", "count_distinct") or a.func in BY_FUNCS:
                 out.append((None, None))
             else:
                 out.append(folds.arg_kind([(TRUE, c.acc_arg[ai]) for c in contribs]))
         return out
 
     def initial(self, kinds) -> PartitionState:
-        accs = [folds.init(a.func, *kinds[i]) if a.func != "count_distinct" else None
+        accs = [folds.init(a.func, *kinds[i]) if a.func not in NON_FOLDS else None
                 for i, a in enumerate(self.p.accumulators)]
         return PartitionState(accs, [FALSE] * len(self.p.flags), FALSE, FALSE)
 
@@ -147,6 +155,8 @@ class ProgramEncoder:
         for i, a in enumerate(self.p.accumulators):
             if a.func == "count_distinct":
                 raise Unsupported("count(DISTINCT) keeps a set per partition (not a constant-state fold)")
+            if a.func in BY_FUNCS:
+                raise Unsupported(f"{a.func}: ties are modelled over the K rows only (no inductive state)")
             accs.append(folds.symbolic(a.func, *kinds[i], f"{name}!acc!{a.name}"))
         flags = [z3.Bool(f"{name}!flag!{f.name}") for f in self.p.flags]
         return PartitionState(accs, flags, z3.Bool(f"{name}!seen"), z3.Bool(f"{name}!err"))
@@ -162,7 +172,7 @@ class ProgramEncoder:
         """(acc name -> value, flag name -> value, error of computing the final values)."""
         accs, errs = {}, []
         for a, st in zip(self.p.accumulators, s.accs):
-            if st is None:      # count(DISTINCT): computed by the bounded encoding itself
+            if st is None:      # count(DISTINCT), max_by/min_by: computed by the bounded encoding itself
                 continue
             v = folds.finalize(st, bound)
             errs.append(v.err)
@@ -259,6 +269,9 @@ class ProgramEncoder:
         before = [[self.sort_before(rows[i][1], rows[j][1], z3.BoolVal(i < j)) if i != j else FALSE
                    for j in range(K)] for i in range(K)] \
             if any(a.func == "count_distinct_sorted" for a in p.accumulators) else []
+        # rows tied on a max_by/min_by ordering: resolved in the order the original reads
+        # too (the same symbolic priorities for the same input positions)
+        tie = folds.tie_order(K) if any(a.func in BY_FUNCS for a in p.accumulators) else []
 
         def fold(ms) -> tuple[dict, dict, z3.BoolRef]:
             s = self.initial(kinds)
@@ -271,6 +284,8 @@ class ProgramEncoder:
                     accs[a.name] = folds.count_distinct(pairs)
                 elif a.func == "count_distinct_sorted":   # the fold, read in sort order
                     accs[a.name] = folds.count_runs(pairs, before)
+                elif a.func in BY_FUNCS:
+                    accs[a.name] = folds.extremum_by(a.func, [(m, b.payload, b.ordering) for m, b in pairs], tie)
             return accs, flags, err
 
         # every partition computes its final values once (a keyless program has one

@@ -164,6 +164,9 @@ class _Proof:
         self.calls = [[agg_call_func(c)[0] for c in agg_calls(agg)] for agg in self.aggs]
         if any(f == "count_distinct" for fs in self.calls for f in fs):
             raise ProofSetupError("count(DISTINCT) is not a constant-state fold")
+        if any(f in ("max_by", "min_by") for fs in self.calls for f in fs):
+            # the tie order is modelled over K rows only (folds.extremum_by)
+            raise ProofSetupError("max_by/min_by: ties are modelled by the bounded proof only")
         self.family = d.family
         self.mj_agg = d.agg_side.pos if self.family == "MJ" and d.agg_side is not None else None
         self._probe_kinds(probe)
