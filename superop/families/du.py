@@ -9,7 +9,8 @@ Edge order: the n lower edges (Spool → γ_i), then the n upper edges (γ_i →
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import random
+from typing import Any, Optional, Sequence
 
 from sqlglot import exp
 
@@ -20,7 +21,7 @@ from .kit.diamond import Shape, agg_paths_check
 from .kit import symbolic
 from .kit.family import (Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment)
 from .kit.program import AggBranch, Accs, same_keys
-from .kit.planting import ExampleKit, ExampleSpec
+from .kit.planting import ExampleKit, ExampleSpec, Relation
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
 
 class DiamondUnionAll(Family):
@@ -117,6 +118,8 @@ class DiamondUnionAll(Family):
         base, rng = kit.base, kit.rng
         n = len(spec.branches)
         aggs = kit.agg_choices(base, n)
+        if spec.agg == "MAX_BY":
+            aggs = argmax_choices(base, aggs)
         ms = kit.measure_names(n)
         ms = [ms[0]] * n if rng.random() < 0.5 else ms
         rels = [kit.branch(base, b, a, aggs[i], ms[i], tag=str(i) if i else "")
@@ -139,6 +142,19 @@ class DiamondUnionAll(Family):
         raise ValueError(reason)
 
 
+def argmax_choices(rel: Relation, drawn: Sequence[str]) -> list[str]:
+    """Fig. 15's ARGMAX aggregates, one per branch: ``MAX_BY(payload, o)`` over the first
+    numeric non-key column ``o`` (mailbox: ``ts``), the payloads drawn from the string
+    non-key columns and ``upper`` of one (the paper's ``Simplified(EventId)``). Drawn
+    from a generator seeded by the template's own draws (``drawn``), so that the rest of
+    the log keeps its random stream."""
+    order = next(c for c, t in rel.cols.items() if t not in ("string",) and c not in rel.keys)
+    strs = [c for c, t in rel.cols.items() if t == "string" and c not in rel.keys]
+    payloads = strs + [f"upper({strs[0]})"]
+    sub = random.Random("|".join(drawn))
+    return [f"MAX_BY({p}, {order})" for p in sub.sample(payloads, len(drawn))]
+
+
 # (position in the bundled log, branches (below γ, above γ), options): the rows of the
 # paper's Table 2, the figures' cores, n-way unions, CTE and two-key inputs
 _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], dict[str, Any]], ...] = (
@@ -154,7 +170,8 @@ _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], dict[str, Any]], ...] =
     (19, (("σ", "ρπσπ"), ("σ", "π")), dict(table2=20)),
     (20, (("", ""), ("", "")), dict(note="Fig. 7 core")),
     (21, (("σ", ""), ("σ", "")), dict(note="Fig. 1 cloud-store ops")),
-    (22, (("", ""), ("σ", "")), dict(table="mailbox", keys=("mailboxguid",), note="Fig. 15 mailbox watermarks")),
+    (22, (("", ""), ("σ", "")), dict(table="mailbox", keys=("mailboxguid",), agg="MAX_BY",
+                                note="Fig. 15 mailbox watermarks (ARGMAX: max_by)")),
     (23, (("σ", ""), ("σ", ""), ("", "")), dict(note="3-way")),
     (24, (("σ", ""), ("σ", "π"), ("ρ", ""), ("", "σ")), dict(note="4-way")),
     (25, (("", "σ"), ("σ", "ρ")), dict(cte_filter=True, note="shared filtered CTE input")),

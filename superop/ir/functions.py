@@ -88,10 +88,18 @@ def classify_name(name: str) -> Determinism:
     return Determinism.DETERMINISTIC
 
 
+# order-dependent aggregates whose value is fixed when their argument is a constant
+_CONSTANT_SAFE = frozenset({"first", "last", "first_value", "last_value", "any_value"})
+
+
 def classify_call(f: exp.Expr) -> Determinism:
-    """Determinism of one call node (its arguments not included)."""
+    """Determinism of one call node (its arguments not included). ``first('High')`` (any
+    row's value of a constant) is DETERMINISTIC."""
     name = call_name(f)
     if name is None:
+        return Determinism.DETERMINISTIC
+    if name in _CONSTANT_SAFE and isinstance(f.this, (exp.Literal, exp.Null, exp.Boolean)) \
+            and not any(v is not None for k, v in f.args.items() if k != "this"):
         return Determinism.DETERMINISTIC
     d = classify_name(name)
     if d is Determinism.UNKNOWN and not isinstance(f, (exp.Anonymous, exp.AnonymousAggFunc)):

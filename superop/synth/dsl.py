@@ -106,6 +106,10 @@ _FOLDS = ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg")
 _BY = ((exp.ArgMax, "max_by"), (exp.ArgMin, "min_by"))
 
 
+def _constant(x: Optional[exp.Expr]) -> bool:
+    return isinstance(x, (exp.Literal, exp.Null, exp.Boolean))
+
+
 def by_pair(payload: exp.Expr, ordering: exp.Expr) -> exp.Tuple:
     """The argument of a ``max_by`` / ``min_by`` accumulator: ``(payload, ordering)``."""
     return exp.Tuple(expressions=[payload, ordering])
@@ -135,6 +139,10 @@ def accumulator_call(node: exp.AggFunc) -> tuple[str, Optional[exp.Expression]]:
             if isinstance(node.this, exp.Distinct):
                 raise NoAccumulator(f"{name.upper()}(DISTINCT)")
             return name, node.this
+    if type(node) in (exp.First, exp.Last, exp.AnyValue) and _constant(node.this):
+        # first/last/any_value of a constant (Fig. 15's FIRST("High")): the constant when
+        # the group has a row, NULL when it has none — the value max() folds to
+        return "max", node.this
     for cls, name in _BY:
         if type(node) is cls:
             if node.args.get("count") is not None or node.expression is None:

@@ -3,9 +3,9 @@ runtime: a diamond of max_by aggregates is a streaming constant-state program; Z
 it for EVERY order in which ties on the ordering value are resolved (one order shared by
 the original and the program) and refutes a wrong guard, min for max, another payload,
 another ordering column and a program that equals the original only when the ordering value is unique;
-rewritten queries return the original bag of rows on data with NULLs, duplicates and
-empty groups where the ordering value is unique per group; on ties the rewrite returns a
-payload the original could have returned."""
+the paper's Fig. 15 rewritten returns the original bag of rows on the paper's mailbox
+(NULLs, duplicates, an empty group under the filter; ts unique per group); on ties the
+rewrite returns a payload the original could have returned."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -23,22 +23,12 @@ from superop.verify import check_equivalence
 from ..runtime.runtime_fixtures import values_view
 from .conftest import bounded_rules
 
-MB_DDL = "a int, b int, c int, d string, s int"
 MB_SCHEMA = {"mb": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
-# s unique per a except between exact duplicates. a=1: the greatest s has a NULL payload
-# under c > 2, NULL orderings, a duplicate; a=2: only NULL orderings; a=3: no row has c > 2
-# (no row of the filtered branch); a=NULL: a NULL group; a=4: one row.
-MB_ROWS = [
-    (1, 1, 3, "x", 10), (1, 2, 5, None, 12), (1, 3, 1, "y", 13), (1, 4, 4, "z", None),
-    (1, 3, 1, "y", 13), (2, 5, 3, "p", None), (2, 6, 9, None, None),
-    (3, 7, 0, "q", 1), (3, 8, 2, "r", 4), (None, 1, 4, "n", 2), (None, 2, 3, "m", 6),
-    (4, 9, 3, "u", 0),
-]
 FIG15 = ("SELECT a, mb, n FROM (SELECT a, max_by(d, s) AS mb, COUNT(*) AS n FROM mb WHERE c > 2 GROUP BY a) x "
          "UNION ALL SELECT a, mb, n FROM (SELECT a, max_by(upper(d), s) AS mb, COUNT(*) AS n FROM mb GROUP BY a) y")
 MINMAX = ("SELECT l.a, l.lo, r.hi FROM (SELECT a, min_by(b, s) AS lo FROM mb GROUP BY a) l "
           "JOIN (SELECT a, max_by(b, s) AS hi FROM mb WHERE c IS NOT NULL GROUP BY a) r ON l.a = r.a")
-# first() is order-dependent with no tie model: a max_by catalog leaves it alone
+# first() of a column is order-dependent with no tie model: not matched
 FIRST = ("SELECT a, f FROM (SELECT a, first(d) AS f FROM mb WHERE c > 2 GROUP BY a) x "
          "UNION ALL SELECT a, f FROM (SELECT a, max_by(d, s) AS f FROM mb GROUP BY a) y")
 
@@ -57,6 +47,20 @@ def test_a_max_by_diamond_is_a_streaming_program():
 
 def _with(prog, name, **kw):
     return replace(prog, accumulators=tuple(replace(a, **kw) if a.name == name else a for a in prog.accumulators))
+
+
+def test_fig15_and_a_min_by_join_are_verified():
+    from superop.workloads import paper
+    sql = paper.CORPUS_BY_ID["fig15"].sql
+    plan = lower(sql, paper.PAPER_SCHEMA).plan
+    m = families.first_match(plan, finished=True)
+    assert m is not None and m.program is not None and m.program.memory == STREAMING
+    assert {"max_by", "max", "count_star"} == set(families.get(m.family).point(m).aggregates)  # max: FIRST('High')
+    assert check_equivalence(plan, m.program, K=3, timeout_ms=60000).status == "verified"
+    dj = _match(MINMAX)
+    assert dj.family == "DJ" and {a.func for a in dj.program.accumulators} == {"min_by", "max_by"}
+    r = check_equivalence(dj.root, dj.program, K=3, timeout_ms=30000)
+    assert r.status == "verified", r.reason
 
 
 def test_z3_proves_every_tie_order_and_refutes_the_mutants():
@@ -85,41 +89,60 @@ def test_z3_proves_every_tie_order_and_refutes_the_mutants():
 
 
 @pytest.fixture(scope="module")
-def mb_session(spark):
-    values_view(spark, "mb", MB_DDL, MB_ROWS)
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=[FIG15, MINMAX], schema=MB_SCHEMA)))
+def paper_session(spark):
+    """The paper's mailbox (NULLs in every column, exact duplicates, a mailbox with only
+    'Other' events: an empty group under Fig. 15's filter; ts unique except between exact
+    duplicates) in a session of its own, and a catalog of the rule Fig. 15's bounded
+    certificate makes."""
+    from superop.workloads import paper
+    s = spark.newSession()
+    s.conf.set("spark.sql.shuffle.partitions", "2")
+    cols = paper.PAPER_SCHEMA["mailbox"]
+    values_view(s, "mailbox", ", ".join(f"{c} {t}" for c, t in cols.items()), paper.paper_rows(60, seed=7)["mailbox"])
+    sql = paper.CORPUS_BY_ID["fig15"].sql
+    return s, SuperOpSession(s, make_catalog(bounded_rules(sqls=[sql], schema=paper.PAPER_SCHEMA))), sql
 
 
-@pytest.mark.parametrize("sql", [FIG15, MINMAX])
-def test_rewritten_returns_the_original_rows(spark, mb_session, sql):
-    r = mb_session.rewrite(sql)
+def test_fig15_is_verified_and_rewritten_with_the_original_rows(paper_session):
+    s, so, sql = paper_session
+    r = so.rewrite(sql)
     assert r.changed, r.explanation
-    assert "_by(case when" in r.sql.lower()      # the guard on the ordering AND the payload
-    assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(sql).collect())
+    assert "max_by(case when" in r.sql.lower()      # the guard on the ordering AND the payload
+    assert r.exchanges_after < r.exchanges_before
+    assert bag(s.sql(r.sql).collect()) == bag(s.sql(sql).collect())
 
 
-def test_a_max_by_catalog_leaves_first_unchanged(mb_session):
-    r = mb_session.rewrite(FIRST)
-    assert not r.changed and r.sql == FIRST, r.explanation
+def test_a_max_by_catalog_leaves_first_of_a_column_unchanged(paper_session):
+    _, so, _ = paper_session
+    q = ("SELECT mailboxguid, f FROM (SELECT mailboxguid, first(eventid) AS f FROM mailbox WHERE ts > 5 "
+         "GROUP BY mailboxguid) x UNION ALL "
+         "SELECT mailboxguid, max_by(eventid, ts) AS f FROM mailbox GROUP BY mailboxguid")
+    r = so.rewrite(q)
+    assert not r.changed and r.sql == q, r.explanation
 
 
-def test_on_ties_the_rewrite_returns_a_payload_the_original_could_return(spark, mb_session):
-    # a=1 and a=2 tie on their greatest s with different payloads (and a NULL payload)
-    ties = [(1, 1, 3, "x", 10), (1, 2, 5, "y", 10), (1, 3, 4, None, 10), (1, 4, 1, "w", 10),
-            (2, 5, 3, "p", 7), (2, 6, 4, "q", 7), (2, 7, 1, "r", 3)]
-    values_view(spark, "mb", MB_DDL, ties)
+def test_on_ties_the_rewrite_returns_a_payload_the_original_could_return(paper_session):
+    s, so, sql = paper_session
+    # g1 and g2 tie on their greatest ts with different payloads (one NULL)
+    ties = [("g1", 10, "x", "a1", "m1", "Ev1"), ("g1", 10, "y", "a2", "m2", "Ev2"),
+            ("g1", 10, None, "a3", "m3", "Other"), ("g1", 4, "w", "a4", "m4", "Ev3"),
+            ("g2", 7, "p", "b1", "n1", "Ev1"), ("g2", 7, "q", "b2", "n2", "Other")]
+    from superop.workloads import paper
+    cols = paper.PAPER_SCHEMA["mailbox"]
+    ddl = ", ".join(f"{c} {t}" for c, t in cols.items())
+    values_view(s, "mailbox", ddl, ties)
     try:
-        r = mb_session.rewrite(FIG15)
+        r = so.rewrite(sql)
         assert r.changed, r.explanation
-        got = spark.sql(r.sql).collect()
+        got = s.sql(r.sql).collect()
     finally:
-        values_view(spark, "mb", MB_DDL, MB_ROWS)
-    top = {a: max(s for x, _, _, _, s in ties if x == a) for a in (1, 2)}
-    guarded = {a: {d for x, _, c, d, s in ties if x == a and c > 2 and s == top[a]} for a in (1, 2)}
-    every = {a: {None if d is None else d.upper() for x, _, _, d, s in ties if x == a and s == top[a]}
-             for a in (1, 2)}
-    # (a, payload, count): the filtered branch's row counts 3 / 2 rows, the other 4 / 3
-    assert sorted((row.a, row.n) for row in got) == [(1, 3), (1, 4), (2, 2), (2, 3)]
-    for row in got:
-        filtered = row.n == sum(1 for t in ties if t[0] == row.a and t[2] > 2)
-        assert row.mb in (guarded if filtered else every)[row.a], row
+        values_view(s, "mailbox", ddl, paper.paper_rows(60, seed=7)["mailbox"])
+    evs = ("Ev1", "Ev2", "Ev3")
+    for row in got:       # the filtered branch's row has sevent = upper(eventid), the other 'High'
+        g = [t for t in ties if t[0] == row.mailboxguidstring and (row.sevent == "High" or t[5] in evs)]
+        top = max(t[1] for t in g)
+        tied = [t for t in g if t[1] == top]
+        assert row.eventid in {t[2] for t in tied} and row.activityid in {t[3] for t in tied}, row
+        assert row.machinename in {t[4] for t in tied} and row.cnt == len(g), row
+    assert sorted((row.mailboxguidstring, row.sevent == "High") for row in got) == \
+        [("g1", False), ("g1", True), ("g2", False), ("g2", True)]
