@@ -9,7 +9,9 @@ safety check all ask here).
 * ``ORDER_DEPENDENT`` — deterministic for Spark, but the value depends on the order rows
   arrive in (after a shuffle) or on how ties are broken: ``first``/``last``,
   ``collect_list``, ``max_by``, ``row_number``, ``lag``… Two evaluations of the same
-  sub-plan may disagree.
+  sub-plan may disagree. ``first``/``last``/``any_value`` of a constant are deterministic;
+  ``max_by``/``min_by`` depend on the order only through ties, which the verifier models
+  (:data:`TIE_MODELLED`).
 * ``UNKNOWN`` — not a Spark built-in (:data:`superop.ir.spark_builtins.SPARK_BUILTINS`):
   a user-defined function whose determinism superop cannot know.
 

@@ -18,7 +18,9 @@ partition (a filter below the min, count/sum joined back), or a program whose CO
 no single sort order serves (two distinct columns), is reported with the reason, not
 admitted. A COUNT(DISTINCT) over the one column the partition is sorted on is the
 constant-state ``count_distinct_sorted`` fold; its rules rest on bounded certificates (the
-template proofs cover the other folds, ``STREAMING_FOLDS``).
+template proofs cover the other folds, ``STREAMING_FOLDS``). So do ``max_by``/``min_by``
+(ARGMAX, the paper's Fig. 15): constant state, proved for every resolution of ties by the
+bounded proof only.
 """
 from __future__ import annotations
 

@@ -24,7 +24,9 @@ EDGE_OPS = ("Select", "Project", "Rename")   # the optional operators σ, π, ρ
 # proofs in superop.verify.template_proofs); COUNT(DISTINCT) keeps a set per partition, not
 # a constant state, and its sorted fold (count_distinct_sorted) has no unbounded proof yet
 # (the plan side's COUNT(DISTINCT) is no fold to induct on): only bounded certificates
-# cover either
+# cover either. max_by/min_by keep a constant state, but their ties are modelled over the
+# K rows of a bounded proof only (superop.verify.folds.extremum_by): bounded certificates
+# cover them too
 STREAMING_FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
 
 
