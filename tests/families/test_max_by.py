@@ -45,6 +45,30 @@ def test_a_max_by_diamond_is_a_streaming_program():
     assert _match(FIRST) is None
 
 
+def test_reference_semantics_are_sparks():
+    """As Spark 4 (checked on a real session): a NULL ordering is skipped, a NULL payload
+    kept, no row gives NULL; on a tie the later row wins; FIRST of a constant is that
+    constant; first(column) stays order-dependent."""
+    from superop.ir.functions import Determinism, classify_call
+    from superop.synth.interpreter import run_program_rows
+    from superop.synth.plan_eval import aggregate_values
+    pairs = [("x1", 1), (None, 3), ("xn", None), ("x2", 2)]
+    assert aggregate_values("max_by", pairs) is None and aggregate_values("min_by", pairs) == "x1"
+    assert aggregate_values("max_by", [("u", 7), ("v", 7)]) == "v" == aggregate_values("min_by", [("u", 7), ("v", 7)])
+    assert aggregate_values("max_by", [("y", None)]) is None
+    prog = _match(FIG15).program
+    rows = [(1, 0, 3, "a", 5), (1, 0, 1, "b", 9), (1, 0, 4, None, 6), (2, 0, 0, "c", None)]
+    assert sorted(run_program_rows(prog, ["a", "b", "c", "d", "s"], rows), key=str) == \
+        sorted([(1, None, 2), (1, "B", 3), (2, None, 1)], key=str)
+    assert classify_call(sqlglot_one("first('High')")) is Determinism.DETERMINISTIC
+    assert classify_call(sqlglot_one("first(d)")) is Determinism.ORDER_DEPENDENT
+
+
+def sqlglot_one(sql):
+    from superop.ir.dialect import parse_one
+    return parse_one(sql)
+
+
 def _with(prog, name, **kw):
     return replace(prog, accumulators=tuple(replace(a, **kw) if a.name == name else a for a in prog.accumulators))
 
