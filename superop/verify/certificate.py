@@ -48,6 +48,10 @@ BOUNDED_ASSUMPTIONS = [
     "row emits see running values when the program is streaming, final values when buffering",
     "emit outputs are evaluated only where the emit's guard holds (the DSL's semantics)",
 ]
+# added when the program folds max_by / min_by (superop.verify.folds.extremum_by)
+TIE_ASSUMPTION = ("rows tied on a max_by/min_by ordering value: the same bag for EVERY order in which ties are "
+                  "resolved, the query and the program reading the same order (Spark reads one order per "
+                  "aggregate node): the program returns a result the query could have returned")
 RUNTIME, GIVEN = "runtime-template", "given"
 
 
@@ -194,7 +198,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         "claim": (f"the {program.memory} program "
                   f"({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
                   f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
-        "assumptions": BOUNDED_ASSUMPTIONS,
+        "assumptions": BOUNDED_ASSUMPTIONS + ([TIE_ASSUMPTION] if any(
+            a.func in ("max_by", "min_by") for a in program.accumulators) else []),
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
     if emitted is not None:

@@ -19,6 +19,7 @@ from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
 from superop.synth.dsl import STREAMING, Accumulator, e
 from superop.verify import check_equivalence
+from superop.verify.certificate import TIE_ASSUMPTION
 
 from ..runtime.runtime_fixtures import values_view
 from .conftest import bounded_rules
@@ -67,6 +68,15 @@ def test_reference_semantics_are_sparks():
 def sqlglot_one(sql):
     from superop.ir.dialect import parse_one
     return parse_one(sql)
+
+
+def test_the_bundled_logs_fig15_variant_plants_max_by():
+    from superop.workloads.loggen import load_truth, mining_schema
+    (v,) = [v for v in load_truth()["variants"] if any("Fig. 15" in n for n in v["notes"])]
+    assert v["agg"] == "MAX_BY" and v["example_sql"].count("MAX_BY(") == 2
+    m = families.first_match(lower(v["example_sql"], mining_schema()).plan, finished=True)
+    assert m is not None and m.program is not None and m.program.memory == STREAMING
+    assert {a.func for a in m.program.accumulators} == {"max_by"}
 
 
 def _with(prog, name, **kw):
@@ -124,7 +134,10 @@ def paper_session(spark):
     cols = paper.PAPER_SCHEMA["mailbox"]
     values_view(s, "mailbox", ", ".join(f"{c} {t}" for c, t in cols.items()), paper.paper_rows(60, seed=7)["mailbox"])
     sql = paper.CORPUS_BY_ID["fig15"].sql
-    return s, SuperOpSession(s, make_catalog(bounded_rules(sqls=[sql], schema=paper.PAPER_SCHEMA))), sql
+    rules = bounded_rules(sqls=[sql], schema=paper.PAPER_SCHEMA)
+    (cert,) = [c for r in rules for c in r["certificates"]]
+    assert TIE_ASSUMPTION in cert["assumptions"] and "max_by" in cert["covers"]["aggregates"]
+    return s, SuperOpSession(s, make_catalog(rules)), sql
 
 
 def test_fig15_is_verified_and_rewritten_with_the_original_rows(paper_session):
