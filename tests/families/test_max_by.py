@@ -149,6 +149,22 @@ def test_fig15_is_verified_and_rewritten_with_the_original_rows(paper_session):
     assert bag(s.sql(r.sql).collect()) == bag(s.sql(sql).collect())
 
 
+def test_spark_agrees_with_the_reference_semantics(paper_session):
+    """NULL ordering skipped, NULL payload kept, the guard on the ordering (no row passes:
+    NULL) — Spark and :func:`aggregate_values` on the same rows."""
+    from superop.synth.plan_eval import aggregate_values
+    s, _, _ = paper_session
+    rows = [("x1", 1, True), (None, 3, False), ("xn", None, True), ("x2", 2, True)]
+    got = s.sql("SELECT max_by(x, o), min_by(x, o), max_by(x, CASE WHEN g THEN o END), "
+                "max_by(CASE WHEN g THEN x END, CASE WHEN g THEN o END), max_by(x, CASE WHEN o > 5 THEN o END) "
+                "FROM VALUES ('x1', 1, true), (NULL, 3, false), ('xn', NULL, true), ('x2', 2, true) "
+                "AS t(x, o, g)").first()
+    plain, guarded = [(x, o) for x, o, _ in rows], [(x, o if g else None) for x, o, g in rows]
+    want = (aggregate_values("max_by", plain), aggregate_values("min_by", plain),
+            aggregate_values("max_by", guarded), aggregate_values("max_by", guarded), None)
+    assert tuple(got) == want == (None, "x1", "x2", "x2", None)
+
+
 def test_a_max_by_catalog_leaves_first_of_a_column_unchanged(paper_session):
     _, so, _ = paper_session
     q = ("SELECT mailboxguid, f FROM (SELECT mailboxguid, first(eventid) AS f FROM mailbox WHERE ts > 5 "
