@@ -155,8 +155,9 @@ def test_cache_keeps_refusals(spark, ops, catalog, gate):
 
 
 def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, catalog):
-    """The fast path: the same text is served before sqlglot parses it; a view replaced by
-    another definition (a new table version) is decided again."""
+    """The fast path: the same text is served before sqlglot parses it; a semantic setting
+    changed, or a view replaced by another definition (a new table version), is decided
+    again."""
     from superop.runtime import SuperOpSession
     from .runtime_fixtures import OPS_ROWS, OPS_SCHEMA, values_view
     so = SuperOpSession(spark, catalog, gate=False)
@@ -164,6 +165,19 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     r2 = so.rewrite(DU_Q)
     assert r2.timings_ms.get("exact_hit") == 1.0 and r2.sql == r1.sql and r2.applied == r1.applied
     assert r2.explanation.startswith("cached decision (exact text): ")
+    # settings come in one JVM call per hit (SessionProbe.conf): a SET of a setting that
+    # changes what the text means is seen by the very next call; an unrelated one is not
+    spark.sql("SET spark.sql.caseSensitive=true")
+    try:
+        r = so.rewrite(DU_Q)
+        assert not _hit(r) and r.sql == r1.sql
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    spark.conf.set("spark.superop.test.unrelated", "1")
+    try:
+        assert so.rewrite(DU_Q).timings_ms.get("exact_hit") == 1.0
+    finally:
+        spark.conf.unset("spark.superop.test.unrelated")
     values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS[:-1])     # another definition: a new version
     try:
         r3 = so.rewrite(DU_Q)
@@ -171,23 +185,3 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     finally:
         values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
 
-
-def test_a_semantic_setting_misses_at_once_and_an_unrelated_one_keeps_the_hit(spark, ops, catalog):
-    """The settings are read in one JVM call per hit (SessionProbe.conf): a `SET` of a
-    setting that changes what the SQL means (case sensitivity) is seen by the very next
-    call, exact text and template alike; a setting outside PLAN_CONF keeps the hit."""
-    so = SuperOpSession(spark, catalog, gate="exchanges")
-    r1 = so.rewrite(DU_Q)
-    assert so.rewrite(DU_Q).timings_ms.get("exact_hit") == 1.0
-    spark.sql("SET spark.sql.caseSensitive=true")
-    try:
-        r = so.rewrite(DU_Q)
-        assert not _hit(r) and r.sql == r1.sql            # decided again under the new setting
-    finally:
-        spark.conf.unset("spark.sql.caseSensitive")        # back to the setting of the entry
-    assert so.rewrite(DU_Q).timings_ms.get("exact_hit") == 1.0
-    spark.conf.set("spark.superop.test.unrelated", "1")
-    try:
-        assert so.rewrite(DU_Q).timings_ms.get("exact_hit") == 1.0
-    finally:
-        spark.conf.unset("spark.superop.test.unrelated")
