@@ -45,7 +45,7 @@ from .cache import (PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render,
 from .cost import CONSTANTS, CostConstants, judge
 from .plan import PlanInfo, analyze_plan
 from .rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
-from .tablestats import CatalogStats, conf_fingerprint, table_version
+from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
 
@@ -94,6 +94,7 @@ class SuperOpSession:
         self.constants = cost_constants or CONSTANTS
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
                                                DecisionCache(cache_size) if cache else None)
+        self._probe = SessionProbe(spark)     # settings and table versions, few JVM calls
 
     # -- helpers ------------------------------------------------------------
     def _schema_for(self, sql: str):
@@ -126,8 +127,8 @@ class SuperOpSession:
         return [f.dataType.simpleString() for f in self.spark.sql(to_sql(node)).schema.fields]
 
     def _cache_key(self, tpl):
-        versions = tuple((t, table_version(self.spark, t)) for t in tpl.tables)
-        conf = conf_fingerprint(self.spark, PLAN_CONF)
+        versions = tuple((t, self._probe.version(t)) for t in tpl.tables)
+        conf = self._probe.conf(PLAN_CONF)
         return DecisionCache.key(tpl, self.catalog.get("checksum", ""), versions, conf)
 
     # -- API ------------------------------------------------------------------
@@ -156,12 +157,12 @@ class SuperOpSession:
         every table's version are unchanged: a dictionary lookup plus one version read per
         table (no sqlglot, no Spark planning)."""
         assert self.cache is not None
-        conf = conf_fingerprint(self.spark, PLAN_CONF)
+        conf = self._probe.conf(PLAN_CONF)
         e = self.cache.get_exact(sql, self.catalog.get("checksum", ""), conf)
         if e is None:
             return None
         try:
-            if tuple(table_version(self.spark, t) for t in e.tables) != e.versions:
+            if tuple(self._probe.version(t) for t in e.tables) != e.versions:
                 return None
         except Exception:  # a table is gone: decide again (and fail safe there)
             return None
@@ -174,7 +175,7 @@ class SuperOpSession:
         assert self.cache is not None
         try:
             tables = template_of(sql).tables
-            versions = tuple(table_version(self.spark, t) for t in tables)
+            versions = tuple(self._probe.version(t) for t in tables)
         except Exception:  # no exact entry; the template path still serves it
             return
         expl = res.explanation
@@ -182,7 +183,7 @@ class SuperOpSession:
             expl = expl[len(p):] if expl.startswith(p) else expl
         extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
                      cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates)
-        self.cache.put_exact(sql, self.catalog.get("checksum", ""), conf_fingerprint(self.spark, PLAN_CONF),
+        self.cache.put_exact(sql, self.catalog.get("checksum", ""), self._probe.conf(PLAN_CONF),
                              ExactEntry(tuple(tables), versions, res.sql, res.changed, tuple(res.applied),
                                         expl, extra))
 

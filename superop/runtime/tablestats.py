@@ -3,8 +3,9 @@ the cost model, and a version per table for the decision cache.
 
 Two implementations behind one interface, chosen by the session kind:
 
-* classic sessions read the session catalog through the JVM (a few py4j calls per table:
-  a temp view's plan identity, a table's creation time, DDL time and stored statistics);
+* classic sessions read the session catalog through the JVM (:class:`SessionProbe`: 4 py4j
+  calls per table on kept JVM references — a temp view's stored-relation identity, a
+  table's whole catalog entry incl. statistics — and one call for the settings);
 * Spark Connect sessions (no JVM access) ask SQL: ``DESCRIBE TABLE EXTENDED`` for catalog
   tables and the optimized plan of ``SELECT * FROM view`` (without expression ids) for
   temporary views — a view replaced by the same definition keeps its version, which is
@@ -83,28 +84,6 @@ def _digest(s: str) -> str:
     return hashlib.sha1(s.encode()).hexdigest()[:16]
 
 
-def _classic_version(spark, name: str) -> str:
-    jvm = spark._jvm
-    cat = spark._jsparkSession.sessionState().catalog()
-    parts = [p.strip("`") for p in name.split(".")]
-    TI = jvm.org.apache.spark.sql.catalyst.TableIdentifier
-    if len(parts) == 1:
-        view = cat.getRawTempView(parts[0])      # the stored relation (getTempView wraps anew)
-        if view.isDefined():
-            return f"view:{jvm.System.identityHashCode(view.get())}"
-        ident = TI.apply(parts[0])
-    else:
-        if parts[-2].lower() == str(cat.globalTempDatabase()).lower():
-            view = cat.globalTempViewManager().get(parts[-1])
-            if view.isDefined():
-                return f"gview:{jvm.System.identityHashCode(view.get())}"
-        ident = TI.apply(parts[-1], jvm.scala.Option.apply(parts[-2]))
-    t = cat.getTableMetadata(ident)
-    return "table:" + _digest("|".join([str(t.identifier().unquotedString()), str(t.createTime()),
-                                        str(t.stats().toString()), str(t.properties().toString()),
-                                        str(t.storage().locationUri().toString())]))
-
-
 def _connect_version(spark, name: str) -> str:
     try:
         rows = _rows(spark, f"DESCRIBE TABLE EXTENDED {name}")
@@ -124,33 +103,101 @@ def _connect_version(spark, name: str) -> str:
 def table_version(spark, name: str) -> str:
     """A string that changes when the table/view is replaced or its statistics change
     (ANALYZE TABLE, DDL). Raises if the table does not exist."""
-    if is_connect(spark):
-        return _connect_version(spark, name)
-    return _classic_version(spark, name)
+    return SessionProbe(spark).version(name)
 
 
 def conf_fingerprint(spark, keys) -> tuple:
-    """The values of the Spark settings that change plans (broadcast threshold, CBO, ...).
-    Classic: one ``conf.get`` per key (≈0.1 ms each through py4j; ``getAll`` copies every
-    setting of the session, ≈25 ms — it dominated a cached decision). Connect: one
-    ``getAll`` RPC instead of one per key."""
-    if not is_connect(spark):
-        out = []
-        for k in keys:
+    """The values of the Spark settings ``keys`` (see :meth:`SessionProbe.conf`)."""
+    return SessionProbe(spark).conf(keys)
+
+
+def _conf_each(spark, keys) -> tuple:
+    out = []
+    for k in keys:
+        try:
+            out.append((k, spark.conf.get(k, None)))
+        except Exception:
+            out.append((k, None))
+    return tuple(out)
+
+
+class SessionProbe:
+    """What a cache hit asks the JVM, in as few round trips as the answer allows.
+
+    One probe per session; it keeps references to the session's JVM objects (its SQL
+    settings map, session catalog, ``java.lang.System``, table identifiers), so a hit does
+    not pay py4j's reflection look-ups again (they were most of the ≈7 ms of a view's
+    version):
+
+    * :meth:`conf` — **one** call: the text of the session's settings map
+      (``SQLConf.settings``, every value set in this session); if it is the text seen
+      last time, the fingerprint read then is still the fingerprint (any ``SET``,
+      ``RESET`` or ``spark.conf.set`` changes the text, so a changed setting is seen on
+      the very next call). Otherwise the keys are read one by one and remembered.
+      Connect: one ``getAll`` RPC.
+    * :meth:`version` — **two** calls: the text of the relation's ``CatalogTable`` as Spark
+      resolves the name (temp view, global temp view, else table of the current
+      database): schema with types and nullability, view text, database, location,
+      properties (declared constraints), statistics, creation time to the second. What
+      changes the meaning of the query — another schema, another view text, another
+      table, ``USE`` of another database — is a new version at once; a view replaced by
+      the same schema in the same second (new data, same meaning) may keep its version
+      until the next second: a cost input, stale for at most a second. Connect: SQL
+      (``DESCRIBE``/``EXPLAIN``).
+    """
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.connect = is_connect(spark)
+        self._refs: Optional[tuple] = None
+        self._memo: Optional[tuple] = None          # (settings text, keys, fingerprint)
+        self._idents: dict[tuple, object] = {}
+
+    def _jvm_refs(self) -> tuple:
+        if self._refs is None:
+            st = self.spark._jsparkSession.sessionState()
+            cat = st.catalog()
+            self._refs = (st.conf().settings(), cat)
+        return self._refs
+
+    def conf(self, keys) -> tuple:
+        """The values of the Spark settings ``keys``, as ``((key, value), ...)``."""
+        keys = tuple(keys)
+        if self.connect:
             try:
-                out.append((k, spark.conf.get(k, None)))
+                allc = self.spark.conf.getAll
+                allc = allc() if callable(allc) else allc
+                return tuple((k, allc.get(k)) for k in keys)
             except Exception:
-                out.append((k, None))
-        return tuple(out)
-    try:
-        allc = spark.conf.getAll
-        allc = allc() if callable(allc) else allc
-        return tuple((k, allc.get(k)) for k in keys)
-    except Exception:
-        out = []
-        for k in keys:
-            try:
-                out.append((k, spark.conf.get(k, None)))
-            except Exception:
-                out.append((k, None))
-        return tuple(out)
+                return _conf_each(self.spark, keys)
+        try:
+            settings = self._jvm_refs()[0]
+            raw = settings.toString()
+        except Exception:  # no settings map on this Spark: every key, every time
+            return _conf_each(self.spark, keys)
+        m = self._memo
+        if m is not None and m[0] == raw and m[1] == keys:
+            return m[2]
+        fp = _conf_each(self.spark, keys)
+        # remembered only if nothing changed while the keys were read (else: not a pair)
+        if settings.toString() == raw:
+            self._memo = (raw, keys, fp)
+        return fp
+
+    def version(self, name: str) -> str:
+        """A string that changes when the table/view is replaced by another definition or
+        its statistics change (ANALYZE TABLE, DDL). Raises if the table does not exist."""
+        if self.connect:
+            return _connect_version(self.spark, name)
+        cat = self._jvm_refs()[1]
+        parts = tuple(p.strip("`") for p in name.split("."))
+        ident = self._idents.get(parts)
+        if ident is None:                  # immutable: built once (py4j reflection is slow)
+            TI = self.spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier
+            ident = TI.apply(parts[0]) if len(parts) == 1 else \
+                TI.apply(parts[-1], self.spark._jvm.scala.Option.apply(parts[-2]))
+            self._idents[parts] = ident
+        # a temp view (local or global_temp) first, as Spark resolves the name, else the
+        # table of the current database; its text: schema (types, nullability), view text,
+        # database, location, properties, statistics, creation time (to the second)
+        return "table:" + _digest(str(cat.getTempViewOrPermanentTableMetadata(ident).toString()))

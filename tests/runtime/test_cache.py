@@ -155,8 +155,9 @@ def test_cache_keeps_refusals(spark, ops, catalog, gate):
 
 
 def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, catalog):
-    """The fast path: the same text is served before sqlglot parses it; a replaced view
-    (a new table version) is decided again."""
+    """The fast path: the same text is served before sqlglot parses it; a semantic setting
+    changed, or a view replaced by another definition (a new table version), is decided
+    again."""
     from superop.runtime import SuperOpSession
     from .runtime_fixtures import OPS_ROWS, OPS_SCHEMA, values_view
     so = SuperOpSession(spark, catalog, gate=False)
@@ -164,6 +165,23 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     r2 = so.rewrite(DU_Q)
     assert r2.timings_ms.get("exact_hit") == 1.0 and r2.sql == r1.sql and r2.applied == r1.applied
     assert r2.explanation.startswith("cached decision (exact text): ")
-    values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)          # replaced: a new version
-    r3 = so.rewrite(DU_Q)
-    assert r3.timings_ms.get("exact_hit") is None and r3.sql == r1.sql
+    # settings come in one JVM call per hit (SessionProbe.conf): a SET of a setting that
+    # changes what the text means is seen by the very next call; an unrelated one is not
+    spark.sql("SET spark.sql.caseSensitive=true")
+    try:
+        r = so.rewrite(DU_Q)
+        assert not _hit(r) and r.sql == r1.sql
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    spark.conf.set("spark.superop.test.unrelated", "1")
+    try:
+        assert so.rewrite(DU_Q).timings_ms.get("exact_hit") == 1.0
+    finally:
+        spark.conf.unset("spark.superop.test.unrelated")
+    values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS[:-1])     # another definition: a new version
+    try:
+        r3 = so.rewrite(DU_Q)
+        assert r3.timings_ms.get("exact_hit") is None and r3.sql == r1.sql
+    finally:
+        values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
+
