@@ -5,7 +5,9 @@
   positions count the partition's present rows strictly before a row, ties broken by
   input position exactly as the program encoder's sort precedence does;
 * preconditions (``Program.requires``) — :class:`~superop.synth.dsl.RowNumber`: in every
-  partition the column takes the values 1..n once each. The bounded verifier proves a
+  partition the column takes the values 1..n once each; :class:`~superop.ir.keys.Determines`
+  (a declared key): present rows equal on its ``by`` columns are equal on the determined
+  ones (NULL-safe). The bounded verifier proves a
   program equivalent to its sub-plan on every input table that satisfies them.
 
 Used by the program encoder (``ProgramEncoder.encode``) and the bounded check; imports
@@ -17,6 +19,7 @@ from typing import Callable, Sequence
 
 import z3
 
+from ..ir.keys import Determines
 from ..synth.dsl import Program
 from .values import NULL, V, ite, rows_not_distinct
 from .result import Unsupported
@@ -58,6 +61,16 @@ def requires_constraints(program: Program, rows: Rows, col_index: Callable[[str]
     """The program's preconditions on the symbolic input rows."""
     out: list[z3.BoolRef] = []
     for c in program.requires:
+        if isinstance(c, Determines):
+            # a declared key: present rows equal on ``by`` are equal on ``determined``
+            bi, di = [col_index(x) for x in c.by], [col_index(x) for x in c.determined]
+            for i, (pi_, vi) in enumerate(rows):
+                for l in range(i + 1, len(rows)):
+                    pl, vl = rows[l]
+                    same = rows_not_distinct([vi[j] for j in bi], [vl[j] for j in bi])
+                    out.append(z3.Implies(z3.And(pi_, pl, same),
+                                          rows_not_distinct([vi[j] for j in di], [vl[j] for j in di])))
+            continue
         ci = col_index(c.column)
         pi = [col_index(p) for p in c.partition]
         for i, (pres_i, vals_i) in enumerate(rows):
