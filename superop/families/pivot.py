@@ -291,7 +291,7 @@ class PivotJoin(Family):
         remaining key (K) between its two sides — or of the keys that determine the rest
         (the match's declared-key premise, :func:`determined_keys`)."""
         determined = {c for p in m.premises for c in p.determined}
-        for j, implied in _implied(m):
+        for _j, implied in _implied(m):
             names = [m.source.names[k] for k in m.keys]
             missing = [n for n, ok in zip(names, implied) if not ok]
             by_ok = all(ok for n, ok in zip(names, implied) if n not in determined)

@@ -28,7 +28,7 @@ so a rule that needs a key premise matches only where the declarations give it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ..errors import SchemaError
 
@@ -82,6 +82,39 @@ def parse_keys(entry: object, where: str = "schema") -> Declarations:
         if decls:
             out[str(table)] = decls
     return out
+
+
+def session_keys(keys: object) -> Declarations:
+    """A runtime's declarations: the ``"$keys"`` mapping, or the path of a schema file
+    (the ``--schema`` format) whose ``"$keys"`` entry holds them; None = none."""
+    if keys is None:
+        return {}
+    if isinstance(keys, str):
+        import json
+        from pathlib import Path
+        p = Path(keys)
+        if not p.is_file():
+            raise SchemaError(f"keys file not found: {p}")
+        try:
+            data = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"keys file {p} is not valid JSON: {e.msg} (line {e.lineno})") from None
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"keys file {p}: expected a JSON object")
+        return parse_keys(data.get(KEYS_ENTRY), str(p))
+    return parse_keys(keys, "keys")
+
+
+def keys_fingerprint(decls: Declarations, schema: object = None) -> str:
+    """A short, order-free fingerprint of the declarations in force ("" when none)."""
+    import hashlib
+    entry = dict(keys_entry(decls))
+    if isinstance(schema, Mapping) and isinstance(schema.get(KEYS_ENTRY), Mapping):
+        entry.update({f"schema:{t}": str(v) for t, v in schema[KEYS_ENTRY].items()})
+    if not entry:
+        return ""
+    text = "\n".join(f"{t}={v}" for t, v in sorted(entry.items()))
+    return "|keys:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def keys_entry(decls: Mapping[str, Sequence[DeclaredKey]]) -> dict[str, str]:
@@ -219,9 +252,9 @@ class Determines:
     def reads(self) -> tuple[str, ...]:
         return self.by + self.determined
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, list[str]]:
         return {"by": list(self.by), "determined": list(self.determined)}
 
     @staticmethod
-    def from_json(d: Mapping) -> "Determines":
+    def from_json(d: Mapping[str, Any]) -> "Determines":
         return Determines(tuple(d["by"]), tuple(d["determined"]))

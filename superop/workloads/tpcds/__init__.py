@@ -4,4 +4,5 @@ of ``tpcgen-cli tpcds parquet`` (:mod:`.schema`, :mod:`.data`). README.md beside
 from .queries import parse_query_names, queries, query_number
 from .schema import TPCDS_KEYS, TPCDS_SCHEMA, register_tpcds, tpcds_schema
 
-__all__ = ["TPCDS_KEYS", "TPCDS_SCHEMA", "tpcds_schema", "parse_query_names", "queries", "query_number", "register_tpcds"]
+__all__ = ["TPCDS_KEYS", "TPCDS_SCHEMA", "tpcds_schema", "parse_query_names", "queries", "query_number",
+           "register_tpcds"]
