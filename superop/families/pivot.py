@@ -35,7 +35,16 @@ clause or on the use itself.
 Admitted: every use fixes the same keys Y ≠ ∅, each by ``key = constant`` where the
 constant's type makes equality the grouping's equality (integer or decimal constants on
 integer/decimal keys, string constants on string keys, booleans); every join's condition
-implies equality of every key of K between its sides (Algorithms 2-3); other filters of a
+implies equality of every key of K between its sides (Algorithms 2-3) — or of the keys E
+that every join equates when a DECLARED KEY (:mod:`superop.ir.keys`, traced through the
+source's joins by :func:`superop.ir.keys.dependencies`) makes the rest of K determined by E
+(TPC-DS q4/q11/q74: grouped by the customer's id and name columns, joined on the id; the
+customer's business key determines the rest). Then the groups of K are the groups of E,
+the program partitions by K, its joins need only E equal and NOT NULL, and the match,
+its program (``requires``) and its covers record carry the premise: only a rule whose
+certificates assumed it admits the match (the template proofs assume joins on every key,
+so such a rule rests on bounded certificates), and only where the runtime's own
+declarations give it (else the same ``join_on_subset_of_keys`` refusal); other filters of a
 use that read only grouping keys are pushed below the γ with the constants, filters on
 aggregate values stay above it (HAVING-like, on the use's presence).
 """
