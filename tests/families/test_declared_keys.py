@@ -5,6 +5,7 @@ by the equated ones. Matching, the bounded certificate (the premise is needed: w
 Z3 finds a counterexample), the runtime with and without the declaration."""
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import pytest
@@ -79,11 +80,17 @@ def _cut() -> tuple[str, dict]:
     return to_sql(plan), schema
 
 
-def test_certificate_records_the_premise_and_z3_needs_it():
-    from superop.verify import check_equivalence
+@functools.lru_cache(maxsize=1)
+def _certificate() -> dict:
     from superop.verify.certificate import check_and_certify
     sql, schema = _cut()
-    cert = check_and_certify(sql, schema, K=2, timeout_ms=60000)
+    return check_and_certify(sql, schema, K=2, timeout_ms=60000)
+
+
+def test_certificate_records_the_premise_and_z3_needs_it():
+    from superop.verify import check_equivalence
+    sql, schema = _cut()
+    cert = _certificate()
     assert cert["status"] == "verified", cert.get("reason")
     assert cert["premises"] == [PREMISE] and cert["covers"]["premises"] == [PREMISE]
     assert any("declared keys" in a for a in cert["assumptions"])
@@ -99,9 +106,7 @@ def test_certificate_records_the_premise_and_z3_needs_it():
 def keyed_catalog():
     from superop.rules_out.catalog import make_catalog
     from superop.rules_out.coverage import covered_rule
-    from superop.verify.certificate import check_and_certify
-    sql, schema = _cut()
-    cert = check_and_certify(sql, schema, K=2, timeout_ms=60000)
+    cert = _certificate()
     assert cert["status"] == "verified"
     return make_catalog([covered_rule("PJ", [cert], rule_id="pj-inner-2way-keyed")], version="keys-tests")
 
