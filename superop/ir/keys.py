@@ -90,18 +90,8 @@ def session_keys(keys: object) -> Declarations:
     if keys is None:
         return {}
     if isinstance(keys, str):
-        import json
-        from pathlib import Path
-        p = Path(keys)
-        if not p.is_file():
-            raise SchemaError(f"keys file not found: {p}")
-        try:
-            data = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"keys file {p} is not valid JSON: {e.msg} (line {e.lineno})") from None
-        if not isinstance(data, Mapping):
-            raise SchemaError(f"keys file {p}: expected a JSON object")
-        return parse_keys(data.get(KEYS_ENTRY), str(p))
+        from .schema import load_schema      # the schema file's own checks (it imports this module)
+        return parse_keys(load_schema(keys).get(KEYS_ENTRY), keys)
     return parse_keys(keys, "keys")
 
 

@@ -49,6 +49,20 @@ def test_schema_keeps_and_checks_declarations():
         normalize_schema({**TABLES, KEYS_ENTRY: {"kcust": "c_sk ->"}})
 
 
+def test_tpcds_schema_declares_keys_of_dimensions_without_history(tmp_path):
+    """The file ``superop workload tpcds-schema`` writes is what a session reads its keys
+    from; a history (SCD) dimension's business key is not declared."""
+    import json
+    from superop.ir.keys import session_keys
+    from superop.workloads.tpcds import tpcds_schema
+    f = tmp_path / "tpcds.json"
+    f.write_text(json.dumps(tpcds_schema()))
+    keys = session_keys(str(f))
+    assert DeclaredKey(("c_customer_id",)) in keys["customer"]
+    assert keys["item"] == (DeclaredKey(("i_item_sk",)),)
+    assert all(k.columns != ("s_store_id",) for k in keys["store"])
+
+
 @pytest.mark.parametrize("keys", [None, "c_sk", "c_name"])
 def test_refused_without_a_key_that_determines_the_other_grouping_keys(keys):
     """No declaration, a key of another column (c_sk is not equated by the join) or one
