@@ -54,10 +54,10 @@ from ..ir.functions import is_nondeterministic_expr
 from ..ir.nodes import Join, UnionAll
 from ..synth.dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, Covers
-from .kit.diamond import (PlanContext, Shape, bare_column, equi_pairs, field_type, find_field,
-                          keys_implied, positions_carrying)
+from .kit.diamond import PlanContext, Shape, bare_column, field_type, find_field
 from .kit.family import Family, ProofInstance, Slot, Streamability
-from .kit.program import AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, same_keys
+from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, root_key_premise,
+                          same_keys, tree_premise_failure)
 from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, TemplateError)
 from ..ir.lowering.exprs import conjuncts
@@ -286,30 +286,12 @@ class PivotJoin(Family):
     def premise_failure(self, m: Match) -> Optional[tuple[ReasonCode, str]]:
         """Algorithms 2-3 at every join of the tree: its condition implies equality of every
         remaining key (K) between its two sides."""
-        for j in _joins(m):
-            pairs = [(positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source))
-                     for k in m.keys]
-            implied = keys_implied(j, pairs)
-            if not all(implied):
-                missing = [m.source.names[k] for k, ok in zip(m.keys, implied) if not ok]
-                reason = Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS
-                return reason, "not equated: " + ", ".join(missing)
-        return None
+        return tree_premise_failure(m)
 
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
         """The root join's premise (the verifier decides it with Z3; matching decides every
         join's with union-find in :meth:`premise_failure`)."""
-        j = m.join
-        assert j is not None
-        eq = equi_pairs(j)
-        pairs = []
-        for k in m.keys:
-            ls, rs = positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source)
-            # a sub-tree carries the key in several columns (one per use): the verifier asks
-            # for the pair the condition equates
-            direct = [(i, r) for i, r in eq if i in ls and r in rs]
-            pairs.append((frozenset([direct[0][0]]), frozenset([direct[0][1]])) if direct else (ls, rs))
-        return KeyPremise(j, tuple(pairs))
+        return root_key_premise(m)
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -416,20 +398,6 @@ def _group_is_subtree(shape: Shape, uses: Sequence[Any]) -> bool:
         return {id(n)}
     subtrees = [under(j) for j in shape.joins]
     return all(g in subtrees for g in groups.values() if len(g) > 1)
-
-
-def _joins(m: Match) -> list[Join]:
-    leaves = {id(b.upper.top) for b in m.branches}
-    out: list[Join] = []
-
-    def go(n: Any) -> None:
-        if id(n) in leaves or not isinstance(n, Join):
-            return
-        out.append(n)
-        go(n.left)
-        go(n.right)
-    go(m.root)
-    return out
 
 
 def fixed_keys_problem(uses: Sequence[Use]) -> Optional[Refusal]:

@@ -133,24 +133,19 @@ def conf_fingerprint(spark, keys) -> tuple:
     """The values of the Spark settings that change plans (broadcast threshold, CBO, ...).
     Classic: one ``conf.get`` per key (≈0.1 ms each through py4j; ``getAll`` copies every
     setting of the session, ≈25 ms — it dominated a cached decision). Connect: one
-    ``getAll`` RPC instead of one per key."""
-    if not is_connect(spark):
-        out = []
-        for k in keys:
-            try:
-                out.append((k, spark.conf.get(k, None)))
-            except Exception:
-                out.append((k, None))
-        return tuple(out)
+    ``getAll`` RPC instead of one per key (one ``conf.get`` per key where that fails)."""
+    if is_connect(spark):
+        try:
+            allc = spark.conf.getAll
+            allc = allc() if callable(allc) else allc
+            return tuple((k, allc.get(k)) for k in keys)
+        except Exception:
+            pass
+    return tuple((k, _conf_get(spark, k)) for k in keys)
+
+
+def _conf_get(spark, key):
     try:
-        allc = spark.conf.getAll
-        allc = allc() if callable(allc) else allc
-        return tuple((k, allc.get(k)) for k in keys)
+        return spark.conf.get(key, None)
     except Exception:
-        out = []
-        for k in keys:
-            try:
-                out.append((k, spark.conf.get(k, None)))
-            except Exception:
-                out.append((k, None))
-        return tuple(out)
+        return None
