@@ -1,4 +1,5 @@
-"""Shared fixtures: ONE local SparkSession for the whole run, small TPC-H data."""
+"""Shared fixtures: ONE local SparkSession for the whole run, small TPC-H data, and the child
+process that writes real Spark event logs, started in the background at the session's start."""
 from __future__ import annotations
 
 import os
@@ -64,3 +65,27 @@ def seed_mlflow_db(tmp_path_factory):
         shutil.copyfile(template, db)
         return f"sqlite:///{db}"
     return seed
+
+
+EVENTLOG_WRITER = Path(__file__).parent / "mining" / "eventlog_writer.py"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def eventlog_writer(request, tmp_path_factory):
+    """Real Spark event logs need a JVM of their own (``spark.eventLog.*`` cannot be set on
+    the shared session): ``tests/mining/eventlog_writer.py`` runs one application per codec in
+    a child process, the slowest setup of the suite. When a selected test needs the logs
+    (``eventlog_dir``), the child starts with the session and runs while the other tests do;
+    yields ``(process, output dir, stderr file)`` or None when no selected test needs it."""
+    if not any("eventlog_dir" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
+    out = tmp_path_factory.mktemp("eventlogs")
+    err = tmp_path_factory.mktemp("eventlog-writer") / "stderr.txt"
+    with open(err, "w") as f:
+        proc = subprocess.Popen([sys.executable, str(EVENTLOG_WRITER), str(out)],
+                                stdout=subprocess.DEVNULL, stderr=f)
+    yield proc, out, err
+    if proc.poll() is None:      # the session ended before a test waited for it
+        proc.kill()
+        proc.wait()

@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.analysis import capture_parameters
+from ..ir.conjuncts import filter_conjuncts
 from ..ir.dialect import DIALECT
 from ..ir.nodes import Select
 from ..ir.render import JOIN_SYMBOL
@@ -479,25 +480,6 @@ def _admits_group_limit(kind: str, side: Side) -> bool:
     return kind == "inner" or (kind == "semi" and side is Side.RIGHT)
 
 
-def _conjuncts(e: Optional[exp.Expr]) -> list[exp.Expr]:
-    """Top-level conjuncts; ``COALESCE(a AND b, FALSE)`` is ``COALESCE(a, FALSE) AND
-    COALESCE(b, FALSE)`` (both two-valued; ``b`` still evaluated only where ``a`` is not FALSE)."""
-    if e is None:
-        return []
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    if isinstance(e, exp.Coalesce) and len(e.expressions) == 1 and isinstance(e.expressions[0], exp.Boolean) \
-            and not e.expressions[0].this:
-        inner = e.this
-        while isinstance(inner, exp.Paren):
-            inner = inner.this
-        if isinstance(inner, exp.And):
-            return [c2 for c in _conjuncts(inner) for c2 in _conjuncts(is_true(c))]
-    return [e]
-
-
 def argument_equality(c: exp.Expr, acc: str, col: str) -> bool:
     """Is ``c`` ``[COALESCE(] row.col = acc.acc [, FALSE)]`` (either order; ``=``, not ``<=>``)?"""
     while isinstance(c, exp.Paren):
@@ -539,7 +521,7 @@ def group_limit_program(p: Program) -> Program:
                             GroupLimitReason.NOT_ONE_BARE_MIN_MAX)
     col = a.arg.name
     (em,) = p.row_emits
-    parts = _conjuncts(em.guard)
+    parts = filter_conjuncts(em.guard, two_valued=True)
     eqs = [c for c in parts if argument_equality(c, a.name, col)]
     if not eqs:
         raise TemplateError("no conjunct row.v = MIN/MAX(v) in the join", GroupLimitReason.NO_ARGUMENT_EQUALITY)

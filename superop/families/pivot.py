@@ -64,10 +64,10 @@ from ..ir.keys import Determines, closure, dependencies
 from ..ir.nodes import Join, UnionAll
 from ..synth.dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, Covers
-from .kit.diamond import (PlanContext, Shape, bare_column, equi_pairs, field_type, find_field,
-                          keys_implied, positions_carrying)
+from .kit.diamond import PlanContext, Shape, bare_column, field_type, find_field
 from .kit.family import Family, ProofInstance, Slot, Streamability
-from .kit.program import AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, same_keys
+from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, root_key_premise,
+                          same_keys, tree_implied, tree_premise_failure)
 from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, TemplateError)
 from ..ir.lowering.exprs import conjuncts
@@ -299,34 +299,16 @@ class PivotJoin(Family):
         """Algorithms 2-3 at every join of the tree: its condition implies equality of every
         remaining key (K) between its two sides — or of the keys that determine the rest
         (the match's declared-key premise, :func:`determined_keys`)."""
-        determined = {c for p in m.premises for c in p.determined}
-        for _j, implied in _implied(m):
-            names = [m.source.names[k] for k in m.keys]
-            missing = [n for n, ok in zip(names, implied) if not ok]
-            by_ok = all(ok for n, ok in zip(names, implied) if n not in determined)
-            if missing and not (by_ok and set(missing) <= determined):
-                reason = Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS
-                hint = " (no declared key determines them)" if any(implied) else ""
-                return reason, "not equated: " + ", ".join(missing) + hint
-        return None
+        determined = frozenset(c for p in m.premises for c in p.determined)
+        failure = tree_premise_failure(m, determined)
+        if failure and failure[0] == Reason.JOIN_ON_SUBSET_OF_KEYS:
+            return failure[0], failure[1] + " (no declared key determines them)"
+        return failure
 
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
         """The root join's premise (the verifier decides it with Z3; matching decides every
         join's with union-find in :meth:`premise_failure`)."""
-        j = m.join
-        assert j is not None
-        eq = equi_pairs(j)
-        pairs = []
-        determined = {c for p in m.premises for c in p.determined}
-        for k in m.keys:
-            if m.source.names[k] in determined:     # equal by the declared key's premise
-                continue
-            ls, rs = positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source)
-            # a sub-tree carries the key in several columns (one per use): the verifier asks
-            # for the pair the condition equates
-            direct = [(i, r) for i, r in eq if i in ls and r in rs]
-            pairs.append((frozenset([direct[0][0]]), frozenset([direct[0][1]])) if direct else (ls, rs))
-        return KeyPremise(j, tuple(pairs))
+        return root_key_premise(m, frozenset(c for p in m.premises for c in p.determined))
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -450,16 +432,6 @@ def _group_is_subtree(shape: Shape, uses: Sequence[Any]) -> bool:
     return all(g in subtrees for g in groups.values() if len(g) > 1)
 
 
-def _implied(m: Match) -> list[tuple[Join, list[bool]]]:
-    """Per join of the tree: which of the keys K its condition equates (union-find)."""
-    out = []
-    for j in _joins(m):
-        pairs = [(positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source))
-                 for k in m.keys]
-        out.append((j, keys_implied(j, pairs)))
-    return out
-
-
 def determined_keys(m: Match) -> Optional[Determines]:
     """The declared-key premise under which the uses' joins need not equate every key:
     the keys some join does not equate are determined (:func:`superop.ir.keys.closure`
@@ -467,7 +439,7 @@ def determined_keys(m: Match) -> Optional[Determines]:
     join equates. Then the groups of K are the groups of the equated keys, and the
     pivot on K is the pivot on them. None when nothing is missing or no declaration
     determines what is."""
-    implied = [imp for _, imp in _implied(m)]
+    implied = [imp for _, imp in tree_implied(m)]
     if not implied or all(all(i) for i in implied):
         return None
     everywhere = [k for n, k in enumerate(m.keys) if all(i[n] for i in implied)]
@@ -489,20 +461,6 @@ def _equated(m: Match, keys: Sequence[str]) -> Optional[list[str]]:
         return None
     determined = {c for p in m.premises for c in p.determined}
     return [k for k in keys if k not in determined]
-
-
-def _joins(m: Match) -> list[Join]:
-    leaves = {id(b.upper.top) for b in m.branches}
-    out: list[Join] = []
-
-    def go(n: Any) -> None:
-        if id(n) in leaves or not isinstance(n, Join):
-            return
-        out.append(n)
-        go(n.left)
-        go(n.right)
-    go(m.root)
-    return out
 
 
 def fixed_keys_problem(uses: Sequence[Use]) -> Optional[Refusal]:

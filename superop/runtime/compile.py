@@ -44,6 +44,7 @@ from typing import Optional, Sequence
 import sqlglot
 from sqlglot import exp
 
+from ..ir.conjuncts import filter_conjuncts
 from ..ir.dialect import DIALECT
 from ..ir.names import TableName, ident
 from ..synth.dsl import BY_FUNCS, STREAMING, Program, by_parts
@@ -148,7 +149,7 @@ def _rejects_null(guard: exp.Expression, arg: Optional[exp.Expression]) -> bool:
         x = _unparen(x)
         return isinstance(x, exp.Column) and x.name == arg.name and x.table == arg.table
 
-    for c in _conjuncts(guard):
+    for c in filter_conjuncts(guard):
         if isinstance(c, _NULL_INTOLERANT) and (same(c.this) or same(c.expression)):
             return True
         if isinstance(c, exp.In) and same(c.this):
@@ -249,17 +250,6 @@ class _Alt:
         return f"CASE WHEN {self.guard} THEN {c.sql} END"
 
 
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    if isinstance(e, exp.Coalesce) and len(e.expressions) == 1 and isinstance(e.expressions[0], exp.Boolean) \
-            and not e.expressions[0].this:
-        return _conjuncts(e.this)        # coalesce(p, false) is p in a filter
-    return [e]
-
-
 def _pushable_partial(guard: Optional[exp.Expression], keys: Sequence[str]) -> bool:
     """Would ``WHERE guard`` let Spark evaluate a partial conjunct on rows the guard's
     other conjuncts exclude? Spark pushes a filter conjunct that reads only grouping /
@@ -268,7 +258,7 @@ def _pushable_partial(guard: Optional[exp.Expression], keys: Sequence[str]) -> b
     if guard is None:
         return False
     ks = set(keys)
-    for c in _conjuncts(guard):
+    for c in filter_conjuncts(guard):
         cols = list(c.find_all(exp.Column))
         if not cols or not all(x.table in ("key", "row") and x.name in ks for x in cols):
             continue

@@ -27,6 +27,13 @@ def mlflow_tmp(tmp_path, monkeypatch, seed_mlflow_db):
     mlflow.set_tracking_uri(None)
 
 
+@pytest.fixture(scope="module")
+def micro_data(tmp_path_factory):
+    """One data directory for every micro run of this module: ``ops_data`` caches the
+    parquet by size and seed, so the 2000-row ``ops`` is written once, not once per test."""
+    return tmp_path_factory.mktemp("bench-micro-data")
+
+
 @pytest.fixture()
 def small_view(spark):
     rows = [(1, 10, None), (1, 20, "x"), (2, None, "y"), (None, 5, "y"), (2, 7, "y")]
@@ -104,17 +111,20 @@ def _bundled_slice(path: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def mined(spark, tmp_path_factory):
+def mined(spark, tmp_path_factory, seed_mlflow_db):
     """The nightly job (real Spark mining, synthesis, Z3, generalization) on a small slice
     of the bundled log: the executions of one DU template, so k=1 makes it one candidate
     (cheap: the rest of `tests/bench` uses it; the whole bundled log is mined by `superop
-    bench`, not by tests)."""
+    bench`, not by tests). Its MLflow runs go to a store copied from the session's migrated
+    one (a new store in the job's output directory would run MLflow's schema migrations)."""
     from superop.workloads.bench.mined import mined_catalog
     d = tmp_path_factory.mktemp("bench-mined")
     log = d / "log.jsonl"
     assert _bundled_slice(log) >= 2
     kw = dict(k=1, max_candidates=1, synth_timeout_s=20, verify_timeout_s=10)
-    m = mined_catalog(d / "data", log, spark=spark, **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", seed_mlflow_db(d / "mlflow.db"))
+        m = mined_catalog(d / "data", log, spark=spark, **kw)
     return m, d, log, kw
 
 
@@ -130,7 +140,7 @@ def test_mined_catalog_is_cached_by_log_and_code(spark, mined):
     assert content_hash(log2) != m.log_hash
 
 
-def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined):
+def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined, micro_data):
     """The full pipeline with the real rewriter (superop.runtime) on the catalog the nightly job
     mined: every step runs, a rewrite is checked equal, the outputs are written and logged."""
     m, d, log, kw = mined
@@ -140,7 +150,7 @@ def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined):
     assert fams == {"DU"} and m.rules >= 1, "the nightly job mined no DU rule from the slice"
     qs = [next(q for q in select_queries(None) if q.family in fams and q.variant == "core")]
     doc = run_micro(spark, rw, rows=[2000], repeat=1, warmup=0,
-                    data_dir=tmp_path / "data", queries=qs, progress=Progress(enabled=False))
+                    data_dir=micro_data, queries=qs, progress=Progress(enabled=False))
     doc.update(started_at=now(), command="test", machine=machine_info(), params={"repeat": 1, "warmup": 0},
                rewriter={"name": rw.name, **rw.info})
     assert [r["name"] for r in doc["results"]] == [qs[0].name]
@@ -174,12 +184,12 @@ def test_micro_end_to_end_with_the_runtime(spark, tmp_path, mlflow_tmp, mined):
     assert any(k.endswith(f"{qs[0].name}.original_median_s") for k in run.data.metrics)
 
 
-def test_micro_wrong_rewrite_is_caught_and_not_timed(spark, tmp_path):
+def test_micro_wrong_rewrite_is_caught_and_not_timed(spark, micro_data):
     """A rewriter that returns wrong SQL: the bench reports it and does not time it."""
     def bad(sql: str) -> Rewrite:
         return Rewrite(sql=sql.replace("COUNT(*)", "COUNT(b)", 1), changed=True, applied=["bogus"])
     doc = run_micro(spark, Rewriter("bad", bad), rows=[2000], repeat=1, warmup=0,
-                    data_dir=tmp_path / "data", queries=select_queries(["du_core"]),
+                    data_dir=micro_data, queries=select_queries(["du_core"]),
                     progress=Progress(enabled=False))
     r = doc["results"][0]
     assert not r["equal"]["equal"] and r["timing"] is None
@@ -210,10 +220,10 @@ def test_tpch_bench_two_queries(spark, tpch_dir):
     assert doc["summary"]["queries"] == 2
 
 
-def test_unchanged_query_reports_n_a_not_equal(spark, tmp_path):
+def test_unchanged_query_reports_n_a_not_equal(spark, micro_data):
     from superop.workloads.bench.rewriters import identity_rewriter
     from superop.workloads.bench.report import micro_markdown
-    doc = run_micro(spark, identity_rewriter(), rows=[2000], repeat=1, warmup=0, data_dir=tmp_path / "data",
+    doc = run_micro(spark, identity_rewriter(), rows=[2000], repeat=1, warmup=0, data_dir=micro_data,
                     queries=select_queries(["du_core"]), progress=Progress(enabled=False))
     r = doc["results"][0]
     assert r["equal"]["equal"] is None and r["ratios"]["original_over_rewritten"] == 1.0

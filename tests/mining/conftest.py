@@ -1,5 +1,6 @@
 """Fixtures of the mining tests: the bundled log mined once, real Spark event logs written by
-a short-lived subprocess, and the paper's tables in an isolated child session."""
+a short-lived subprocess (started in the background by the root conftest), and the paper's
+tables in an isolated child session."""
 from __future__ import annotations
 
 import subprocess
@@ -39,10 +40,16 @@ def tables_session(spark):
 
 
 @pytest.fixture(scope="session")
-def eventlog_dir(tmp_path_factory):
-    """Real event logs: none (single file), zstd, lz4, snappy (rolling dirs), one app each."""
-    out = tmp_path_factory.mktemp("eventlogs")
-    r = subprocess.run([sys.executable, str(HERE / "eventlog_writer.py"), str(out)],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+def eventlog_dir(eventlog_writer, tmp_path_factory):
+    """Real event logs: none (single file), zstd, lz4, snappy (rolling dirs), one app each,
+    written by the child process the root conftest started with the session."""
+    if eventlog_writer is None:      # requested dynamically: not started in the background
+        out = tmp_path_factory.mktemp("eventlogs")
+        r = subprocess.run([sys.executable, str(HERE / "eventlog_writer.py"), str(out)],
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return out
+    proc, out, err = eventlog_writer
+    rc = proc.wait(timeout=900)
+    assert rc == 0, err.read_text()[-2000:]
     return out

@@ -3,19 +3,21 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from superop.cli import main
 
 
-def _tables(spark, tmp_path):
-    d = tmp_path / "tables"
-    d.mkdir()
+@pytest.fixture(scope="module")
+def tables(spark, tmp_path_factory):
+    """A directory of one parquet table, written once for the module (the CLI only reads it)."""
+    d = tmp_path_factory.mktemp("share-cli-tables")
     spark.sql("SELECT * FROM VALUES (1, 'x', 5), (1, 'x', 5), (2, NULL, 0), (NULL, 'y', -3), (3, 'y', 7) "
               "AS t(a, b, c)").write.parquet(str(d / "cli_t"))
     return d
 
 
-def test_share_sql_dir_runs_and_writes_json(spark, tmp_path, capsys):
-    tables = _tables(spark, tmp_path)
+def test_share_sql_dir_runs_and_writes_json(spark, tables, tmp_path, capsys):
     q = tmp_path / "queries"
     q.mkdir()
     (q / "q1.sql").write_text("SELECT a, b, c FROM cli_t WHERE c > 3")
@@ -40,8 +42,7 @@ def test_share_sql_dir_runs_and_writes_json(spark, tmp_path, capsys):
     assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
 
 
-def test_plan_only_and_bad_input(spark, tmp_path, capsys):
-    tables = _tables(spark, tmp_path)
+def test_plan_only_and_bad_input(spark, tables, tmp_path, capsys):
     f = tmp_path / "batch.sql"
     f.write_text("SELECT a, c FROM cli_t WHERE c > 3; SELECT a, c FROM cli_t WHERE c < 0;")
     assert main(["share", "--sql-file", str(f), "--tables-dir", str(tables), "--plan-only"]) == 0

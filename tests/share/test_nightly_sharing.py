@@ -31,9 +31,10 @@ def write_log(path):
 
 
 @pytest.fixture(scope="module")
-def nightly_with_sharing(spark, share_tables, tmp_path_factory):
+def nightly_with_sharing(spark, share_tables, tmp_path_factory, seed_mlflow_db):
     from superop.pipeline.nightly import run_nightly
     d = tmp_path_factory.mktemp("share_nightly")
+    seed_mlflow_db(d / "out" / "mlflow.db")     # the job's default store, already migrated
     res = run_nightly(write_log(d / "log.jsonl"), d / "out", spark=spark, schema=SCHEMA, max_candidates=0,
                       progress=False, register=False, share_window_s=300)
     return res

@@ -125,12 +125,12 @@ def test_runtime_without_z3_and_mlflow(tmp_path, trust_dir, honest_rules):
     assert out.stdout.split() == ["1", "refused", "True"]
 
 
-def test_promote_rechecks_and_tags_the_version(tmp_path, trust_dir, honest_rules, monkeypatch):
+def test_promote_rechecks_and_tags_the_version(tmp_path, trust_dir, honest_rules, monkeypatch, seed_mlflow_db):
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
     from superop.rules_out.registry import MODEL_NAME, promote
     from superop.tracking import tracking_uri
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = seed_mlflow_db(tmp_path / "mlflow.db")       # a copy of a migrated store
     c = MlflowClient(tracking_uri=uri)
     exp_id = c.create_experiment("trust", artifact_location=(tmp_path / "art").as_uri())
     c.create_registered_model(MODEL_NAME)

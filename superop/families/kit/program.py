@@ -379,28 +379,44 @@ def tree_joins(m: Match) -> list[Join]:
     return out
 
 
-def tree_premise_failure(m: Match) -> Optional[tuple[ReasonCode, str]]:
-    """Algorithms 2-3 at every join of the tree: its condition implies equality of every
-    partition key between its two sides (union-find); (reason, detail) when one does not."""
+def tree_implied(m: Match) -> list[tuple[Join, list[bool]]]:
+    """Per join of the tree (root first): which of the partition keys its condition
+    equates between its two sides (union-find)."""
+    out = []
     for j in tree_joins(m):
         pairs = [(positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source))
                  for k in m.keys]
-        implied = keys_implied(j, pairs)
-        if not all(implied):
-            missing = [m.source.names[k] for k, ok in zip(m.keys, implied) if not ok]
+        out.append((j, keys_implied(j, pairs)))
+    return out
+
+
+def tree_premise_failure(m: Match, determined: frozenset[str] = frozenset()
+                         ) -> Optional[tuple[ReasonCode, str]]:
+    """Algorithms 2-3 at every join of the tree: its condition implies equality of every
+    partition key between its two sides (union-find); (reason, detail) when one does not.
+    ``determined``: key names a declared-key premise determines from the other keys (a
+    join need not equate them if it equates every other key)."""
+    for _j, implied in tree_implied(m):
+        names = [m.source.names[k] for k in m.keys]
+        missing = [n for n, ok in zip(names, implied) if not ok]
+        others_ok = all(ok for n, ok in zip(names, implied) if n not in determined)
+        if missing and not (others_ok and set(missing) <= determined):
             reason = Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS
             return reason, "not equated: " + ", ".join(missing)
     return None
 
 
-def root_key_premise(m: Match) -> KeyPremise:
+def root_key_premise(m: Match, determined: frozenset[str] = frozenset()) -> KeyPremise:
     """The root join's premise for the verifier's Z3 check; a sub-tree carries a key in
-    several columns (one per branch): the pair the condition equates is asked for."""
+    several columns (one per branch): the pair the condition equates is asked for. Keys
+    in ``determined`` (a declared-key premise) are equal because the others are."""
     j = m.join
     assert j is not None
     eq = equi_pairs(j)
     pairs = []
     for k in m.keys:
+        if m.source.names[k] in determined:
+            continue
         ls, rs = positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source)
         direct = [(i, r) for i, r in eq if i in ls and r in rs]
         pairs.append((frozenset([direct[0][0]]), frozenset([direct[0][1]])) if direct else (ls, rs))
