@@ -36,7 +36,7 @@ from typing import Sequence
 from sqlglot import exp
 
 from ..ir.generate import to_sql
-from ..ir.nodes import Node, Scan, expressions_of, walk
+from ..ir.nodes import Node, Rename, Scan, Select, expressions_of, walk
 
 UNKNOWN_SIZE = "unknown"
 # Spark's size of a relation it knows nothing about (an RDD): spark.sql.defaultSizeInBytes
@@ -46,9 +46,37 @@ NO_ESTIMATE_BYTES = 2.0 ** 62
 
 @dataclass(frozen=True)
 class CostModel:
-    write_factor: float = 1.0        # W: cost of caching one byte, relative to decoding it in a scan
-    read_factor: float = 0.5         # R: cost of reading one cached byte
+    """The constants of Eq. 1-3, in units of one decoded byte of a parquet scan. The
+    defaults are measured on the project's 2-core machine (``CALIBRATION``); measure yours
+    with ``benchmarks/share_calibration.py`` and load its result with :meth:`from_json`."""
+    write_factor: float = 2.93       # W: cost of caching one byte, relative to decoding it in a scan
+    read_factor: float = 0.425       # R: cost of reading one cached byte (no filter)
     memory_factor: float = 1.0       # M: storage-memory bytes per estimated byte
+    filter_read_ratio: float = 2.4   # R_σ / R: a read that filters the CE, relative to a plain one
+    fill_fixed: float = 7.5e7        # F: fixed cost of filling one CE (jobs, cache blocks), in scan bytes
+
+    @classmethod
+    def from_json(cls, path) -> "CostModel":
+        """The ``cost_model`` of a ``share_calibration.json`` (or a plain JSON object of
+        these fields); unknown keys are an error, missing ones keep their default."""
+        import dataclasses
+        import json
+        from pathlib import Path
+
+        from ..errors import SuperopError
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise SuperopError(f"cannot read the cost model {path}: {e}") from None
+        fields = doc.get("cost_model", doc) if isinstance(doc, dict) else None
+        if not isinstance(fields, dict):
+            raise SuperopError(f"{path}: expected a JSON object with the cost model's fields")
+        known = {f.name for f in dataclasses.fields(cls)}
+        bad = sorted(set(fields) - known)
+        if bad:
+            raise SuperopError(f"{path}: unknown cost model field(s) {', '.join(bad)} "
+                               f"(known: {', '.join(sorted(known))})")
+        return cls(**{k: float(v) for k, v in fields.items()})
 
 
 DEFAULT_COST = CostModel()
@@ -65,10 +93,24 @@ class Estimate:
     value: float
     weight: float
     source: str                      # "statistics" | "sizes only" | "unknown"
+    reads: float = 0.0               # Σ_j R·|τ*|_j: the consumers reading the cache
+    fill: float = 0.0                # C_E(τ*) + W·|τ*| + F: filling the cache once
 
     @property
     def known(self) -> bool:
         return self.source != UNKNOWN_SIZE
+
+    @property
+    def saving(self) -> float:
+        """What the consumers save by reading instead of computing: C(ω) − Σ R·|τ*|_j."""
+        return self.consumer_cost - self.reads
+
+    def reason(self) -> str:
+        """Why the value is what it is (the numbers of the batch-level test)."""
+        rel = ">" if self.value > 0 else "<="
+        return (f"its {self.consumers} consumer(s) save {self.saving:.3g} (own sub-plans {self.consumer_cost:.3g} "
+                f"- reading the cache {self.reads:.3g}) {rel} filling it {self.fill:.3g} (CE plan "
+                f"{self.ce_cost:.3g} + writing {self.size:.3g} bytes + fixed); value {self.value:.3g}")
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -171,7 +213,13 @@ class Estimator:
             if isinstance(n, Scan):
                 read.setdefault(n.table, {})
                 types[n.table] = dict(n.columns)
-        names = {c.name for n in walk(plan) for e in node_expressions(n) for c in columns_outside_queries(e)}
+        # ρ lists every field it renames, reading none: only the columns used above a
+        # rename (mapped back to the names below it) are read — parquet prunes the rest.
+        names = {c.name for n in walk(plan) if not isinstance(n, Rename)
+                 for e in node_expressions(n) for c in columns_outside_queries(e)}
+        for n in walk(plan):
+            if isinstance(n, Rename):
+                names |= {f.name for f, new in n.mapping if new in names}
         total, biggest = 0.0, 0.0
         for t, cols in types.items():
             used = [ty for c, ty in cols.items() if c in names] or [next(iter(cols.values()))]
@@ -206,9 +254,18 @@ class Estimator:
         used = [t for (n, t) in ce.view_scan.columns if n.lower() in names] or types
         return size * width(used) / full
 
+    def read_cost(self, ce, consumer) -> float:
+        """R·|τ*|_j: the consumer's read of the cache, at the calibrated price of a
+        filtered read when its extraction filters the CE (a cached relation is read as
+        slowly as a parquet scan that pushes the filter down) and of a plain read otherwise."""
+        m = self.model
+        filters = any(isinstance(n, Select) for n in walk(consumer.extraction))
+        factor = m.read_factor * (m.filter_read_ratio if filters else 1.0)
+        return factor * m.memory_factor * self.read_bytes(ce, consumer)
+
     def consumer_value(self, ce, consumer) -> ConsumerValue:
         own = self.cost(consumer.original)[0]
-        read = self.model.read_factor * self.model.memory_factor * self.read_bytes(ce, consumer)
+        read = self.read_cost(ce, consumer)
         known = max(own, read) < NO_ESTIMATE_BYTES
         return ConsumerValue(ce.id, consumer.query, consumer.unit.describe(), own, read, known)
 
@@ -222,10 +279,11 @@ class Estimator:
         if max(consumer_cost, ce_cost, size) >= NO_ESTIMATE_BYTES:
             return Estimate(ce.id, k, consumer_cost, ce_cost, size, 0.0, float("inf"), UNKNOWN_SIZE)
         mem = m.memory_factor * size
-        reads = sum(m.read_factor * m.memory_factor * self.read_bytes(ce, c) for c in consumers)
-        value = consumer_cost - (ce_cost + m.write_factor * mem + reads)
+        reads = sum(self.read_cost(ce, c) for c in consumers)
+        fill = ce_cost + m.write_factor * mem + m.fill_fixed
+        value = consumer_cost - (fill + reads)
         return Estimate(ce.id, k, consumer_cost, ce_cost, size, value, mem,
-                        "statistics" if stats else "sizes only")
+                        "statistics" if stats else "sizes only", reads, fill)
 
 
 def _exprs(n: Node) -> list:
