@@ -1,15 +1,18 @@
-"""Value and weight of a CE from Spark's own statistics (the paper's Eq. 1-3).
+"""Value and weight of a CE from Spark's own statistics (the paper's Eq. 1-3), priced with
+constants measured on the machine (``CostModel``, ``benchmarks/share_calibration.py``).
 
-    C(ω)  = Σ_j C_E(τ_j)                            every consumer computes its sub-plan
-    C(Ω)  = C_E(τ*) + W·|τ*| + m·R·|τ*|               compute once, write, m reads
+    C(ω)  = Σ_j C_E(τ_j)                                  every consumer computes its sub-plan
+    C(Ω)  = C_E(τ*) + W·|τ*| + F + Σ_j R_j·|τ*|_j           compute once, write, m reads
     value = C(ω) − C(Ω)         weight = M·|τ*|   (bytes in the storage memory)
 
 Everything is in *decoded bytes*: rows x the width of the columns (Spark's default size
 per type: int 4, bigint 8, string 20, ...), the unit of both an in-memory columnar
 cache and of the values a scan decodes. C_E(τ) = the bytes τ's scans decode (each
-table's row count x the width of the columns τ reads) + the bytes its shuffles move
-(the estimated input of every shuffle exchange in Spark's physical plan, read by
-:func:`superop.runtime.plan.analyze_plan`). |τ*| = the CE's estimated rows x its width.
+table's row count x the width of the columns τ reads — parquet reads only those) + the
+bytes its shuffles move (the estimated input of every shuffle exchange in Spark's
+physical plan, read by :func:`superop.runtime.plan.analyze_plan`). |τ*| = the CE's
+estimated rows x its width; |τ*|_j = its rows x the width of the CE columns consumer j's
+extraction reads (the cache is columnar).
 
 Row counts come from Spark's optimized logical plan. With ``spark.sql.cbo.enabled`` and
 table statistics (``ANALYZE TABLE``; ``run_batch(..., analyze_tables=True)``) they
@@ -17,16 +20,26 @@ account for filters and joins. Without statistics Spark knows sizes, not rows: r
 then size / width, a filter keeps every row and a join's output is capped by its largest
 input (joins over foreign keys do not grow), which ``Estimate.source`` says.
 
-Per consumer (the never-slower gate): a consumer j gains from reading τ* when
-``v_j = C_E(τ_j) − R·|τ*|_j > 0`` — its own sub-plan costs more than reading the cached
-rows (|τ*|_j: the CE's rows x the width of the CE columns j's extraction reads; the
-in-memory cache is columnar). Materializing τ* (C_E(τ*) + W·|τ*|) is paid once, before
-the batch's queries run (``run.execute`` fills the cache eagerly), so it is charged to the
-batch's value, never to one consumer. A consumer with v_j <= 0 does not read the CE
+The batch-level test: a CE is cached only when what its consumers save,
+``C(ω) − Σ_j R_j·|τ*|_j``, is more than filling it, ``C_E(τ*) + W·|τ*| + F`` — filling is
+paid once before the batch's queries run (``run.execute`` fills the cache eagerly), so it
+is charged to the batch, never to one consumer. ``Estimate.reason`` gives the numbers.
+
+The per-consumer test (never slower): consumer j reads τ* only when
+``v_j = C_E(τ_j) − R_j·|τ*|_j > 0``, R_j = R for a plain read and R_σ = R·``filter_read_ratio``
+when its extraction filters the CE. A consumer with v_j <= 0 does not read the CE
 (:class:`ConsumerValue` says why); a CE with fewer than k gaining consumers is not cached.
 
-Defaults (``CostModel``): W = 1 (writing a cached byte costs about what decoding it
-cost), R = 0.5 (reading a cached byte is cheaper than decoding parquet, not free), M = 1.
+Defaults (``CostModel``, measured by ``benchmarks/share_calibration.py --data-dir
+<TPC-DS SF 1> --repeat 3`` on the project's 2-core machine, TPC-DS SF 1 ``store_sales``,
+3/9/19 columns; see ``CALIBRATION``): reading the in-memory cache costs R = 0.425 of a
+parquet scan per decoded byte when the consumer reads rows as they are, but R_σ = 1.02
+(ratio 2.4) when it filters them (parquet pushes the filter down, the cache only prunes
+batches by their min/max); filling costs the CE's plan plus W = 2.93 per byte (building
+compressed column batches: a fill took ~4x the scan of the same columns) plus a fixed
+F ≈ 2.4 s per CE (a tiny table's fill minus its scan), i.e. 7.5e7 scan bytes. Hence an
+unfiltered whole-table projection whose consumers each filter differently is refused:
+every consumer still reads all the rows, at about the price of its own scan.
 """
 from __future__ import annotations
 
@@ -80,6 +93,10 @@ class CostModel:
 
 
 DEFAULT_COST = CostModel()
+# Where the defaults come from (benchmarks/share_calibration.py; the JSON is under
+# benchmarks/results/share_calibration.json).
+CALIBRATION = ("python benchmarks/share_calibration.py --data-dir /tmp/sharegate-sf1 --repeat 3 "
+               "(2026-11-23, load 4-16; F from a second run at load 18)")
 
 
 @dataclass
