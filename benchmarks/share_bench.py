@@ -148,6 +148,15 @@ def _load() -> str:
         return "?"
 
 
+def _ratio(alone: dict, shared: dict, names: list) -> float | None:
+    a = sum(alone[n] for n in names)
+    return sum(shared[n] for n in names) / a if a else None
+
+
+def _fmt(x) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
 def markdown(doc: dict) -> str:
     s = doc["summary"]
     batch = doc.get("batch") or "custom"
@@ -166,6 +175,9 @@ def markdown(doc: dict) -> str:
              f"worst query ratio {s['max_query_ratio']:.2f}; queries > 1.10x: "
              f"{', '.join(s['slower_than_1_10']) or 'none'}** · consumer uses refused by the never-slower "
              f"gate: {s['refused_consumer_uses']}", "",
+             f"control (same SQL on both sides): unchanged queries {_fmt(s.get('unchanged_ratio'))}, "
+             f"rewritten queries {_fmt(s.get('rewritten_ratio'))} (shared / alone, without filling the cache); "
+             f"warm-up runs {s.get('warmup', 0)}", "",
              "| query | alone s | shared s | ratio | reads |", "|---|---:|---:|---:|---|"]
     for q in doc["per_query"]:
         lines.append(f"| {q['query']} | {q['alone_s']:.2f} | {q['shared_s']:.2f} | {q['ratio']:.2f} | "
@@ -191,6 +203,8 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", help="comma list (instead of --batch)")
     ap.add_argument("--budget", help="cache budget, e.g. 4g (default: from Spark's storage memory)")
     ap.add_argument("--repeat", type=int, default=1, help="repeats; the side order alternates (default 1)")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="untimed runs of every query alone first (JIT, file cache; default 0)")
     ap.add_argument("--proof-budget-s", type=float, help="solver seconds for all proofs (default: plan_batch's)")
     ap.add_argument("--cost-model", metavar="FILE",
                     help="cost model JSON (benchmarks/share_calibration.py's output; default: the shipped one)")
@@ -228,6 +242,9 @@ def main(argv=None) -> int:
         budget = parse_budget(args.budget) if args.budget else None
         cost = CostModel.from_json(args.cost_model) if args.cost_model else DEFAULT_COST
         repeats: list[dict[str, Any]] = []
+        for _ in range(args.warmup):
+            print("warm-up (not timed)", flush=True)
+            run_alone(spark, queries)
         for i in range(args.repeat):
             rep: dict[str, Any] = {}
             sides = ["alone", "shared"] if i % 2 == 0 else ["shared", "alone"]
@@ -266,6 +283,11 @@ def main(argv=None) -> int:
         "max_query_ratio": max(q["ratio"] for q in doc["per_query"] if q["ratio"] is not None),
         "slower_than_1_10": [q["query"] for q in doc["per_query"] if q["ratio"] is not None and q["ratio"] > 1.10],
         "refused_consumer_uses": sum(1 for vals in plan.consumer_values.values() for v in vals if not v.gains),
+        # the control: queries that run as written on both sides measure the noise and the
+        # order effects (cold JVM, file cache, load) of this very run
+        "unchanged_ratio": _ratio(alone, shared, [n for n in names if not reads[n]]),
+        "rewritten_ratio": _ratio(alone, shared, [n for n in names if reads[n]]),
+        "warmup": args.warmup,
         "cost_model": dataclasses.asdict(cost),
     }
     whats = {c.id: f"{c.kind} {c.template} over {', '.join(c.se.tables)}" for c in plan.ces}
