@@ -1,6 +1,7 @@
 """``superop share`` — run a batch of queries with work sharing.
 
-    superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--plan-only] [--out FILE.json] [--json]
+    superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--cost-model FILE] [--plan-only]
+                  [--out FILE.json] [--json]
     superop share --sql-file FILE            (statements separated by ';')
     superop share --log PATH --start T --end T [--format auto]   (a window of a query log)
 
@@ -38,6 +39,9 @@ def register(sub) -> None:
     p.add_argument("--proof-budget-s", type=float, metavar="S",
                    help="solver seconds for all proofs of the run (default 300); "
                         "an obligation past it is unknown and its consumer is not rewritten")
+    p.add_argument("--cost-model", metavar="FILE",
+                   help="cost model JSON (benchmarks/share_calibration.py's share_calibration.json or "
+                        "its cost_model fields; default: the constants calibrated on the project's machine)")
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
     p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
                    help="what running a query means (default noop: computed, not shipped)")
@@ -53,7 +57,7 @@ def run(args) -> int:
     from ..cliutil import atomic_write_json
     from ..errors import SuperopError
     from ..sparkutil import get_spark
-    from .estimate import parse_budget
+    from .estimate import DEFAULT_COST, CostModel, parse_budget
     from .run import analyze, execute
     from .inputs import read_sql_dir, read_sql_file, register_tables_dir
     from .planner import plan_batch
@@ -62,6 +66,7 @@ def run(args) -> int:
     if args.proof_rows < 1:
         raise SuperopError("--bound must be at least 1")
     budget = parse_budget(args.budget) if args.budget else None
+    cost = CostModel.from_json(args.cost_model) if args.cost_model else DEFAULT_COST
     if (args.start or args.end) and not args.log:
         raise SuperopError("--start/--end need --log")
     batch = read_sql_dir(args.sql_dir) if args.sql_dir else read_sql_file(args.sql_file) if args.sql_file else None
@@ -78,7 +83,7 @@ def run(args) -> int:
     if args.analyze:
         analyze(spark, batch)
     plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows,
-                      timeout_ms=args.timeout_ms,
+                      timeout_ms=args.timeout_ms, cost=cost,
                       **({} if args.proof_budget_s is None else {"proof_budget_s": args.proof_budget_s}))
     say(plan.report())
     out = {"plan": plan.to_json()}

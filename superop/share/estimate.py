@@ -1,15 +1,18 @@
-"""Value and weight of a CE from Spark's own statistics (the paper's Eq. 1-3).
+"""Value and weight of a CE from Spark's own statistics (the paper's Eq. 1-3), priced with
+constants measured on the machine (``CostModel``, ``benchmarks/share_calibration.py``).
 
-    C(ω)  = Σ_j C_E(τ_j)                            every consumer computes its sub-plan
-    C(Ω)  = C_E(τ*) + W·|τ*| + m·R·|τ*|               compute once, write, m reads
+    C(ω)  = Σ_j C_E(τ_j)                                  every consumer computes its sub-plan
+    C(Ω)  = C_E(τ*) + W·|τ*| + F + Σ_j R_j·|τ*|_j           compute once, write, m reads
     value = C(ω) − C(Ω)         weight = M·|τ*|   (bytes in the storage memory)
 
 Everything is in *decoded bytes*: rows x the width of the columns (Spark's default size
 per type: int 4, bigint 8, string 20, ...), the unit of both an in-memory columnar
 cache and of the values a scan decodes. C_E(τ) = the bytes τ's scans decode (each
-table's row count x the width of the columns τ reads) + the bytes its shuffles move
-(the estimated input of every shuffle exchange in Spark's physical plan, read by
-:func:`superop.runtime.plan.analyze_plan`). |τ*| = the CE's estimated rows x its width.
+table's row count x the width of the columns τ reads — parquet reads only those) + the
+bytes its shuffles move (the estimated input of every shuffle exchange in Spark's
+physical plan, read by :func:`superop.runtime.plan.analyze_plan`). |τ*| = the CE's
+estimated rows x its width; |τ*|_j = its rows x the width of the CE columns consumer j's
+extraction reads (the cache is columnar).
 
 Row counts come from Spark's optimized logical plan. With ``spark.sql.cbo.enabled`` and
 table statistics (``ANALYZE TABLE``; ``run_batch(..., analyze_tables=True)``) they
@@ -17,16 +20,26 @@ account for filters and joins. Without statistics Spark knows sizes, not rows: r
 then size / width, a filter keeps every row and a join's output is capped by its largest
 input (joins over foreign keys do not grow), which ``Estimate.source`` says.
 
-Per consumer (the never-slower gate): a consumer j gains from reading τ* when
-``v_j = C_E(τ_j) − R·|τ*|_j > 0`` — its own sub-plan costs more than reading the cached
-rows (|τ*|_j: the CE's rows x the width of the CE columns j's extraction reads; the
-in-memory cache is columnar). Materializing τ* (C_E(τ*) + W·|τ*|) is paid once, before
-the batch's queries run (``run.execute`` fills the cache eagerly), so it is charged to the
-batch's value, never to one consumer. A consumer with v_j <= 0 does not read the CE
+The batch-level test: a CE is cached only when what its consumers save,
+``C(ω) − Σ_j R_j·|τ*|_j``, is more than filling it, ``C_E(τ*) + W·|τ*| + F`` — filling is
+paid once before the batch's queries run (``run.execute`` fills the cache eagerly), so it
+is charged to the batch, never to one consumer. ``Estimate.reason`` gives the numbers.
+
+The per-consumer test (never slower): consumer j reads τ* only when
+``v_j = C_E(τ_j) − R_j·|τ*|_j > 0``, R_j = R for a plain read and R_σ = R·``filter_read_ratio``
+when its extraction filters the CE. A consumer with v_j <= 0 does not read the CE
 (:class:`ConsumerValue` says why); a CE with fewer than k gaining consumers is not cached.
 
-Defaults (``CostModel``): W = 1 (writing a cached byte costs about what decoding it
-cost), R = 0.5 (reading a cached byte is cheaper than decoding parquet, not free), M = 1.
+Defaults (``CostModel``, measured by ``benchmarks/share_calibration.py --data-dir
+<TPC-DS SF 1> --repeat 3`` on the project's 2-core machine, TPC-DS SF 1 ``store_sales``,
+3/9/19 columns; see ``CALIBRATION``): reading the in-memory cache costs R = 0.425 of a
+parquet scan per decoded byte when the consumer reads rows as they are, but R_σ = 1.02
+(ratio 2.4) when it filters them (parquet pushes the filter down, the cache only prunes
+batches by their min/max); filling costs the CE's plan plus W = 2.93 per byte (building
+compressed column batches: a fill took ~4x the scan of the same columns) plus a fixed
+F ≈ 2.4 s per CE (a tiny table's fill minus its scan), i.e. 7.5e7 scan bytes. Hence an
+unfiltered whole-table projection whose consumers each filter differently is refused:
+every consumer still reads all the rows, at about the price of its own scan.
 """
 from __future__ import annotations
 
@@ -36,7 +49,7 @@ from typing import Sequence
 from sqlglot import exp
 
 from ..ir.generate import to_sql
-from ..ir.nodes import Node, Scan, expressions_of, walk
+from ..ir.nodes import Node, Rename, Scan, Select, expressions_of, walk
 
 UNKNOWN_SIZE = "unknown"
 # Spark's size of a relation it knows nothing about (an RDD): spark.sql.defaultSizeInBytes
@@ -46,12 +59,44 @@ NO_ESTIMATE_BYTES = 2.0 ** 62
 
 @dataclass(frozen=True)
 class CostModel:
-    write_factor: float = 1.0        # W: cost of caching one byte, relative to decoding it in a scan
-    read_factor: float = 0.5         # R: cost of reading one cached byte
+    """The constants of Eq. 1-3, in units of one decoded byte of a parquet scan. The
+    defaults are measured on the project's 2-core machine (``CALIBRATION``); measure yours
+    with ``benchmarks/share_calibration.py`` and load its result with :meth:`from_json`."""
+    write_factor: float = 2.93       # W: cost of caching one byte, relative to decoding it in a scan
+    read_factor: float = 0.425       # R: cost of reading one cached byte (no filter)
     memory_factor: float = 1.0       # M: storage-memory bytes per estimated byte
+    filter_read_ratio: float = 2.4   # R_σ / R: a read that filters the CE, relative to a plain one
+    fill_fixed: float = 7.5e7        # F: fixed cost of filling one CE (jobs, cache blocks), in scan bytes
+
+    @classmethod
+    def from_json(cls, path) -> "CostModel":
+        """The ``cost_model`` of a ``share_calibration.json`` (or a plain JSON object of
+        these fields); unknown keys are an error, missing ones keep their default."""
+        import dataclasses
+        import json
+        from pathlib import Path
+
+        from ..errors import SuperopError
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise SuperopError(f"cannot read the cost model {path}: {e}") from None
+        fields = doc.get("cost_model", doc) if isinstance(doc, dict) else None
+        if not isinstance(fields, dict):
+            raise SuperopError(f"{path}: expected a JSON object with the cost model's fields")
+        known = {f.name for f in dataclasses.fields(cls)}
+        bad = sorted(set(fields) - known)
+        if bad:
+            raise SuperopError(f"{path}: unknown cost model field(s) {', '.join(bad)} "
+                               f"(known: {', '.join(sorted(known))})")
+        return cls(**{k: float(v) for k, v in fields.items()})
 
 
 DEFAULT_COST = CostModel()
+# Where the defaults come from (benchmarks/share_calibration.py; the JSON is under
+# benchmarks/results/share_calibration.json).
+CALIBRATION = ("python benchmarks/share_calibration.py --data-dir /tmp/sharegate-sf1 --repeat 3 "
+               "(2026-11-23, load 4-16; F from a second run at load 18)")
 
 
 @dataclass
@@ -65,10 +110,24 @@ class Estimate:
     value: float
     weight: float
     source: str                      # "statistics" | "sizes only" | "unknown"
+    reads: float = 0.0               # Σ_j R·|τ*|_j: the consumers reading the cache
+    fill: float = 0.0                # C_E(τ*) + W·|τ*| + F: filling the cache once
 
     @property
     def known(self) -> bool:
         return self.source != UNKNOWN_SIZE
+
+    @property
+    def saving(self) -> float:
+        """What the consumers save by reading instead of computing: C(ω) − Σ R·|τ*|_j."""
+        return self.consumer_cost - self.reads
+
+    def reason(self) -> str:
+        """Why the value is what it is (the numbers of the batch-level test)."""
+        rel = ">" if self.value > 0 else "<="
+        return (f"its {self.consumers} consumer(s) save {self.saving:.3g} (own sub-plans {self.consumer_cost:.3g} "
+                f"- reading the cache {self.reads:.3g}) {rel} filling it {self.fill:.3g} (CE plan "
+                f"{self.ce_cost:.3g} + writing {self.size:.3g} bytes + fixed); value {self.value:.3g}")
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -171,7 +230,13 @@ class Estimator:
             if isinstance(n, Scan):
                 read.setdefault(n.table, {})
                 types[n.table] = dict(n.columns)
-        names = {c.name for n in walk(plan) for e in node_expressions(n) for c in columns_outside_queries(e)}
+        # ρ lists every field it renames, reading none: only the columns used above a
+        # rename (mapped back to the names below it) are read — parquet prunes the rest.
+        names = {c.name for n in walk(plan) if not isinstance(n, Rename)
+                 for e in node_expressions(n) for c in columns_outside_queries(e)}
+        for n in walk(plan):
+            if isinstance(n, Rename):
+                names |= {f.name for f, new in n.mapping if new in names}
         total, biggest = 0.0, 0.0
         for t, cols in types.items():
             used = [ty for c, ty in cols.items() if c in names] or [next(iter(cols.values()))]
@@ -206,9 +271,18 @@ class Estimator:
         used = [t for (n, t) in ce.view_scan.columns if n.lower() in names] or types
         return size * width(used) / full
 
+    def read_cost(self, ce, consumer) -> float:
+        """R·|τ*|_j: the consumer's read of the cache, at the calibrated price of a
+        filtered read when its extraction filters the CE (a cached relation is read as
+        slowly as a parquet scan that pushes the filter down) and of a plain read otherwise."""
+        m = self.model
+        filters = any(isinstance(n, Select) for n in walk(consumer.extraction))
+        factor = m.read_factor * (m.filter_read_ratio if filters else 1.0)
+        return factor * m.memory_factor * self.read_bytes(ce, consumer)
+
     def consumer_value(self, ce, consumer) -> ConsumerValue:
         own = self.cost(consumer.original)[0]
-        read = self.model.read_factor * self.model.memory_factor * self.read_bytes(ce, consumer)
+        read = self.read_cost(ce, consumer)
         known = max(own, read) < NO_ESTIMATE_BYTES
         return ConsumerValue(ce.id, consumer.query, consumer.unit.describe(), own, read, known)
 
@@ -222,10 +296,11 @@ class Estimator:
         if max(consumer_cost, ce_cost, size) >= NO_ESTIMATE_BYTES:
             return Estimate(ce.id, k, consumer_cost, ce_cost, size, 0.0, float("inf"), UNKNOWN_SIZE)
         mem = m.memory_factor * size
-        reads = sum(m.read_factor * m.memory_factor * self.read_bytes(ce, c) for c in consumers)
-        value = consumer_cost - (ce_cost + m.write_factor * mem + reads)
+        reads = sum(self.read_cost(ce, c) for c in consumers)
+        fill = ce_cost + m.write_factor * mem + m.fill_fixed
+        value = consumer_cost - (fill + reads)
         return Estimate(ce.id, k, consumer_cost, ce_cost, size, value, mem,
-                        "statistics" if stats else "sizes only")
+                        "statistics" if stats else "sizes only", reads, fill)
 
 
 def _exprs(n: Node) -> list:

@@ -309,10 +309,13 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: boo
         gaining = [c for c, v in zip(ce.consumers, vals) if v.gains]
         plan.accepted[ce.id] = gaining
         plan.estimates[ce.id] = est.estimate(ce, gaining)
+        e = plan.estimates[ce.id]
         if len(gaining) < k:
             losers = "; ".join(f"{plan.queries[v.query].name} {v.unit}: {v.reason()}" for v in vals if not v.gains)
             refused[ce.id] = (f"only {len(gaining)} of {len(vals)} consumer(s) gain from reading it "
                               f"(never slower: {losers})")
+        elif e.known and e.value <= 0:      # the batch-level test: saving minus filling
+            refused[ce.id] = f"filling it costs more than it saves the batch: {e.reason()}"
     conflicts = set()
     for a in ces:
         for b in ces:
@@ -329,6 +332,11 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: boo
         if not c.proved and was is not None and not was.chosen:
             plan.selection.decisions[c.id] = dataclasses.replace(
                 was, reason=f"{was.reason} (not chosen, so never proved)")
+    for c in ces:   # a chosen CE says why it pays, with the numbers
+        d = plan.selection.decisions[c.id]
+        if d.chosen:
+            plan.selection.decisions[c.id] = dataclasses.replace(d, reason=f"{d.reason}: "
+                                                                 f"{plan.estimates[c.id].reason()}")
     plan.decisions = [plan.selection.decisions[c.id] for c in ces]
 
 

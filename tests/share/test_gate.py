@@ -36,7 +36,7 @@ def test_a_batch_where_reading_the_cache_does_not_pay_is_left_unshared(spark, sh
     assert vals and not any(v.gains for v in vals)
     assert "consumer(s) gain from reading it (never slower" in plan.report()
     # the same batch with cheap reads is shared (the gate, not the batch, said no)
-    assert plan_batch(Q, spark, budget=10 ** 9, cost=CostModel(0.0, 0.0)).cached
+    assert plan_batch(Q, spark, budget=10 ** 9, cost=CostModel(0.0, 0.0, fill_fixed=0.0)).cached
 
 
 def test_the_same_extraction_is_proved_once():

@@ -59,7 +59,7 @@ def test_planner_never_uses_a_refuted_extraction(spark, share_schema, monkeypatc
     monkeypatch.setattr(covering.Builder, "_spj", faulty)
     from superop.share import run_batch
     from superop.share.estimate import CostModel
-    res = run_batch(spark, Q, budget=10 ** 9, cost=CostModel(0.0, 0.0), consume="collect")
+    res = run_batch(spark, Q, budget=10 ** 9, cost=CostModel(0.0, 0.0, fill_fixed=0.0), consume="collect")
     # without the fault this batch is shared (test_differential); with it, nothing is
     assert not any(r.rewritten for r in res.runs), res.plan.report()
     assert any(p.status == "refuted" for p in res.plan.proofs)
