@@ -35,13 +35,22 @@ clause or on the use itself.
 Admitted: every use fixes the same keys Y ≠ ∅, each by ``key = constant`` where the
 constant's type makes equality the grouping's equality (integer or decimal constants on
 integer/decimal keys, string constants on string keys, booleans); every join's condition
-implies equality of every key of K between its sides (Algorithms 2-3); other filters of a
+implies equality of every key of K between its sides (Algorithms 2-3) — or of the keys E
+that every join equates when a DECLARED KEY (:mod:`superop.ir.keys`, traced through the
+source's joins by :func:`superop.ir.keys.dependencies`) makes the rest of K determined by E
+(TPC-DS q4/q11/q74: grouped by the customer's id and name columns, joined on the id; the
+customer's business key determines the rest). Then the groups of K are the groups of E,
+the program partitions by K, its joins need only E equal and NOT NULL, and the match,
+its program (``requires``) and its covers record carry the premise: only a rule whose
+certificates assumed it admits the match (the template proofs assume joins on every key,
+so such a rule rests on bounded certificates), and only where the runtime's own
+declarations give it (else the same ``join_on_subset_of_keys`` refusal); other filters of a
 use that read only grouping keys are pushed below the γ with the constants, filters on
 aggregate values stay above it (HAVING-like, on the use's presence).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Optional, Sequence, Union
 
@@ -51,6 +60,7 @@ from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
 from ..ir.functions import is_nondeterministic_expr
+from ..ir.keys import Determines, closure, dependencies
 from ..ir.nodes import Join, UnionAll
 from ..synth.dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, Covers
@@ -281,19 +291,23 @@ class PivotJoin(Family):
         keys = tuple(names.index(c.name) for c in key_cols if c is not None and c.name not in fixed)
         if not keys:
             return near(Reason.GLOBAL_AGGREGATE, "every grouping key is fixed to a constant")
-        return Match(self.name, root, source, branches, join_kind=kind, keys=keys)
+        m = Match(self.name, root, source, branches, join_kind=kind, keys=keys)
+        prem = determined_keys(m)
+        return replace(m, premises=(prem,)) if prem is not None else m
 
     def premise_failure(self, m: Match) -> Optional[tuple[ReasonCode, str]]:
         """Algorithms 2-3 at every join of the tree: its condition implies equality of every
-        remaining key (K) between its two sides."""
-        for j in _joins(m):
-            pairs = [(positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source))
-                     for k in m.keys]
-            implied = keys_implied(j, pairs)
-            if not all(implied):
-                missing = [m.source.names[k] for k, ok in zip(m.keys, implied) if not ok]
+        remaining key (K) between its two sides — or of the keys that determine the rest
+        (the match's declared-key premise, :func:`determined_keys`)."""
+        determined = {c for p in m.premises for c in p.determined}
+        for _j, implied in _implied(m):
+            names = [m.source.names[k] for k in m.keys]
+            missing = [n for n, ok in zip(names, implied) if not ok]
+            by_ok = all(ok for n, ok in zip(names, implied) if n not in determined)
+            if missing and not (by_ok and set(missing) <= determined):
                 reason = Reason.JOIN_ON_SUBSET_OF_KEYS if any(implied) else Reason.JOIN_NOT_ON_GROUPING_KEYS
-                return reason, "not equated: " + ", ".join(missing)
+                hint = " (no declared key determines them)" if any(implied) else ""
+                return reason, "not equated: " + ", ".join(missing) + hint
         return None
 
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
@@ -303,7 +317,10 @@ class PivotJoin(Family):
         assert j is not None
         eq = equi_pairs(j)
         pairs = []
+        determined = {c for p in m.premises for c in p.determined}
         for k in m.keys:
+            if m.source.names[k] in determined:     # equal by the declared key's premise
+                continue
             ls, rs = positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source)
             # a sub-tree carries the key in several columns (one per use): the verifier asks
             # for the pair the condition equates
@@ -353,9 +370,11 @@ class PivotJoin(Family):
             if id(b.upper.top) in inputs:
                 raise TemplateError("two uses are the same node")
             inputs[id(b.upper.top)] = TreeInput(tuple(br.top_fields), tuple(br.outputs), br.present)
-        emits = join_tree_emits(m.root, inputs, keys)
+        equated = _equated(m, keys)
+        emits = join_tree_emits(m.root, inputs, keys, equated)
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
-                       flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING)
+                       flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING,
+                       requires=m.premises)
 
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         """The rows some use reads: ``Y IN (c1, ..)`` when each use is one ``y = c`` on the
@@ -373,17 +392,30 @@ class PivotJoin(Family):
                 if not any(v == s[1] for v in vals):
                     vals.append(s[1].copy())
             inlist = exp.In(this=exp.column(col), expressions=vals)
-            nn = not_null_keys_prefilter(m.join_kind, program, [inlist])
+            nn = not_null_keys_prefilter(m.join_kind, program, [inlist], _equated(m, program.keys))
             return nn
-        return not_null_keys_prefilter(m.join_kind, program, preds)
+        return not_null_keys_prefilter(m.join_kind, program, preds, _equated(m, program.keys))
 
     # -- generalization and the catalog --------------------------------------------------------
+    def skeleton(self, point: Covers) -> tuple[Any, ...]:
+        """A rule per declared-key premise too: its proofs are bounded certificates under
+        that premise (the template proofs assume joins on every key)."""
+        sk = super().skeleton(point)
+        return sk + (point.premises,) if point.premises else sk
+
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
-        return f"{self.catalog.long_name}-{skeleton[2]}-{skeleton[1]}way"
+        base = f"{self.catalog.long_name}-{skeleton[2]}-{skeleton[1]}way"
+        if len(skeleton) > 4 and skeleton[4]:
+            import hashlib
+            tag = hashlib.sha256("; ".join(skeleton[4]).encode()).hexdigest()[:8]
+            return f"{base}-keyed-{tag}"
+        return base
 
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
+        keyed = (f" — under the declared-key premise {'; '.join(skeleton[4])} (bounded certificates)"
+                 if len(skeleton) > 4 and skeleton[4] else "")
         return (f"{skeleton[1]} uses of one grouped aggregate, each fixing grouping keys to constants, "
-                f"joined ({skeleton[2]}) on the remaining keys; generalizes {n_patterns} verified "
+                f"joined ({skeleton[2]}) on the remaining keys{keyed}; generalizes {n_patterns} verified "
                 f"pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
@@ -416,6 +448,47 @@ def _group_is_subtree(shape: Shape, uses: Sequence[Any]) -> bool:
         return {id(n)}
     subtrees = [under(j) for j in shape.joins]
     return all(g in subtrees for g in groups.values() if len(g) > 1)
+
+
+def _implied(m: Match) -> list[tuple[Join, list[bool]]]:
+    """Per join of the tree: which of the keys K its condition equates (union-find)."""
+    out = []
+    for j in _joins(m):
+        pairs = [(positions_carrying(j.left, k, m.source), positions_carrying(j.right, k, m.source))
+                 for k in m.keys]
+        out.append((j, keys_implied(j, pairs)))
+    return out
+
+
+def determined_keys(m: Match) -> Optional[Determines]:
+    """The declared-key premise under which the uses' joins need not equate every key:
+    the keys some join does not equate are determined (:func:`superop.ir.keys.closure`
+    of the source's dependencies, :func:`superop.ir.keys.dependencies`) by keys EVERY
+    join equates. Then the groups of K are the groups of the equated keys, and the
+    pivot on K is the pivot on them. None when nothing is missing or no declaration
+    determines what is."""
+    implied = [imp for _, imp in _implied(m)]
+    if not implied or all(all(i) for i in implied):
+        return None
+    everywhere = [k for n, k in enumerate(m.keys) if all(i[n] for i in implied)]
+    missing = [k for k in m.keys if k not in everywhere]
+    if not everywhere:
+        return None
+    reach, used = closure(frozenset(everywhere), dependencies(m.source))
+    if not set(missing) <= reach:
+        return None
+    names = m.source.names
+    by = [k for k in everywhere if any(k in d.by for d in used)] or everywhere
+    return Determines(tuple(names[k] for k in by), tuple(names[k] for k in missing),
+                      tuple(dict.fromkeys(d.origin for d in used)))
+
+
+def _equated(m: Match, keys: Sequence[str]) -> Optional[list[str]]:
+    """The program's keys the joins equate (None: all of them — no premise)."""
+    if not m.premises:
+        return None
+    determined = {c for p in m.premises for c in p.determined}
+    return [k for k in keys if k not in determined]
 
 
 def _joins(m: Match) -> list[Join]:

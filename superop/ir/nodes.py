@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from .functions import is_nondeterministic_expr, nondeterministic_in_sql
 from .dialect import DIALECT
+from .keys import DeclaredKey
 from .names import TableName, ident
 
 JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
@@ -132,6 +133,7 @@ class Scan(Node):
     identity: tuple[str, ...] = ()
     qualifier: str = ""
     volatile: str = ""             # a view whose rows may differ per read: why
+    keys: tuple[DeclaredKey, ...] = ()   # declared keys/dependencies (superop.ir.keys); not identity
 
     def __post_init__(self) -> None:
         name = TableName.parse(self.table)

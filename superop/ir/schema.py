@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from ..errors import SchemaError
 from .dialect import check_session_dialect
+from .keys import KEYS_ENTRY, DeclaredKey, Declarations, check_columns, parse_keys
 from .names import TableName
 
 Columns = tuple[tuple[str, str], ...]
@@ -38,6 +39,7 @@ class TableInfo:
     columns: Columns
     temporary: bool = False
     volatile: str = ""          # why two reads may give different rows ("" = they do not)
+    keys: tuple[DeclaredKey, ...] = ()   # what the user declared (superop.ir.keys)
 
 
 class SchemaSource:
@@ -69,9 +71,14 @@ class DictSchema(SchemaSource):
         self.case_sensitive = case_sensitive
         self.current_database = current_database
         self._tables: dict[tuple[str, ...], Columns] = {}
+        self._keys: dict[tuple[str, ...], tuple[DeclaredKey, ...]] = {}
         for key, cols in mapping.items():
+            if key == KEYS_ENTRY:
+                continue
             parts = tuple(self.norm(p) for p in _key_parts(str(key)))
             self._tables[parts] = tuple((self.norm(str(c)), str(t).lower()) for c, t in cols.items())
+        for key, decls in parse_keys(mapping.get(KEYS_ENTRY)).items():
+            self._keys[tuple(self.norm(p) for p in _key_parts(key))] = decls
 
     def resolve(self, name: TableName) -> Optional[TableInfo]:
         w = tuple(self.norm(p) for p in name.parts)
@@ -83,9 +90,10 @@ class DictSchema(SchemaSource):
             longer = [k for k in self._tables if len(k) > len(w) and k[-len(w):] == w]
             hit = longer[0] if len(longer) == 1 else None
         if hit is not None:
-            return TableInfo(name, hit, self._tables[hit])
+            return TableInfo(name, hit, self._tables[hit], keys=self._keys.get(hit, ()))
         if len(w) > 1 and w[-1:] in self._tables:
-            # a flat mapping that does not know databases: same columns, own identity
+            # a flat mapping that does not know databases: same columns, own identity (and
+            # no declared keys: it is not assumed to be the same table)
             return TableInfo(name, w, self._tables[w[-1:]])
         return None
 
@@ -97,8 +105,13 @@ class SparkCatalogSchema(SchemaSource):
     """Resolution by a SparkSession's catalog (works over Spark Connect too).
     ``on_table`` is called once per resolved table (e.g. to ANALYZE it)."""
 
-    def __init__(self, spark: Any, on_table: Optional[Callable[[TableInfo], None]] = None):
+    def __init__(self, spark: Any, on_table: Optional[Callable[[TableInfo], None]] = None,
+                 keys: Optional[Declarations] = None):
+        """``keys``: the declarations the caller vouches for (:mod:`superop.ir.keys`),
+        table name as the user writes it -> its keys; the catalog's own constraints are
+        not read."""
         check_session_dialect(spark)
+        self.keys = {TableName.parse(t).normalized(False): ks for t, ks in (keys or {}).items()}
         self.spark = spark
         conf = str(spark.conf.get("spark.sql.caseSensitive", "false")).strip().lower()
         self.case_sensitive = conf == "true"
@@ -125,7 +138,8 @@ class SparkCatalogSchema(SchemaSource):
             identity = (t.catalog or "",) + namespace + (t.name,)
         info = TableInfo(name, tuple(self.norm(p) for p in identity),
                          tuple((self.norm(f.name), f.dataType.simpleString()) for f in fields),
-                         temporary=bool(t.isTemporary), volatile=volatile)
+                         temporary=bool(t.isTemporary), volatile=volatile,
+                         keys=self.keys.get(name.normalized(False), ()))
         self._cache[name] = info
         if self.on_table is not None:
             self.on_table(info)
@@ -186,8 +200,18 @@ def normalize_schema(data: object, where: str = "schema",
         raise SchemaError(f"{where}: expected {{\"table\": {{\"column\": \"type\"}}}}")
     out: dict[str, dict[str, str]] = {}
     for table, cols in data.items():
+        if table == KEYS_ENTRY:
+            continue
         k = str(table) if keep_case else str(table).lower()
         out[k] = {(str(c) if keep_case else str(c).lower()): str(t).lower() for c, t in cols.items()}
+    decls = parse_keys(data.get(KEYS_ENTRY), where)
+    if decls:
+        low = (lambda x: x) if keep_case else str.lower
+        decls = {low(t): tuple(DeclaredKey(tuple(map(low, k.columns)),
+                                           None if k.determines is None else tuple(map(low, k.determines)))
+                               for k in ks) for t, ks in decls.items()}
+        check_columns(decls, {t: list(c) for t, c in out.items()}, where)
+        out[KEYS_ENTRY] = {t: "; ".join(k.text() for k in ks) for t, ks in decls.items()}
     return out
 
 

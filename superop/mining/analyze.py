@@ -17,7 +17,7 @@ ANALYSIS_COLUMNS = [
     ("reason", "string"), ("fingerprint", "string"), ("op", "string"), ("shape", "string"),
     ("shape_counts", "string"), ("family", "string"), ("join_kind", "string"),
     ("n_inputs", "int"), ("agg", "string"), ("inputs", "string"), ("example_sql", "string"),
-    ("plan_nodes", "int"), ("example_shape", "string"),
+    ("plan_nodes", "int"), ("example_shape", "string"), ("premises", "string"),
 ]
 ANALYSIS_DDL = ", ".join(f"{c} {t}" for c, t in ANALYSIS_COLUMNS)
 
@@ -101,7 +101,7 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
                         shape_counts=f.shape_counts, family=f.family, join_kind=f.join_kind,
                         n_inputs=f.n_inputs, agg=f.agg, inputs=",".join(f.inputs),
                         example_sql=example, plan_nodes=sum(1 for _ in walk(f.root)),
-                        example_shape=example_shape))
+                        example_shape=example_shape, premises=f.premises))
     return out
 
 

@@ -39,6 +39,7 @@ class Finding:
     reason: str = ""               # a reason code of REASONS ("" for a candidate)
     agg: str = ""                  # MJ: MIN/MAX
     inputs: list[str] = field(default_factory=list)   # tables under the shared input
+    premises: str = ""             # a candidate's declared-key premises (superop.ir.keys), "; "-joined
 
     @property
     def shape(self) -> str:
@@ -56,7 +57,8 @@ def _tables(n: Node | None) -> list[str]:
 def finding(f: Match | NearMiss) -> Finding:
     if isinstance(f, Match):
         return Finding(Status.CANDIDATE, f.family, f.join_kind or "", f.root, len(f.branches),
-                       agg=get(f.family).summary_agg(f), inputs=_tables(f.source))
+                       agg=get(f.family).summary_agg(f), inputs=_tables(f.source),
+                       premises="; ".join(p.text() for p in f.premises))
     return Finding(Status.NEAR_MISS, f.family, f.join_kind, f.root, f.n_inputs, reason=f.code,
                    inputs=_tables(f.source))
 

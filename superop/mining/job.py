@@ -50,7 +50,7 @@ CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_coun
                      "n_inputs", "agg", "input_tables", "example_sql", "example_shape",
                      "example_template_id", "templates",
                      "executions", "cost_ms", "cost_share", "read_bytes", "shuffle_bytes",
-                     "distinct_subplans", "template_ids", "route"]
+                     "distinct_subplans", "template_ids", "premises", "route"]
 
 @dataclass
 class MiningResult:
@@ -62,9 +62,11 @@ class MiningResult:
     mlflow_run_id: Optional[str] = None
 
 
-def candidate_id(family: str, join_kind: str, shape: str) -> str:
-    """Stable across runs and logs: a hash of the variant key."""
-    h = hashlib.blake2b(f"{family}|{join_kind}|{shape}".encode(), digest_size=5).hexdigest()
+def candidate_id(family: str, join_kind: str, shape: str, premises: str = "") -> str:
+    """Stable across runs and logs: a hash of the variant key (its declared-key premises
+    only when it has some: every other id is unchanged)."""
+    key = f"{family}|{join_kind}|{shape}" + (f"|{premises}" if premises else "")
+    h = hashlib.blake2b(key.encode(), digest_size=5).hexdigest()
     return f"{family}-{h}"
 
 
@@ -219,8 +221,9 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.max("plan_nodes").alias("plan_nodes"),
             F.min("template_id").alias("example_template_id"))
             .filter(sel.recurs(total_cost)).toPandas())
-        # near-misses of one shape but different reasons stay apart
-        variant = ["status", "family", "join_kind", "shape", "reason"]
+        # near-misses of one shape but different reasons stay apart, and candidates of one
+        # shape under different declared-key premises (each needs its own proof)
+        variant = ["status", "family", "join_kind", "shape", "reason", "premises"]
         fnd = a.filter(F.col("row_kind") == "finding")
         # one row per (template, variant): a template with the same variant twice counts once
         fnd = fnd.groupBy("template_id", *variant).agg(
@@ -316,11 +319,12 @@ def _tables(g: pd.DataFrame, sel: Selection, total_cost: float
             "read_bytes": float(r["read_bytes"] or 0.0),
             "shuffle_bytes": float(r["shuffle_bytes"] or 0.0),
             "distinct_subplans": len(r["fps"]), "template_ids": list(r["template_ids"]),
+            "premises": r.get("premises") or "",
         }
         if r["status"] == "candidate":
             if sel.keeps(base["templates"], base["executions"], base["cost_share"]):
                 rows_c.append(dict(base, candidate_id=candidate_id(r["family"], base["join_kind"],
-                                                                   r["shape"]),
+                                                                   r["shape"], base["premises"]),
                                    route=sel.route(base["templates"],
                                                    bool(r.get("single_recurs") or 0))))
         else:

@@ -161,6 +161,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
                 out.aggregates, out.branches = list(point.aggregates), point.branches
                 out.agg_side, out.join_kind = point.agg_side, again.join_kind
                 out.variant = point.variant
+                out.premises = list(point.premises)
     except Exception as e:  # one candidate never kills the run
         out.status, out.reason = OutcomeStatus.CRASHED, f"{type(e).__name__}: {e}"
         out.traceback = traceback.format_exc(limit=5)
@@ -235,7 +236,7 @@ def pattern_of(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
         candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
         edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
         branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
-        aggregates=o.aggregates, variant=o.variant, memory=o.memory or "streaming",
+        aggregates=o.aggregates, variant=o.variant, premises=list(o.premises), memory=o.memory or "streaming",
         program=o.program, pseudo_code=o.pseudo_code,
         certificate=_certificate(o, schema, K, verify_timeout_s, min_bound),
         distinct_queries=o.support.templates, executions=o.support.executions,

@@ -79,6 +79,7 @@ class Outcome:
     branches: int = 2
     agg_side: Optional[str] = None
     variant: str = ""                    # the point's Covers.variant (e.g. NB's rank offsets)
+    premises: list[str] = field(default_factory=list)   # the point's declared-key premises
     traceback: Optional[str] = None
     support: Optional[Support] = None
     template_ids: list[str] = field(default_factory=list)

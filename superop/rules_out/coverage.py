@@ -48,7 +48,7 @@ def _maximal_points(rec: Covers) -> list[Covers]:
     kinds: list[tuple[str, ...]] = [(k,) for k in rec.join_kinds] or [()]
     aggs = fam.maximal_aggregate_sets(rec.aggregates) if rec.aggregates else [frozenset()]
     return [Covers.make(rec.family, join_kinds=k, branches=rec.branches, agg_side=rec.agg_side,
-                        aggregates=a, edges=rec.edges, variant=rec.variant)
+                        aggregates=a, edges=rec.edges, variant=rec.variant, premises=rec.premises)
             for k, a in itertools.product(kinds, aggs)]
 
 

@@ -58,6 +58,7 @@ class Pattern:
     template_ids: list[str] = field(default_factory=list)
     join_kinds: Optional[list[str]] = None       # several join kinds (a tree); default [join_kind]
     variant: str = ""                      # Covers.variant of the pattern (e.g. rank offsets)
+    premises: list[str] = field(default_factory=list)   # Covers.premises (declared keys)
 
     @property
     def point(self) -> Covers:
@@ -65,7 +66,8 @@ class Pattern:
         kinds = self.join_kinds if self.join_kinds is not None else ([self.join_kind] if self.join_kind else [])
         return Covers.make(self.family, join_kinds=kinds,
                            branches=self.branches, agg_side=self.agg_side.value if self.agg_side else None,
-                           aggregates=self.aggregates, edges=self.edges, variant=self.variant)
+                           aggregates=self.aggregates, edges=self.edges, variant=self.variant,
+                           premises=self.premises)
 
     @property
     def skeleton(self) -> Skeleton:

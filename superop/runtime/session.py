@@ -38,6 +38,7 @@ from typing import Optional, Union
 from .. import families
 from ..ir.generate import to_sql
 from ..ir.lower import lower
+from ..ir.keys import keys_fingerprint, session_keys
 from ..ir.schema import SparkCatalogSchema
 from ..rules_out.catalog import load_catalog, validate
 from .cache import (PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of,
@@ -76,8 +77,15 @@ class SuperOpSession:
     def __init__(self, spark, catalog: Union[str, dict], *, gate: Union[bool, str] = "cost",
                  schema: Optional[dict] = None, max_alternatives: int = 4,
                  analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
-                 cache_size: int = 1024, cost_constants: Optional[CostConstants] = None):
-        """``analyze_tables``: run ``ANALYZE TABLE .. COMPUTE STATISTICS FOR ALL COLUMNS``
+                 cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
+                 keys: Union[None, str, dict] = None):
+        """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
+        like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
+        mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
+        schema file holding one (the ``--schema`` format). A rule whose certificates
+        assume a key premise applies only where these declarations give it; the
+        catalog's own constraints are not read. With ``schema``, its ``"$keys"`` entry.
+        ``analyze_tables``: run ``ANALYZE TABLE .. COMPUTE STATISTICS FOR ALL COLUMNS``
         once per catalog table a query reads and give the cost model the stored row
         counts and column NDVs (temp views have no table statistics and are skipped).
         ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
@@ -89,7 +97,10 @@ class SuperOpSession:
         self.catalog = _load(catalog, require_verified=True)
         self.rewriter = Rewriter(self.catalog)
         self.gate = _gate_mode(gate)
+        self.keys = session_keys(keys)
         self.schema = schema
+        # decisions depend on the declarations too (a shared cache must not mix them)
+        self._checksum = self.catalog.get("checksum", "") + keys_fingerprint(self.keys, schema)
         self.max_alternatives = max_alternatives
         self.constants = cost_constants or CONSTANTS
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
@@ -107,7 +118,7 @@ class SuperOpSession:
             def hook(t):
                 if not t.temporary:
                     self._analyze(t.name.sql())
-        return SparkCatalogSchema(self.spark, on_table=hook)
+        return SparkCatalogSchema(self.spark, on_table=hook, keys=self.keys)
 
     def _analyze(self, table: str) -> None:
         with self._lock:
@@ -128,7 +139,7 @@ class SuperOpSession:
     def _cache_key(self, tpl):
         versions = tuple((t, table_version(self.spark, t)) for t in tpl.tables)
         conf = conf_fingerprint(self.spark, PLAN_CONF)
-        return DecisionCache.key(tpl, self.catalog.get("checksum", ""), versions, conf)
+        return DecisionCache.key(tpl, self._checksum, versions, conf)
 
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
@@ -157,7 +168,7 @@ class SuperOpSession:
         table (no sqlglot, no Spark planning)."""
         assert self.cache is not None
         conf = conf_fingerprint(self.spark, PLAN_CONF)
-        e = self.cache.get_exact(sql, self.catalog.get("checksum", ""), conf)
+        e = self.cache.get_exact(sql, self._checksum, conf)
         if e is None:
             return None
         try:
@@ -182,7 +193,7 @@ class SuperOpSession:
             expl = expl[len(p):] if expl.startswith(p) else expl
         extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
                      cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates)
-        self.cache.put_exact(sql, self.catalog.get("checksum", ""), conf_fingerprint(self.spark, PLAN_CONF),
+        self.cache.put_exact(sql, self._checksum, conf_fingerprint(self.spark, PLAN_CONF),
                              ExactEntry(tuple(tables), versions, res.sql, res.changed, tuple(res.applied),
                                         expl, extra))
 

@@ -28,7 +28,8 @@ TRUE: it is NULL exactly when there is no such row (a neighbour's value may be N
 
 Preconditions. ``requires`` lists properties of the INPUT the program's equivalence with
 its sub-plan relies on (:class:`RowNumber`: a column numbers the rows of each partition
-1..n). They do not change what the program computes; the verifier proves equivalence
+1..n; :class:`~superop.ir.keys.Determines`: rows that agree on some columns agree on
+others — a declared key's consequence). They do not change what the program computes; the verifier proves equivalence
 for every input that satisfies them, the reference interpreter refuses an input that
 does not, and the family that built the program must establish them for the source it
 runs on (e.g. a ``row_number()`` of that source).
@@ -67,12 +68,13 @@ This module is pure data + printing; it imports neither Spark nor Z3.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Optional, Union
 
 import sqlglot
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
+from ..ir.keys import Determines
 
 AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct", "count_distinct_sorted")
 # the accumulators that keep a set of values per partition (not constant state)
@@ -190,6 +192,21 @@ class RowNumber:
     def pretty(self) -> str:
         return f"requires {self.column} = row number within ({', '.join(self.partition)})"
 
+    def reads(self) -> tuple[str, ...]:
+        return (self.column, *self.partition)
+
+    def to_json(self) -> dict:
+        return {"row_number": self.column, "partition": list(self.partition)}
+
+
+Precondition = Union[RowNumber, Determines]   # Determines: a declared key (superop.ir.keys)
+
+
+def precondition_from_json(d: dict) -> Precondition:
+    if "row_number" in d:
+        return RowNumber(d["row_number"], tuple(d["partition"]))
+    return Determines.from_json(d)
+
 
 @dataclass(frozen=True)
 class PartitionEmit:
@@ -272,7 +289,7 @@ class Program:
     memory: str = STREAMING
     output_types: tuple[str, ...] = ()          # optional Spark types, for NULL outputs
     neighbours: tuple[Neighbour, ...] = ()      # nb.* (LAG / LEAD in sort order)
-    requires: tuple[RowNumber, ...] = ()        # preconditions on the input
+    requires: tuple[Precondition, ...] = ()     # preconditions on the input
 
     def __post_init__(self):
         if self.memory not in (STREAMING, BUFFERING):
@@ -338,7 +355,7 @@ class Program:
         if self.neighbours:
             out["neighbours"] = [{"name": n.name, "offset": n.offset, "arg": s(n.arg)} for n in self.neighbours]
         if self.requires:
-            out["requires"] = [{"row_number": c.column, "partition": list(c.partition)} for c in self.requires]
+            out["requires"] = [c.to_json() for c in self.requires]
         return out
 
     @staticmethod
@@ -358,5 +375,5 @@ class Program:
                             for x in d.get("row_emits", ())),
             neighbours=tuple(Neighbour(n["name"], int(n["offset"]), e(n["arg"]))
                              for n in d.get("neighbours", ())),
-            requires=tuple(RowNumber(c["row_number"], tuple(c["partition"])) for c in d.get("requires", ())),
+            requires=tuple(precondition_from_json(c) for c in d.get("requires", ())),
         )

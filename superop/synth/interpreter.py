@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 
 from sqlglot import exp
 
+from ..ir.keys import Determines
 from .dsl import BUFFERING, STREAMING, Accumulator, Program
 from .expr_eval import EvalError, compile_expr, truth
 
@@ -127,7 +128,7 @@ class Compiled:
         self.flag_pos = {f.name.lower(): i for i, f in enumerate(program.flags)}
         self.nb_pos = {n.name.lower(): i for i, n in enumerate(program.neighbours)}
         for c in program.requires:
-            for col in (c.column, *c.partition):
+            for col in c.reads():
                 if col.lower() not in self.col_index:
                     raise ProgramError(f"required column {col} not in the input")
         for s in program.sort:
@@ -207,8 +208,17 @@ class Compiled:
         return sorted(rows, key=functools.cmp_to_key(cmp))
 
     def _check_requires(self, rows: list[tuple]) -> None:
-        """The input must satisfy every :class:`RowNumber` precondition."""
+        """The input must satisfy every precondition (:class:`RowNumber`, :class:`Determines`)."""
         for c in self.p.requires:
+            if isinstance(c, Determines):
+                bi = [self.col_index[x.lower()] for x in c.by]
+                di = [self.col_index[x.lower()] for x in c.determined]
+                seen: dict[tuple, tuple] = {}
+                for r in rows:
+                    d = tuple(r[i] for i in di)
+                    if seen.setdefault(tuple(r[i] for i in bi), d) != d:
+                        raise ProgramError(f"input violates the precondition: {c.text()}")
+                continue
             ci = self.col_index[c.column.lower()]
             pi = [self.col_index[x.lower()] for x in c.partition]
             groups: dict[tuple, list] = {}

@@ -34,6 +34,7 @@ from typing import Any, Optional
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
+from ..ir.keys import Determines
 from ..ir.nodes import Node, Scan, expressions_of, walk
 from ..sparkutil import bag
 from .dsl import STREAMING, Program
@@ -364,7 +365,7 @@ class Synthesizer:
             leaf = next(iter(leaves.values()))
             self.plan = sub
             self.parts = Parts(m.family, m.root, [], None, [], [leaf], sub.names)
-            keys = set(prog.keys) | {c for r in prog.requires for c in (r.column, *r.partition)}
+            keys = set(prog.keys) | {c for r in prog.requires for c in r.reads()}
             gen = Inputs(self.parts, sub, keys, self.seed)
             self.tests = []
             try:
@@ -588,12 +589,21 @@ class Synthesizer:
 
 def satisfy_requires(program: Program, leaf: Scan, data: dict, rng: random.Random) -> dict:
     """A generated table made to satisfy the program's preconditions: each RowNumber
-    column numbers its partition's rows 1..n (in a random order)."""
+    column numbers its partition's rows 1..n (in a random order); each Determines copies
+    the determined columns from the first row with the same ``by`` values."""
     if not program.requires:
         return data
     cols = [c for c, _ in leaf.columns]
     rows = [list(r) for r in data[id(leaf)]]
     for req in program.requires:
+        if isinstance(req, Determines):
+            bi, di = [cols.index(c) for c in req.by], [cols.index(c) for c in req.determined]
+            first: dict[tuple, list] = {}
+            for r in rows:
+                f = first.setdefault(tuple(r[i] for i in bi), r)
+                for i in di:
+                    r[i] = f[i]
+            continue
         ci, pi = cols.index(req.column), [cols.index(p) for p in req.partition]
         groups: dict[tuple, list[list]] = {}
         for r in rows:

@@ -194,9 +194,11 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         "claim": (f"the {program.memory} program "
                   f"({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
                   f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
-        "assumptions": BOUNDED_ASSUMPTIONS,
+        "assumptions": BOUNDED_ASSUMPTIONS + _key_assumptions(schema),
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if covers and covers.get("premises"):
+        cert["premises"] = covers["premises"]
     if emitted is not None:
         cert["emitted_sql"] = emitted
     st = _streamability(sql, schema)
@@ -205,6 +207,16 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
     if result.status != VERIFIED:
         cert["reason"] = result.reason
     return cert
+
+
+def _key_assumptions(schema: dict) -> list[str]:
+    """The declared keys the check assumed (the schema's ``$keys``, superop.ir.keys)."""
+    from ..ir.keys import KEYS_ENTRY
+    decl = schema.get(KEYS_ENTRY) if isinstance(schema, dict) else None
+    if not decl:
+        return []
+    return ["declared keys hold on the input tables (vouched for by the user, not checked): "
+            + "; ".join(f"{t}: {d}" for t, d in sorted(decl.items()))]
 
 
 def _streamability(sql: str, schema: dict) -> Optional[dict]:

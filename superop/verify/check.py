@@ -18,7 +18,7 @@ from ..ir.nodes import Node, Scan, walk
 from ..synth.dsl import Program
 from .bags import concrete_rel, outcomes_differ, raises
 from .exprs import encoding
-from .neighbours import requires_constraints
+from .neighbours import declared_key_constraints, requires_constraints
 from .plan_encoder import PlanEncoder
 from .program_encoder import GUARDED, ProgramEncoder
 from .relations import Rel, Table
@@ -101,7 +101,8 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
     (``build(table) -> (original, candidate)``): no table makes the candidate raise where
     the original does not, or return a different bag. Never raises for unmodelled input.
     ``assume(table)``: constraints every table considered satisfies (a program's
-    preconditions); only tables satisfying them can refute.
+    preconditions); only tables satisfying them can refute — as do the scan's declared
+    keys (:mod:`superop.ir.keys`, ``Scan.keys``).
 
     Nonlinear terms are first abstracted by uninterpreted functions (sound for
     ``verified``); a counterexample found under the abstraction is re-decided with the
@@ -116,6 +117,8 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
             differ = outcomes_differ(a, b)
             if assume is not None:
                 differ = z3.And(differ, *assume(table))
+            if scan.keys:      # the table's declared keys hold (the user vouches for them)
+                differ = z3.And(differ, *declared_key_constraints(scan.keys, table.rows, table.col_index))
             return table, a, b, differ, enc.nonlinear_used
     try:
         table, a, b, differ, abstracted = encode(True)

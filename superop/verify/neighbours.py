@@ -5,7 +5,9 @@
   positions count the partition's present rows strictly before a row, ties broken by
   input position exactly as the program encoder's sort precedence does;
 * preconditions (``Program.requires``) — :class:`~superop.synth.dsl.RowNumber`: in every
-  partition the column takes the values 1..n once each. The bounded verifier proves a
+  partition the column takes the values 1..n once each; :class:`~superop.ir.keys.Determines`
+  (a declared key): present rows equal on its ``by`` columns are equal on the determined
+  ones (NULL-safe). The bounded verifier proves a
   program equivalent to its sub-plan on every input table that satisfies them.
 
 Used by the program encoder (``ProgramEncoder.encode``) and the bounded check; imports
@@ -17,6 +19,7 @@ from typing import Callable, Sequence
 
 import z3
 
+from ..ir.keys import DeclaredKey, Determines
 from ..synth.dsl import Program
 from .values import NULL, V, ite, rows_not_distinct
 from .result import Unsupported
@@ -54,10 +57,43 @@ def neighbour_values(program: Program, rows: Rows, members: Sequence[Sequence[z3
     return out
 
 
+def determines_constraints(rows: Rows, by: Sequence[int], determined: Sequence[int]) -> list[z3.BoolRef]:
+    """Present rows NULL-safe equal on the positions ``by`` are equal on ``determined``."""
+    out: list[z3.BoolRef] = []
+    for i, (pi_, vi) in enumerate(rows):
+        for l in range(i + 1, len(rows)):
+            pl, vl = rows[l]
+            same = rows_not_distinct([vi[j] for j in by], [vl[j] for j in by])
+            out.append(z3.Implies(z3.And(pi_, pl, same),
+                                  rows_not_distinct([vi[j] for j in determined], [vl[j] for j in determined])))
+    return out
+
+
+def declared_key_constraints(keys: Sequence[DeclaredKey], rows: Rows,
+                             col_index: Callable[[str], int]) -> list[z3.BoolRef]:
+    """A table's declared keys (:mod:`superop.ir.keys`) on its symbolic rows: a key is
+    NOT NULL and no two present rows share it; a dependency is :func:`determines_constraints`."""
+    out: list[z3.BoolRef] = []
+    for k in keys:
+        bi = [col_index(c) for c in k.columns]
+        if k.determines is not None:
+            out += determines_constraints(rows, bi, [col_index(c) for c in k.determines])
+            continue
+        for i, (pi_, vi) in enumerate(rows):
+            out += [z3.Implies(pi_, z3.Not(vi[j].null)) for j in bi]
+            for l in range(i + 1, len(rows)):
+                pl, vl = rows[l]
+                out.append(z3.Not(z3.And(pi_, pl, rows_not_distinct([vi[j] for j in bi], [vl[j] for j in bi]))))
+    return out
+
+
 def requires_constraints(program: Program, rows: Rows, col_index: Callable[[str], int]) -> list[z3.BoolRef]:
     """The program's preconditions on the symbolic input rows."""
     out: list[z3.BoolRef] = []
     for c in program.requires:
+        if isinstance(c, Determines):     # a declared key's consequence
+            out += determines_constraints(rows, [col_index(x) for x in c.by], [col_index(x) for x in c.determined])
+            continue
         ci = col_index(c.column)
         pi = [col_index(p) for p in c.partition]
         for i, (pres_i, vals_i) in enumerate(rows):

@@ -12,7 +12,11 @@ functions it folds, the operators on each of its edges) is covered when its fami
 branch count and side are equal and its join kind, functions and edge operators are
 subsets. ``variant`` (omitted when empty) is a family-specific parameter of the program
 the proof is about that must be EQUAL (the neighbour self-join: the rank offset of each
-use — a proof about LAG(x, 1) says nothing about LAG(x, 2)).
+use — a proof about LAG(x, 1) says nothing about LAG(x, 2)). ``premises`` (omitted when
+empty) are the declared-key premises the proof assumed (``Determines.text()`` over the
+shared source's columns, :mod:`superop.ir.keys`); they must be EQUAL too: a proof under a
+premise says nothing about an instance without it, and a proof without one is about
+instances whose joins equate every key.
 """
 from __future__ import annotations
 
@@ -43,14 +47,16 @@ class Covers:
     aggregates: tuple[str, ...]
     edges: tuple[tuple[str, ...], ...]
     variant: str = ""
+    premises: tuple[str, ...] = ()
 
     @classmethod
     def make(cls, family: str, *, join_kinds: Iterable[str] = (), branches: int = 2,
              agg_side: Optional[str] = None, aggregates: Iterable[str] = (),
-             edges: Iterable[Iterable[str]] = (), variant: str = "") -> "Covers":
+             edges: Iterable[Iterable[str]] = (), variant: str = "",
+             premises: Iterable[str] = ()) -> "Covers":
         return cls(family, tuple(sorted(set(join_kinds))), int(branches), agg_side,
                    tuple(sorted(set(aggregates))), tuple(_ordered(e, EDGE_OPS) for e in edges),
-                   str(variant or ""))
+                   str(variant or ""), tuple(sorted(set(premises))))
 
     # -- JSON ---------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -59,6 +65,8 @@ class Covers:
                "edges": [list(e) for e in self.edges]}
         if self.variant:
             out["variant"] = self.variant
+        if self.premises:
+            out["premises"] = list(self.premises)
         return out
 
     @classmethod
@@ -70,7 +78,8 @@ class Covers:
                             branches=int(d.get("branches", 2)), agg_side=d.get("agg_side"),
                             aggregates=[str(a) for a in d.get("aggregates") or ()],
                             edges=[[str(o) for o in e] for e in d.get("edges") or ()],
-                            variant=str(d.get("variant") or ""))
+                            variant=str(d.get("variant") or ""),
+                            premises=[str(p) for p in d.get("premises") or ()])
         except (KeyError, TypeError) as e:
             raise ValueError(f"malformed covers record: {e}") from None
 
@@ -79,6 +88,7 @@ class Covers:
         """Every instance ``other`` stands for is one this record stands for."""
         return (self.family == other.family and self.branches == other.branches
                 and self.agg_side == other.agg_side and self.variant == other.variant
+                and self.premises == other.premises
                 and set(other.join_kinds) <= set(self.join_kinds)
                 and set(other.aggregates) <= set(self.aggregates)
                 and len(self.edges) == len(other.edges)
@@ -97,6 +107,9 @@ class Covers:
             return f"aggregate on the {point.agg_side}"
         if self.variant != point.variant:
             return f"variant {point.variant or '(none)'} (the rule's: {self.variant or '(none)'})"
+        if self.premises != point.premises:
+            return (f"declared-key premises {list(point.premises) or '(none)'} "
+                    f"(the rule's: {list(self.premises) or '(none)'})")
         extra = sorted(set(point.aggregates) - set(self.aggregates))
         if extra:
             return f"aggregates {extra} outside {sorted(self.aggregates)}"
@@ -113,6 +126,7 @@ class Covers:
         kinds = "/".join(self.join_kinds) or f"{self.branches}-way"
         side = f", aggregate {self.agg_side}" if self.agg_side else ""
         var = f", variant {self.variant}" if self.variant else ""
+        var += f", premises {'; '.join(self.premises)}" if self.premises else ""
         return (f"{self.family} {kinds}{side}{var}, aggregates {{{', '.join(self.aggregates)}}}, edges "
                 + " ".join(f"e{i + 1}[{','.join(e)}]" for i, e in enumerate(self.edges)))
 

@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from ...ir.analysis import Edge, walk_edge
 from ...ir.dialect import DIALECT
+from ...ir.keys import KEYS_ENTRY, DeclaredKey, dependencies, keys_entry
 from ...ir.nodes import (Aggregate, Field, Join, Limit, Node, Project, Rename, Scan, Select, Sort,
                          UnionAll, Window, parents, replace, resolve_field, walk)
 from .records import Branch, Reason
@@ -418,7 +419,10 @@ def over_source(root: Node, source: Node, schema: Optional[dict[str, dict[str, s
     least as strong as checking it on the rows the source produces. None when a column's
     type is unknown or the source's column names repeat."""
     if isinstance(source, Scan):
-        return root, {source.table: dict(source.columns)}
+        one: dict[str, dict[str, str]] = {source.table: dict(source.columns)}
+        if source.keys:
+            one[KEYS_ENTRY] = keys_entry({source.table: source.keys})
+        return root, one
     names = list(source.names)
     if len({n.lower() for n in names}) != len(names):
         return None
@@ -432,8 +436,16 @@ def over_source(root: Node, source: Node, schema: Optional[dict[str, dict[str, s
         if t is None:
             return None
         cols.append((n, t))
-    leaf = Scan(SOURCE_TABLE, tuple(cols))
-    return replace(root, {id(source): leaf}), {SOURCE_TABLE: dict(cols)}
+    # what the source's declared keys make its columns determine (superop.ir.keys), as
+    # dependencies of the one table: a sub-plan whose match relies on one still matches
+    deps = tuple(DeclaredKey(tuple(names[i] for i in sorted(d.by)),
+                             tuple(names[i] for i in sorted(d.on - d.by)))
+                 for d in dependencies(source) if d.on - d.by)
+    leaf = Scan(SOURCE_TABLE, tuple(cols), keys=deps)
+    sch: dict[str, dict[str, str]] = {SOURCE_TABLE: dict(cols)}
+    if deps:
+        sch[KEYS_ENTRY] = keys_entry({SOURCE_TABLE: deps})
+    return replace(root, {id(source): leaf}), sch
 
 
 def inferred_types(node: Node) -> list[Optional[str]]:

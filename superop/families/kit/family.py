@@ -188,7 +188,8 @@ class Family:
             funcs = (funcs - {"count_distinct"}) | distinct_funcs(m)
         return Covers.make(self.name, join_kinds=[m.join_kind] if m.join_kind else [],
                            branches=len(m.branches), agg_side=m.agg_side.value if m.agg_side else None,
-                           aggregates=funcs, edges=self.edge_ops(m))
+                           aggregates=funcs, edges=self.edge_ops(m),
+                           premises=[p.text() for p in m.premises])
 
     def maximal_aggregate_sets(self, aggregates: Sequence[str]) -> list[frozenset[str]]:
         """The largest sets of functions one instance may fold together (a rule admitting

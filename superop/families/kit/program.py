@@ -285,15 +285,19 @@ def _disj(parts: Sequence[exp.Expr]) -> exp.Expr:
     return cast(exp.Expr, exp.or_(*[exp.Paren(this=p.copy()) for p in parts], copy=False))
 
 
-def join_tree_emits(root: Node, inputs: dict[int, TreeInput], keys: Sequence[str]) -> list[PartitionEmit]:
+def join_tree_emits(root: Node, inputs: dict[int, TreeInput], keys: Sequence[str],
+                    equated: Optional[Sequence[str]] = None) -> list[PartitionEmit]:
     """The partition emits of a tree of joins (inner, left, right, full, semi, anti) over
     inputs of at most one row per partition, every join on the partition keys (checked
     on the rows where every input is present: Algorithms 2-3 at each join) plus a residual
     ψ. Per partition each sub-tree yields alternatives (guard, outputs): a leaf one (its
     presence), a join the matched pairs — both present, keys not NULL, ψ TRUE — and, per
     its kind, the unmatched rows of a preserved side NULL-extended. ``inputs`` maps
-    id(leaf node) to the leaf; every other node under ``root`` must be a Join."""
-    goals = [(f"key.{k}", f"key.{k}") for k in keys]
+    id(leaf node) to the leaf; every other node under ``root`` must be a Join.
+    ``equated``: the keys the joins equate when the others are determined by them (a
+    declared key, :mod:`superop.ir.keys`); default every key."""
+    eq = list(keys if equated is None else equated)
+    goals = [(f"key.{k}", f"key.{k}") for k in eq]
 
     def go(n: Node) -> tuple[tuple[Field, ...], list[Alternative]]:
         leaf = inputs.get(id(n))
@@ -309,7 +313,7 @@ def join_tree_emits(root: Node, inputs: dict[int, TreeInput], keys: Sequence[str
         for i, a in enumerate(la):
             for j, b in enumerate(ra):
                 psi = join_split(n, ((lf, a.outputs), (rf, b.outputs)), goals, check=(i == 0 and j == 0))
-                m = conj(is_true(a.guard), is_true(b.guard), keys_not_null(keys), is_true(psi))
+                m = conj(is_true(a.guard), is_true(b.guard), keys_not_null(eq), is_true(psi))
                 assert m is not None
                 matched[i, j] = m
         nl = tuple(null() for _ in lf)
@@ -339,16 +343,19 @@ def join_tree_emits(root: Node, inputs: dict[int, TreeInput], keys: Sequence[str
 
 
 def not_null_keys_prefilter(join_kind: Optional[str], program: Program,
-                            preds: Sequence[Optional[exp.Expr]]) -> Optional[exp.Expr]:
+                            preds: Sequence[Optional[exp.Expr]],
+                            keys: Optional[Sequence[str]] = None) -> Optional[exp.Expr]:
     """A filter on the shared source that keeps every row a program can use: OR of the
     paths' source predicates when every path filters, AND keys NOT NULL when a NULL key
-    never produces output (inner and semi joins)."""
+    never produces output (inner and semi joins; ``keys``: the keys the joins equate,
+    default the program's)."""
     out: Optional[exp.Expr] = None
     if all(p is not None for p in preds):
         ps = [p.copy() for p in preds if p is not None]
         out = exp.Paren(this=exp.or_(*ps, copy=False)) if len(ps) > 1 else ps[0]
     if join_kind in ("inner", "semi"):
-        nn = [exp.Not(this=exp.Is(this=exp.column(k), expression=exp.Null())) for k in program.keys]
+        nn = [exp.Not(this=exp.Is(this=exp.column(k), expression=exp.Null()))
+              for k in (program.keys if keys is None else keys)]
         if nn:
             out = cast(exp.Expr, exp.and_(*([out] if out is not None else []), *nn, copy=False))
     return out

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Optional, Union
 
 from ...ir.analysis import Edge
+from ...ir.keys import Determines
 from ...ir.nodes import JOIN_KINDS, Aggregate, Join, Node
 from ...ir.reasons import ReasonCode as ReasonCode  # re-exported: the families' reason base
 
@@ -101,6 +102,9 @@ class Match:
     agg_side: Optional[Side] = None      # the aggregate branch of a one-aggregate join
     keys: tuple[int, ...] = ()           # the partition key: source field positions
     program: Optional["Program"] = None  # the template's program, once matching built it
+    # declared-key premises the match relies on (superop.ir.keys): grouping keys the joins
+    # do not equate, determined by the ones they do
+    premises: tuple[Determines, ...] = ()
 
     @property
     def join(self) -> Optional[Join]:

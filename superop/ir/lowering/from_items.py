@@ -33,7 +33,8 @@ class FromLowering(SetOpLowering):
                 info = self.tables.get(name.normalized(self.case_sensitive))
                 if info is None:
                     raise Unsupported(f"unknown table {name}")
-                base = Scan(name.sql(), info.columns, info.identity, self.norm(name.name), info.volatile)
+                base = Scan(name.sql(), info.columns, info.identity, self.norm(name.name), info.volatile,
+                            info.keys)
             ta = src.args.get("alias")
             col_aliases = [c.name for c in (ta.columns if ta is not None else [])]
             if col_aliases:                       # FROM t AS x(c1, c2, ...)

@@ -42,6 +42,40 @@ TPCDS_SCHEMA: dict[str, dict[str, str]] = {
     "web_site": _cols("web_site_sk int, web_site_id string, web_rec_start_date date, web_rec_end_date date, web_name string, web_open_date_sk int, web_close_date_sk int, web_class string, web_manager string, web_mkt_id int, web_mkt_class string, web_mkt_desc string, web_market_manager string, web_company_id int, web_company_name string, web_street_number string, web_street_name string, web_street_type string, web_suite_number string, web_city string, web_county string, web_state string, web_zip string, web_country string, web_gmt_offset decimal(5,2), web_tax_percentage decimal(5,2)"),
 }
 TABLES = tuple(TPCDS_SCHEMA)
+
+# Declared keys (superop.ir.keys; TPC-DS specification §2: every dimension's surrogate key
+# is its primary key; a business key ``*_id`` is unique only in a dimension that keeps no
+# history — item, store, call_center, web_page and web_site are history (SCD) tables whose
+# ``*_id`` repeats across a row's versions, so theirs are NOT declared). Fact tables are not
+# declared. Like Spark's RELY constraints these are vouched for, not checked.
+TPCDS_KEYS: dict[str, str] = {
+    "call_center": "cc_call_center_sk",
+    "catalog_page": "cp_catalog_page_sk; cp_catalog_page_id",
+    "customer": "c_customer_sk; c_customer_id",
+    "customer_address": "ca_address_sk; ca_address_id",
+    "customer_demographics": "cd_demo_sk",
+    "date_dim": "d_date_sk; d_date_id",
+    "household_demographics": "hd_demo_sk",
+    "income_band": "ib_income_band_sk",
+    "item": "i_item_sk",
+    "promotion": "p_promo_sk; p_promo_id",
+    "reason": "r_reason_sk; r_reason_id",
+    "ship_mode": "sm_ship_mode_sk; sm_ship_mode_id",
+    "store": "s_store_sk",
+    "time_dim": "t_time_sk; t_time_id",
+    "warehouse": "w_warehouse_sk; w_warehouse_id",
+    "web_page": "wp_web_page_sk",
+    "web_site": "web_site_sk",
+}
+
+
+def tpcds_schema(keys: bool = True) -> dict[str, dict[str, str]]:
+    """The schema mapping (for ``--schema``), with the declared keys under ``"$keys"``."""
+    from ...ir.keys import KEYS_ENTRY
+    out = dict(TPCDS_SCHEMA)
+    if keys:
+        out[KEYS_ENTRY] = dict(TPCDS_KEYS)
+    return out
 FACT_TABLES = ("store_sales", "store_returns", "catalog_sales", "catalog_returns", "web_sales",
                "web_returns", "inventory")
 

@@ -1,0 +1,146 @@
+"""Declared keys (superop.ir.keys) let the pivot join (PJ) take uses joined on a subset of
+the grouping keys — TPC-DS q4/q11/q74's ``year_total`` grouped by the customer's id AND
+name columns, joined on the id only — when a declared key makes the other keys determined
+by the equated ones. Matching, the bounded certificate (the premise is needed: without it
+Z3 finds a counterexample), the runtime with and without the declaration."""
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+import pytest
+
+from superop import families
+from superop.errors import SchemaError
+from superop.ir import lower, to_sql
+from superop.ir.keys import KEYS_ENTRY, DeclaredKey, Determines
+from superop.ir.schema import normalize_schema
+from superop.sparkutil import bag
+
+from ..runtime.runtime_fixtures import values_view
+
+TABLES = {"ksales": {"cust_sk": "int", "yr": "int", "amt": "int"},
+          "kcust": {"c_sk": "int", "c_id": "string", "c_name": "string"}}
+KEYED = {**TABLES, KEYS_ENTRY: {"kcust": "c_sk; c_id"}}
+SQL = ("WITH t AS (SELECT c_id, c_name, yr, SUM(amt) AS s, COUNT(*) AS n FROM ksales "
+       "JOIN kcust ON cust_sk = c_sk GROUP BY c_id, c_name, yr) "
+       "SELECT t1.c_id, t1.c_name, t1.s, t2.s AS s2, t2.n FROM t t1 JOIN t t2 ON t1.c_id = t2.c_id "
+       "WHERE t1.yr = 2001 AND t2.yr = 2002")
+PREMISE = "c_id -> c_name"
+
+# c1: both years, duplicates; c2: NULL name, both years; c3: 2001 only (no row); c4: no
+# sales; a sale of no customer (NULL cust_sk) and one of an unknown customer
+CUST = [(1, "c1", "ann"), (2, "c2", None), (3, "c3", "bob"), (4, "c4", "cy")]
+SALES = [(1, 2001, 5), (1, 2001, 5), (1, 2002, 7), (2, 2001, 1), (2, 2002, None), (3, 2001, 4),
+         (None, 2001, 9), (9, 2002, 3), (1, 2003, 1)]
+
+
+def _scan(schema):
+    return families.scan(lower(SQL, normalize_schema(schema)).plan)
+
+
+def test_schema_keeps_and_checks_declarations():
+    s = normalize_schema(KEYED)
+    assert s[KEYS_ENTRY] == {"kcust": "c_sk; c_id"}
+    assert DeclaredKey.parse("a, b -> c") == DeclaredKey(("a", "b"), ("c",))
+    with pytest.raises(SchemaError, match="unknown columns"):
+        normalize_schema({**TABLES, KEYS_ENTRY: {"kcust": "c_key"}})
+    with pytest.raises(SchemaError, match="malformed"):
+        normalize_schema({**TABLES, KEYS_ENTRY: {"kcust": "c_sk ->"}})
+
+
+def test_tpcds_schema_declares_keys_of_dimensions_without_history(tmp_path):
+    """The file ``superop workload tpcds-schema`` writes is what a session reads its keys
+    from; a history (SCD) dimension's business key is not declared."""
+    import json
+    from superop.ir.keys import session_keys
+    from superop.workloads.tpcds import tpcds_schema
+    f = tmp_path / "tpcds.json"
+    f.write_text(json.dumps(tpcds_schema()))
+    keys = session_keys(str(f))
+    assert DeclaredKey(("c_customer_id",)) in keys["customer"]
+    assert keys["item"] == (DeclaredKey(("i_item_sk",)),)
+    assert all(k.columns != ("s_store_id",) for k in keys["store"])
+
+
+@pytest.mark.parametrize("keys", [None, "c_sk", "c_name"])
+def test_refused_without_a_key_that_determines_the_other_grouping_keys(keys):
+    """No declaration, a key of another column (c_sk is not equated by the join) or one
+    the equated column does not reach: the same typed refusal as before."""
+    schema = dict(TABLES, **({KEYS_ENTRY: {"kcust": keys}} if keys else {}))
+    [f] = _scan(schema)
+    assert isinstance(f, families.NearMiss)
+    assert f.reason is families.Reason.JOIN_ON_SUBSET_OF_KEYS and "c_name" in f.detail
+
+
+def test_declared_key_gives_the_match_its_premise():
+    [m] = _scan(KEYED)
+    assert isinstance(m, families.Match) and m.program is not None
+    [p] = m.premises
+    assert p == Determines(("c_id",), ("c_name",)) and p.origins == ("kcust: c_id",)
+    assert m.program.requires == (p,)
+    assert families.get("PJ").point(m).premises == (PREMISE,)
+
+
+def _cut() -> tuple[str, dict]:
+    """The match's sub-plan over its source read as one table, as the nightly job cuts
+    it: the source's dependency travels as the one table's declaration."""
+    m = families.first_match(lower(SQL, normalize_schema(KEYED)).plan, finished=True)
+    assert m is not None
+    cut = families.over_source(m.root, m.source)
+    assert cut is not None
+    plan, schema = cut
+    assert "c_id -> c_sk, c_name" in schema[KEYS_ENTRY]["__source"]
+    return to_sql(plan), schema
+
+
+@functools.lru_cache(maxsize=1)
+def _certificate() -> dict:
+    from superop.verify.certificate import check_and_certify
+    sql, schema = _cut()
+    return check_and_certify(sql, schema, K=2, timeout_ms=60000)
+
+
+def test_certificate_records_the_premise_and_z3_needs_it():
+    from superop.verify import check_equivalence
+    sql, schema = _cut()
+    cert = _certificate()
+    assert cert["status"] == "verified", cert.get("reason")
+    assert cert["premises"] == [PREMISE] and cert["covers"]["premises"] == [PREMISE]
+    assert any("declared keys" in a for a in cert["assumptions"])
+    # the mutant: the same program without the premise, on a table without the declaration
+    bare = {t: c for t, c in schema.items() if t != KEYS_ENTRY}
+    m = families.first_match(lower(sql, normalize_schema(schema)).plan, finished=True)
+    assert m is not None and m.program is not None
+    r = check_equivalence(lower(sql, bare).plan, replace(m.program, requires=()), K=2, timeout_ms=60000)
+    assert r.status == "refuted" and r.counterexample is not None
+
+
+@pytest.fixture(scope="module")
+def keyed_catalog():
+    from superop.rules_out.catalog import make_catalog
+    from superop.rules_out.coverage import covered_rule
+    cert = _certificate()
+    assert cert["status"] == "verified"
+    return make_catalog([covered_rule("PJ", [cert], rule_id="pj-inner-2way-keyed")], version="keys-tests")
+
+
+@pytest.fixture(scope="module")
+def kdata(spark):
+    values_view(spark, "kcust", "c_sk int, c_id string, c_name string", CUST)
+    values_view(spark, "ksales", "cust_sk int, yr int, amt int", SALES)
+
+
+def test_runtime_rewrites_only_under_its_own_declaration(spark, kdata, keyed_catalog):
+    """With the session's declaration the keyed rule applies and the rewritten SQL returns
+    the original's bag; without it (or declaring another column) the query is unchanged
+    and the explanation says why — the catalog's premise is not enough."""
+    from superop.runtime import SuperOpSession
+    want = bag(spark.sql(SQL).collect())
+    assert len(want) == 2          # c1 and c2 (NULL name); c3 has no 2002 group
+    r = SuperOpSession(spark, keyed_catalog, gate=False, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
+    assert r.changed and r.applied == ["pj-inner-2way-keyed"], r.explanation
+    assert bag(spark.sql(r.sql).collect()) == want
+    for keys in (None, {"kcust": "c_sk"}):
+        r = SuperOpSession(spark, keyed_catalog, gate=False, keys=keys).rewrite(SQL)
+        assert not r.changed and "join_on_subset_of_keys" in r.explanation, r.explanation
