@@ -26,8 +26,9 @@ from typing import Iterable, Optional
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from .dialect import parse_one
+from .dialect import DIALECT, parse_one
 from .functions import TIE_MODELLED, Determinism, risky_calls
+from .lowering.exprs import has_query
 from .nodes import Aggregate, Limit, Node, Opaque, Scan, expressions_of, walk
 from .reasons import ReasonCode
 
@@ -46,6 +47,9 @@ class BlockReason(ReasonCode):
     SAMPLE_IN_SOURCE = ("sample_in_source", "a TABLESAMPLE inside the shared input")
     VOLATILE_VIEW = ("volatile_view", "the shared input reads a view whose rows may differ per read")
     UNMODELED_IN_SOURCE = ("unmodeled_in_source", "SQL inside the shared input that superop cannot inspect")
+    SUBQUERY_ON_MATCH = ("subquery_on_match",
+                         "a sub-query in an edge, aggregate or join expression of the match "
+                         "(the super-operator's program reads only the row, keys and accumulators)")
 
 
 _FROM_DETERMINISM = {
@@ -113,6 +117,14 @@ def source_blocker(source: Node) -> Optional[Blocker]:
     return None
 
 
+def _subquery_blocker(n: Node) -> Optional[Blocker]:
+    for e in expressions_of(n):
+        if has_query(e):
+            return Blocker(BlockReason.SUBQUERY_ON_MATCH,
+                           f"a sub-query in {n.op} on the match: {e.sql(dialect=DIALECT)[:120]}")
+    return None
+
+
 def blocking_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]:
     """Why a match must not be rewritten, or None. ``interior`` are the nodes the
     super-operator replaces (root, aggregates, the operators on its edges); ``source``
@@ -120,7 +132,7 @@ def blocking_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]
     for n in interior:
         if n is source:
             continue
-        b = _node_blocker(n, "on the match", interior=True)
+        b = _node_blocker(n, "on the match", interior=True) or _subquery_blocker(n)
         if b is not None:
             return b
     return source_blocker(source)

@@ -20,6 +20,8 @@ CONSTRUCTS = [
     "SELECT a FROM ops GROUP BY a HAVING SUM(s) > 100",
     "SELECT a FROM ops GROUP BY a ORDER BY SUM(s) DESC, a LIMIT 3",
     "SELECT x.a FROM ops x ORDER BY x.s DESC, x.b, x.c, x.d, x.a LIMIT 4",
+    # ORDER BY a column whose output name two items share (TPC-DS q39, q64)
+    "SELECT x.a, x.s, y.a, y.s FROM ops x JOIN ops y ON x.a = y.a ORDER BY x.a, x.s, y.s",
     "SELECT a AS s, b, c, d, s AS s2 FROM ops ORDER BY s, b, c, d, s2 LIMIT 4",
     "SELECT a, COUNT(DISTINCT d) AS nd FROM ops GROUP BY a HAVING COUNT(DISTINCT d) > 1",
     "SELECT a AS k, COUNT(*) AS n FROM ops GROUP BY k",
@@ -101,6 +103,8 @@ OPAQUE = [
     "SELECT a FROM ops EXCEPT SELECT a FROM accounts",
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
     "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
+    "SELECT x.a, SUM(x.s) AS t, y.a FROM ops x JOIN ops y ON x.a = y.a GROUP BY x.a, y.a "
+    "ORDER BY x.a, y.a",                           # duplicate names + hidden sort columns
     "SELECT * FROM range(10)",                      # output unknown to the IR: passed as is
     "SELECT * FROM ops TABLESAMPLE (100 PERCENT)",
     "SELECT i.a, COUNT(*) AS n FROM (SELECT a FROM ops INTERSECT SELECT a FROM accounts) i "

@@ -51,6 +51,11 @@ def blocker(sql: str):
      + DU.format(agg="sum(s)", src="o", where=""), BlockReason.ORDER_DEPENDENT, "row_number()"),
     ("WITH o AS (SELECT a, sum(s) OVER (ORDER BY b ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM ops) "
      + DU.format(agg="sum(s)", src="o", where=""), BlockReason.ORDER_DEPENDENT, "ROWS window frame"),
+    # a sub-query on an edge: the program would read its columns as the row's (TPC-DS q14b)
+    (DU.format(agg="sum(s)", src="ops", where="WHERE b IN (SELECT c FROM ops WHERE c > 1)"),
+     BlockReason.SUBQUERY_ON_MATCH, "sub-query in Select"),
+    ("SELECT a, sum(s) AS t FROM ops GROUP BY a HAVING sum(s) > (SELECT avg(s) FROM ops) "
+     "UNION ALL SELECT a, count(*) FROM ops GROUP BY a", BlockReason.SUBQUERY_ON_MATCH, "sub-query in Select"),
 ])
 def test_blocked(sql, reason, detail):
     b = blocker(sql)
@@ -68,6 +73,8 @@ def test_blocked(sql, reason, detail):
     "WITH o AS (SELECT a, s, rank() OVER (PARTITION BY a ORDER BY b) AS r FROM ops) "
     + DU.format(agg="sum(s)", src="o", where=""),
     "WITH o AS (SELECT a, s FROM ops WHERE c IN (1, 2)) " + DU.format(agg="sum(s)", src="o", where=""),
+    # a sub-query inside the shared source runs as written
+    "WITH o AS (SELECT a, s FROM ops WHERE b > (SELECT avg(b) FROM ops)) " + DU.format(agg="sum(s)", src="o", where=""),
 ])
 def test_not_blocked(sql):
     assert blocker(sql) is None

@@ -207,6 +207,9 @@ class SelectLowering(SubqueryLowering):
         if len(node.fields) == n_visible:
             return node
         visible = node.fields[:n_visible]
+        if len({f.name for f in visible}) < n_visible:
+            # the projection would refer to ``k`` twice by name: not expressible
+            raise Unsupported("duplicate output names with hidden ORDER BY columns")
         return Project(node, tuple((f.column(), f.name) for f in visible))
 
     def _hidden_refs(self, pred: exp.Expr, items: Items, keys: Sequence[exp.Expr]) -> exp.Expr:
@@ -260,7 +263,9 @@ class SelectLowering(SubqueryLowering):
         if isinstance(e, exp.Column) and not e.table and any(n == e.name for _, n in items):
             return exp.column(e.name)
         for ie, n in items:
-            if ie == e:
+            if ie == e and sum(m == n for _, m in items) == 1:
+                # an output name shared by two items (``a.k, b.k`` are both ``k``)
+                # is ambiguous above the projection: sort by a hidden copy instead
                 return exp.column(n)
         if keys is not None and has_agg(e):
             return self._hidden_refs(e, items, keys)
