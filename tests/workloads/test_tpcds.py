@@ -12,7 +12,7 @@ from superop.ir import lower
 from superop.mining.normalize import normalize
 from superop.runtime.plan import planning_ms
 from superop.sparkutil import bag
-from superop.workloads.tpcds import TPCDS_SCHEMA, parse_query_names, queries
+from superop.workloads.tpcds import TPCDS_KEYS, TPCDS_SCHEMA, parse_query_names, queries
 from superop.workloads.tpcds.log import DASHBOARD, generate, query_class
 from superop.workloads.tpcds.params import find_slots, substitute
 
@@ -163,7 +163,9 @@ def test_workload_commands(tmp_path, capsys):
     capsys.readouterr()
     assert main(["workload", "tpcds-schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
+    keys = schema.pop("$keys")
     assert schema == TPCDS_SCHEMA and len(schema) == 24
+    assert keys == TPCDS_KEYS and set(keys) <= set(TPCDS_SCHEMA)
     # below the smallest useful scale factor: a one-line error, exit 2
     assert main(["workload", "tpcds-data", "--sf", "0.001", "--out", str(tmp_path / "d")]) == 2
     assert "below 0.01" in capsys.readouterr().err
