@@ -77,7 +77,12 @@ from ..ir.dialect import DIALECT
 from ..ir.keys import Determines
 
 AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct", "count_distinct_sorted",
-             "max_by", "min_by")
+             "max_by", "min_by", "stddev_samp", "var_samp")
+# sample standard deviation / variance (Spark's stddev_samp / var_samp and their aliases
+# stddev / variance): a constant state (count, sum, sum of squares) of the non-NULL values;
+# NULL for fewer than 2 of them. The verifier leaves the final function of that state
+# uninterpreted (:mod:`superop.verify.folds`)
+MOMENT_FUNCS = ("stddev_samp", "var_samp")
 # ARGMAX / ARGMIN: ``arg`` is the pair (payload, ordering), see :func:`by_parts`
 BY_FUNCS = ("max_by", "min_by")
 # the accumulators that keep a set of values per partition (not constant state)
@@ -104,7 +109,9 @@ class NoAccumulator(ValueError):
     """An SQL aggregate call the DSL has no accumulator for."""
 
 
-_FOLDS = ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg"))
+_FOLDS = ((exp.Sum, "sum"), (exp.Min, "min"), (exp.Max, "max"), (exp.Avg, "avg"),
+          # Spark: stddev = stddev_samp, variance = var_samp (sqlglot parses var_samp as Variance)
+          (exp.StddevSamp, "stddev_samp"), (exp.Stddev, "stddev_samp"), (exp.Variance, "var_samp"))
 _BY = ((exp.ArgMax, "max_by"), (exp.ArgMin, "min_by"))
 
 

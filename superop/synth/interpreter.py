@@ -25,6 +25,7 @@ from sqlglot import exp
 from ..ir.keys import Determines
 from .dsl import BUFFERING, STREAMING, Accumulator, Program
 from .expr_eval import EvalError, compile_expr, truth
+from .plan_eval import moment_value
 
 
 class ProgramError(ValueError):
@@ -102,6 +103,13 @@ class _Agg:
         elif f in ("sum", "avg"):
             self.v = x if self.v is None else self.v + x
             self.n += 1
+        elif f in ("stddev_samp", "var_samp"):
+            # Welford's update in DOUBLE, as Spark's CentralMomentAgg: v = (mean, m2)
+            mean, m2 = self.v or (0.0, 0.0)
+            self.n += 1
+            delta = float(x) - mean
+            dn = delta / self.n
+            self.v = (mean + dn, m2 + delta * (delta - dn))
         elif f == "min":
             if self.v is None or x < self.v:
                 self.v = x
@@ -117,6 +125,8 @@ class _Agg:
             return self.v
         if f == "count_distinct":
             return len(self.seen)
+        if f in ("stddev_samp", "var_samp"):
+            return moment_value(f, self.n, self.v[1] if self.v else 0.0)
         if f == "avg":
             return None if self.n == 0 else self.v / self.n
         return self.v

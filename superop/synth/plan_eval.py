@@ -12,6 +12,7 @@ field order; NULL is ``None``. Sort/Limit/Window/Opaque are not evaluated
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 from sqlglot import exp
@@ -45,6 +46,27 @@ def _agg_state(func: exp.AggFunc):
         raise PlanEvalError(str(e)) from None
 
 
+def sample_moment(name: str, nn: list):
+    """stddev_samp / var_samp of the non-NULL values ``nn`` as Spark computes them
+    (CentralMomentAgg: Welford's update in DOUBLE; NULL for fewer than 2 values)."""
+    n, mean, m2 = 0, 0.0, 0.0
+    for x in nn:
+        n += 1
+        delta = float(x) - mean
+        dn = delta / n
+        mean += dn
+        m2 += delta * (delta - dn)
+    return moment_value(name, n, m2)
+
+
+def moment_value(name: str, n: int, m2: float):
+    """The final value of the (count, M2) state: NULL below 2 values (Spark 3+)."""
+    if n < 2:
+        return None
+    var = m2 / (n - 1)
+    return math.sqrt(var) if name == "stddev_samp" else var
+
+
 def aggregate_values(name: str, vals: list):
     if name in ("max_by", "min_by"):
         # vals = (payload, ordering) pairs: NULL orderings skipped, a tie keeps the later
@@ -73,6 +95,8 @@ def aggregate_values(name: str, vals: list):
         for v in nn[1:]:
             s = s + v
         return s / len(nn)
+    if name in ("stddev_samp", "var_samp"):
+        return sample_moment(name, nn)
     if name == "min":
         return min(nn)
     if name == "max":

@@ -10,6 +10,7 @@ for any two relations built over one symbolic table (e.g. plan vs plan).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Callable, Optional, Sequence
 
 import z3
@@ -28,6 +29,8 @@ from .values import lt, not_distinct
 
 DEFAULT_K = 4
 DEFAULT_TIMEOUT_MS = 20000
+# counterexamples re-asked for when stddev_samp/var_samp's uninterpreted function invented one
+OPAQUE_RETRIES = 2
 
 # what a pair of relations built over one symbolic table is: (original, candidate)
 Build = Callable[[Table], tuple[Rel, Rel]]
@@ -96,7 +99,8 @@ def _solver(table: Table, differ, timeout_ms: int, keys=()) -> z3.Solver:
 def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                    *, keys: Sequence[str] = (), ansi: bool = True,
                    functions: Optional[dict] = None,
-                   assume: Optional[Callable[[Table], Sequence[z3.BoolRef]]] = None) -> Result:
+                   assume: Optional[Callable[[Table], Sequence[z3.BoolRef]]] = None,
+                   confirm: Optional[Callable[[Counterexample], Optional[bool]]] = None) -> Result:
     """Bounded refinement of two relations built over ONE symbolic table of at most K rows
     (``build(table) -> (original, candidate)``): no table makes the candidate raise where
     the original does not, or return a different bag. Never raises for unmodelled input.
@@ -106,12 +110,17 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
 
     Nonlinear terms are first abstracted by uninterpreted functions (sound for
     ``verified``); a counterexample found under the abstraction is re-decided with the
-    exact encoding before it is reported."""
+    exact encoding before it is reported. An aggregate whose value stays uninterpreted
+    in the exact encoding too (stddev_samp / var_samp, :mod:`superop.verify.folds`) makes
+    a counterexample possibly invented by the function: it is reported only when
+    ``confirm(counterexample)`` (the reference semantics run on its table) says the
+    outcomes really differ; otherwise the result is ``unknown``."""
     t0 = time.perf_counter()
     elapsed_ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
 
-    def encode(abstract: bool):
-        with encoding(ansi=ansi, abstract_nonlinear=abstract, functions=functions) as enc:
+    def encode(abstract: bool, exact_moments: bool = False):
+        with encoding(ansi=ansi, abstract_nonlinear=abstract, functions=functions,
+                      exact_moments=exact_moments) as enc:
             table = Table(scan.table, scan.columns, K)
             a, b = build(table)
             differ = outcomes_differ(a, b)
@@ -119,7 +128,10 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
                 differ = z3.And(differ, *assume(table))
             if scan.keys:      # the table's declared keys hold (the user vouches for them)
                 differ = z3.And(differ, *declared_key_constraints(scan.keys, table.rows, table.col_index))
+            opaque[0] = opaque[0] or enc.opaque_used
+            differ = z3.And(differ, *enc.side)    # the definitions of stddev_samp / var_samp
             return table, a, b, differ, enc.nonlinear_used
+    opaque = [False]
     try:
         table, a, b, differ, abstracted = encode(True)
         if a.rows and b.rows and len(a.rows[0][1]) != len(b.rows[0][1]):
@@ -132,7 +144,9 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
     r = s.check()
     if r != z3.unsat and abstracted:
         # the abstraction may have invented a difference: decide with exact arithmetic
-        table, a, b, differ, _ = encode(False)
+        # (with stddev_samp/var_samp: their definitions, other nonlinear terms still
+        # abstracted — the reference semantics re-decide that counterexample below)
+        table, a, b, differ, _ = encode(opaque[0], exact_moments=opaque[0])
         s = _solver(table, differ, timeout_ms - elapsed_ms(), keys)
         r = s.check() if timeout_ms - elapsed_ms() > 0 else z3.unknown
     if r == z3.unsat:
@@ -150,8 +164,38 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
     if nice.check() == z3.sat:
         model = nice.model()
     cex = counterexample_from_model(model, table, scan, a, b)
+    blocked: list = []
+    while opaque[0]:
+        # stddev_samp / var_samp are uninterpreted: the difference may be the function's
+        # invention. Keep it only if the reference semantics confirm it; else block that
+        # table and ask again (a few times, within the time limit)
+        try:
+            real = confirm(cex) if confirm is not None else None
+        except Exception:                     # the reference cannot run it: not decided
+            real = None
+        if real:
+            break
+        if real is None or len(blocked) >= OPAQUE_RETRIES or timeout_ms - elapsed_ms() <= 0:
+            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
+                          reason="Z3 found a difference with stddev_samp/var_samp left uninterpreted; " + (
+                              f"on {len(blocked) + 1} tables the reference semantics give equal outcomes (the "
+                              "function invented the difference)" if real is False
+                              else "it was not re-decided concretely"))
+        blocked.append(z3.Not(z3.And(*_fix_rows(table, cex.rows))))
+        for bounds in (_nice_bounds(table), []):    # readable values if any table has them
+            again = new_solver(max(1000, int(timeout_ms - elapsed_ms())))
+            again.add(*s.assertions(), *blocked, *bounds)
+            if again.check() == z3.sat:
+                break
+        else:
+            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
+                          reason="Z3 found differences with stddev_samp/var_samp left uninterpreted; the "
+                                 "reference semantics give equal outcomes on each table tried")
+        cex = counterexample_from_model(again.model(), table, scan, a, b)
     why = ("the program raises an error where the original does not" if cex.program_error
            else "the outputs differ on the counterexample table")
+    if opaque[0]:
+        why += " (re-decided with the reference semantics: stddev_samp/var_samp are uninterpreted in Z3)"
     return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
 
 
@@ -174,8 +218,33 @@ def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
         return (PlanEncoder(table).encode(sub_plan),
                 ProgramEncoder(program, table, emit_outputs=emit_outputs).encode())
     assume = (lambda table: requires_constraints(program, table.rows, table.col_index)) if program.requires else None
+
+    def confirm(cex: Counterexample) -> Optional[bool]:
+        return reference_outcomes_differ(sub_plan, program, scan, cex)
     return check_outcomes(scan, build, K, timeout_ms, keys=program.keys, ansi=ansi, functions=functions,
-                          assume=assume)
+                          assume=assume, confirm=None if functions else confirm)
+
+
+def _rounded_bag(rows) -> Counter:
+    return Counter(tuple(round(x, 9) if isinstance(x, float) else x for x in r) for r in rows)
+
+
+def reference_outcomes_differ(sub_plan: Node, program: Program, scan: Scan, cex: Counterexample) -> Optional[bool]:
+    """Do the reference evaluators (``superop.synth.plan_eval`` for the plan, the DSL
+    interpreter for the program) give different outcomes on the counterexample's table?
+    None when either cannot evaluate it or the counterexample is about an error (floats
+    compared to 9 decimals: the reference
+    reads the rows in one order, Spark's DOUBLE rounding depends on it)."""
+    from ..synth.interpreter import run_program_rows
+    from ..synth.plan_eval import eval_plan
+    if cex.plan_error or cex.program_error:   # the reference evaluators do not model errors
+        return None
+    try:
+        orig = eval_plan(sub_plan, tables={scan.table: cex.rows})
+        prog = run_program_rows(program, cex.columns, cex.rows)
+    except Exception:
+        return None
+    return _rounded_bag(orig) != _rounded_bag(prog)
 
 
 def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,

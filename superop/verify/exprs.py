@@ -48,11 +48,18 @@ class Encoding:
     """``ansi``: partial expressions raise (Spark 4 default) instead of yielding NULL.
     ``abstract_nonlinear``: x*y and x/y of two non-constants become uninterpreted functions
     (sound for ``unsat``; check.py re-decides a ``sat`` exactly). ``functions``: declared
-    uninterpreted functions, name -> result kind."""
+    uninterpreted functions, name -> result kind. ``opaque_used``: an aggregate's value was
+    left uninterpreted (stddev_samp / var_samp of their moments, ``superop.verify.folds``):
+    a difference the solver finds may not be real (``check`` re-decides it concretely).
+    ``side``: true facts about such values (the exact encoding's definition of the
+    statistic) that a caller adds to its query (``check.check_outcomes`` does)."""
     ansi: bool = True
     abstract_nonlinear: bool = False
     functions: dict = field(default_factory=dict)
     nonlinear_used: bool = False
+    opaque_used: bool = False
+    side: list = field(default_factory=list)
+    exact_moments: bool = False      # stddev/var defined (side facts) even when abstracting
 
 
 _ENC: contextvars.ContextVar[Optional[Encoding]] = contextvars.ContextVar("superop_encoding", default=None)
@@ -69,6 +76,7 @@ def encoding(**settings) -> Iterator[Encoding]:
     outer = current()
     enc = Encoding(ansi=settings.get("ansi", outer.ansi),
                    abstract_nonlinear=settings.get("abstract_nonlinear", outer.abstract_nonlinear),
+                   exact_moments=settings.get("exact_moments", outer.exact_moments),
                    functions={**outer.functions, **{k.lower(): v for k, v in
                                                     (settings.get("functions") or {}).items()}})
     token = _ENC.set(enc)
@@ -77,6 +85,9 @@ def encoding(**settings) -> Iterator[Encoding]:
     finally:
         _ENC.reset(token)
         outer.nonlinear_used |= enc.nonlinear_used
+        outer.opaque_used |= enc.opaque_used
+        if outer is not _DEFAULT:
+            outer.side.extend(enc.side)
 
 
 class Ctx:
@@ -359,12 +370,15 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
             out = ite(out.null, x, ite(x.null, out, ite(better, x, out)))
         return V(out.v, out.null, k, any_err(allv), w)
     if isinstance(e, exp.Case):
-        if e.this is not None:
-            raise Unsupported("CASE <expr> WHEN (simple CASE)")
+        # simple CASE x WHEN v THEN ..: x evaluated once, each x = v in turn (a NULL x or v
+        # matches nothing: the ELSE branch), as Spark's CaseKeyWhen
+        base = ev(e.this, ctx) if e.this is not None else None
         out = ev(e.args["default"], ctx) if e.args.get("default") is not None else NULL
         for w in reversed(e.args.get("ifs") or []):
-            c = ev(w.this, ctx)
+            c = ev(w.this, ctx) if base is None else cmp(exp.EQ, base, ev(w.this, ctx))
             out = _choose(c, ev(w.args["true"], ctx), out)
+        if base is not None:
+            out = V(out.v, out.null, out.kind, z3.Or(base.err, out.err), out.width)
         return out
     if isinstance(e, exp.If):
         f = ev(e.args["false"], ctx) if e.args.get("false") is not None else NULL

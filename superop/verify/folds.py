@@ -11,6 +11,16 @@ aggregates, the program's accumulators (bounded: over K rows) and the template p
   case split over 1..K (linear arithmetic, exact for bounded tables); without a bound it
   is real division by the count.
 * min(x) / max(x): (current, NULL so far).
+* stddev_samp(x) / var_samp(x): (count, sum, sum of squares) of the non-NULL values (as
+  reals); NULL below 2 values (Spark 3+). The final value is an UNINTERPRETED function of
+  that state (:func:`moment_function`, one per aggregate) and, under
+  ``abstract_nonlinear``, so is x²: a proof (``unsat``) shows that both sides compute the
+  statistic from the same (n, Σx, Σx²) — hence from the same non-NULL values' moments —
+  and nothing about the function itself (Spark's DOUBLE rounding, which depends on the
+  order rows are read, is not modelled, as for a sum of doubles). The exact encoding
+  adds the function's definition as side facts (``Encoding.side``: var·n(n-1) = n·Σx² -
+  (Σx)², stddev ≥ 0 its root) so a difference found there is real over the reals; the
+  caller still re-decides it with the reference semantics (``superop.verify.check``).
 * count(DISTINCT x) is not a fold with constant state: :func:`count_distinct` (bounded only).
 * max_by(x, o) / min_by(x, o): not folded here; :func:`extremum_by` computes them over
   the K rows with a tie order shared by the original and the program.
@@ -35,7 +45,8 @@ from .result import Unsupported
 from .values import (FALSE, NULL, TRUE, V, common_kind, default, fresh, lt, not_distinct,
                      out_of_range)
 
-FOLDS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct_sorted")
+FOLDS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct_sorted", "stddev_samp", "var_samp")
+MOMENTS = ("stddev_samp", "var_samp")
 BIGINT = 64
 
 
@@ -48,7 +59,7 @@ class FoldState:
 
 
 def _sum_kind(func: str, kind: Optional[str]) -> Optional[str]:
-    if func in ("sum", "avg") and kind not in ("int", "real", None):
+    if func in ("sum", "avg", *MOMENTS) and kind not in ("int", "real", None):
         raise Unsupported(f"{func} over {kind}")
     return kind
 
@@ -69,6 +80,8 @@ def init(func: str, kind: Optional[str] = None, width: Optional[int] = None) -> 
         return FoldState(func, kind, width, (default(kind), FALSE))
     if func == "avg":
         return FoldState(func, kind, width, (z3.RealVal(0), z3.IntVal(0)))
+    if func in MOMENTS:
+        return FoldState(func, kind, width, (z3.IntVal(0), z3.RealVal(0), z3.RealVal(0)))
     return FoldState(func, kind, width, (default(kind), TRUE))   # min / max
 
 
@@ -115,6 +128,11 @@ def step(s: FoldState, member: z3.BoolRef, x: Optional[V]) -> FoldState:
         tot, cnt = s.parts
         xr = z3.ToReal(xv) if k == "int" else xv
         return FoldState(s.func, k, s.width, (tot + z3.If(nn, xr, z3.RealVal(0)), cnt + z3.If(nn, 1, 0)))
+    if s.func in MOMENTS:
+        cnt, tot, sq = s.parts
+        xr = z3.ToReal(xv) if k == "int" else xv
+        return FoldState(s.func, k, s.width, (cnt + z3.If(nn, 1, 0), tot + z3.If(nn, xr, z3.RealVal(0)),
+                                              sq + z3.If(nn, _square(xr), z3.RealVal(0))))
     cur, isnull = s.parts               # min / max
     better = lt(xv, cur, k) if s.func == "min" else lt(cur, xv, k)
     take = z3.And(nn, z3.Or(isnull, better))
@@ -144,8 +162,43 @@ def finalize(s: FoldState, bound: Optional[int] = None) -> V:
         else:
             val = tot / z3.ToReal(cnt)
         return V(val, cnt == 0, "real")
+    if s.func in MOMENTS:
+        cnt, tot, sq = s.parts
+        enc = current()
+        enc.opaque_used = True               # a difference through it is re-decided concretely
+        val = moment_function(s.func)(cnt, tot, sq)
+        if enc.abstract_nonlinear and not enc.exact_moments:
+            enc.nonlinear_used = True        # so a difference is re-decided with the definition
+        else:
+            # the definition, as true facts for the caller to add (Encoding.side): for n >= 2,
+            # var = (n q - s²) / (n (n - 1)), stddev = the non-negative root of var
+            var = val * val if s.func == "stddev_samp" else val
+            facts = [z3.Implies(cnt == c, var * (c * (c - 1)) == c * sq - tot * tot)
+                     for c in range(2, (bound or 0) + 1)] if bound else \
+                [z3.Implies(cnt >= 2, var * z3.ToReal(cnt) * z3.ToReal(cnt - 1) == z3.ToReal(cnt) * sq - tot * tot)]
+            if s.func == "stddev_samp":
+                facts.append(val >= 0)
+            enc.side.append(z3.And(*facts))
+        return V(val, cnt < 2, "real")
     cur, isnull = s.parts
     return V(cur, isnull, s.kind, FALSE, s.width)
+
+
+def _square(x: z3.ArithRef) -> z3.ArithRef:
+    """x² — under ``abstract_nonlinear`` an uninterpreted function of x (linear for the
+    solver; both sides apply the same function to the same values, so equal states stay
+    equal for the real square)."""
+    enc = current()
+    enc.opaque_used = True
+    if enc.abstract_nonlinear and not enc.exact_moments:
+        enc.nonlinear_used = True
+        return z3.Function("moments!square", z3.RealSort(), z3.RealSort())(x)
+    return x * x
+
+
+def moment_function(func: str) -> z3.FuncDeclRef:
+    """The statistic as an uninterpreted function of (count, sum, sum of squares)."""
+    return z3.Function(f"{func}!moments", z3.IntSort(), z3.RealSort(), z3.RealSort(), z3.RealSort())
 
 
 def state_eq(a: FoldState, b: FoldState) -> z3.BoolRef:
