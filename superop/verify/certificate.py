@@ -52,6 +52,11 @@ BOUNDED_ASSUMPTIONS = [
 TIE_ASSUMPTION = ("rows tied on a max_by/min_by ordering value: the same bag for EVERY order in which ties are "
                   "resolved, the query and the program reading the same order (Spark reads one order per "
                   "aggregate node): the program returns a result the query could have returned")
+# added when the program folds stddev_samp / var_samp (superop.verify.folds)
+MOMENT_ASSUMPTION = ("stddev_samp/var_samp: proved computed from the same (count, sum, sum of squares) of the "
+                     "same non-NULL values on both sides; the statistic itself is an uninterpreted function of "
+                     "them, and DOUBLE rounding (which depends on the order Spark reads rows, in the query as "
+                     "in the program) is not modelled")
 RUNTIME, GIVEN = "runtime-template", "given"
 
 
@@ -199,7 +204,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
                   f"({'the one the runtime builds' if program_source == RUNTIME else 'given'}) "
                   f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
         "assumptions": BOUNDED_ASSUMPTIONS + _key_assumptions(schema) + ([TIE_ASSUMPTION] if any(
-            a.func in ("max_by", "min_by") for a in program.accumulators) else []),
+            a.func in ("max_by", "min_by") for a in program.accumulators) else []) + ([MOMENT_ASSUMPTION] if any(
+                a.func in ("stddev_samp", "var_samp") for a in program.accumulators) else []),
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
     if covers and covers.get("premises"):

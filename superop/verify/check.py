@@ -142,6 +142,17 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
         return Result(UNSUPPORTED, K=K, seconds=time.perf_counter() - t0, reason=str(why))
     s = _solver(table, differ, timeout_ms, keys)
     r = s.check()
+    if r == z3.sat and opaque[0] and confirm is not None:
+        # the abstract model's table, if the reference semantics confirm it, is a real
+        # counterexample: no need for the (nonlinear) definitions of stddev_samp/var_samp
+        first = _nice_cex(s, table, scan, a, b, timeout_ms)
+        try:
+            real = confirm(first)
+        except Exception:
+            real = None
+        if real:
+            return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, counterexample=first,
+                          reason=_refuted_why(first) + _REDECIDED)
     if r != z3.unsat and abstracted:
         # the abstraction may have invented a difference: decide with exact arithmetic
         # (with stddev_samp/var_samp: their definitions, other nonlinear terms still
@@ -155,15 +166,7 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
     if r == z3.unknown:
         why = s.reason_unknown() if timeout_ms - elapsed_ms() > 0 else "timeout"
         return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0, reason=f"solver: {why}")
-    model = s.model()
-    # Prefer a small, readable counterexample when one exists (a fresh solver: the
-    # tactic-based solver is not incremental).
-    nice = new_solver(max(1000, min(10000, timeout_ms)))
-    nice.add(*s.assertions())
-    nice.add(*_nice_bounds(table))
-    if nice.check() == z3.sat:
-        model = nice.model()
-    cex = counterexample_from_model(model, table, scan, a, b)
+    cex = _nice_cex(s, table, scan, a, b, timeout_ms)
     blocked: list = []
     while opaque[0]:
         # stddev_samp / var_samp are uninterpreted: the difference may be the function's
@@ -192,11 +195,28 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
                           reason="Z3 found differences with stddev_samp/var_samp left uninterpreted; the "
                                  "reference semantics give equal outcomes on each table tried")
         cex = counterexample_from_model(again.model(), table, scan, a, b)
-    why = ("the program raises an error where the original does not" if cex.program_error
-           else "the outputs differ on the counterexample table")
-    if opaque[0]:
-        why += " (re-decided with the reference semantics: stddev_samp/var_samp are uninterpreted in Z3)"
+    why = _refuted_why(cex) + (_REDECIDED if opaque[0] else "")
     return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
+
+
+_REDECIDED = " (re-decided with the reference semantics: stddev_samp/var_samp are uninterpreted in Z3)"
+
+
+def _refuted_why(cex: Counterexample) -> str:
+    return ("the program raises an error where the original does not" if cex.program_error
+            else "the outputs differ on the counterexample table")
+
+
+def _nice_cex(s: z3.Solver, table: Table, scan: Scan, a: Rel, b: Rel, timeout_ms: int) -> Counterexample:
+    """The counterexample of a ``sat`` solver ``s``; a small, readable one when one exists
+    (a fresh solver: the tactic-based solver is not incremental)."""
+    model = s.model()
+    nice = new_solver(max(1000, min(10000, timeout_ms)))
+    nice.add(*s.assertions())
+    nice.add(*_nice_bounds(table))
+    if nice.check() == z3.sat:
+        model = nice.model()
+    return counterexample_from_model(model, table, scan, a, b)
 
 
 def check_equivalence(sub_plan: Node, program: Program, K: int = DEFAULT_K,
