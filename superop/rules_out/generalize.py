@@ -20,7 +20,8 @@ admitted. A COUNT(DISTINCT) over the one column the partition is sorted on is th
 constant-state ``count_distinct_sorted`` fold; its rules rest on bounded certificates (the
 template proofs cover the other folds, ``STREAMING_FOLDS``). So do ``max_by``/``min_by``
 (ARGMAX, the paper's Fig. 15): constant state, proved for every resolution of ties by the
-bounded proof only.
+bounded proof only, and ``stddev_samp``/``var_samp`` (a constant state of
+moments; the statistic stays uninterpreted, see ``superop.verify.folds``).
 """
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ EDGE_OPS = ("Select", "Project", "Rename")   # the optional operators σ, π, ρ
 # (the plan side's COUNT(DISTINCT) is no fold to induct on): only bounded certificates
 # cover either. max_by/min_by keep a constant state, but their ties are modelled over the
 # K rows of a bounded proof only (superop.verify.folds.extremum_by): bounded certificates
-# cover them too
+# cover them too. stddev_samp/var_samp are constant-state folds, but the symbolic proof
+# instances do not fold them: bounded certificates only (TPC-DS q39a/q39b)
 STREAMING_FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
 
 
