@@ -40,6 +40,7 @@ from typing import Optional, Sequence
 
 import z3
 
+from .exprs import _DEFAULT as DEFAULT_ENCODING
 from .exprs import current
 from .result import Unsupported
 from .values import (FALSE, NULL, TRUE, V, common_kind, default, fresh, lt, not_distinct,
@@ -178,7 +179,8 @@ def finalize(s: FoldState, bound: Optional[int] = None) -> V:
                 [z3.Implies(cnt >= 2, var * z3.ToReal(cnt) * z3.ToReal(cnt - 1) == z3.ToReal(cnt) * sq - tot * tot)]
             if s.func == "stddev_samp":
                 facts.append(val >= 0)
-            enc.side.append(z3.And(*facts))
+            if enc is not DEFAULT_ENCODING:  # no caller to read them outside an encoding() block
+                enc.side.append(z3.And(*facts))
         return V(val, cnt < 2, "real")
     cur, isnull = s.parts
     return V(cur, isnull, s.kind, FALSE, s.width)
