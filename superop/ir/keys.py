@@ -90,9 +90,33 @@ def session_keys(keys: object) -> Declarations:
     if keys is None:
         return {}
     if isinstance(keys, str):
-        from .schema import load_schema      # the schema file's own checks (it imports this module)
-        return parse_keys(load_schema(keys).get(KEYS_ENTRY), keys)
+        return load_keys_file(keys)
     return parse_keys(keys, "keys")
+
+
+def load_keys_file(path: str) -> Declarations:
+    """The declarations of a JSON file: a schema file (the ``--schema`` format, its
+    columns checked against its ``"$keys"`` entry) or a bare ``"$keys"`` mapping
+    (``{"customer": "c_customer_sk; c_customer_id"}``). A schema file without a
+    ``"$keys"`` entry declares nothing and is refused (a wrong file must not silently
+    turn every keyed rule off)."""
+    import json
+    from pathlib import Path
+    p = Path(path)
+    if not p.is_file():
+        raise SchemaError(f"keys file not found: {p}")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"keys file {p} is not valid JSON: {e.msg} (line {e.lineno})") from None
+    if isinstance(data, Mapping) and data and all(isinstance(v, str) for v in data.values()):
+        return parse_keys(data, str(p))                      # a bare "$keys" mapping
+    from .schema import load_schema      # the schema file's own checks (it imports this module)
+    decls = parse_keys(load_schema(p).get(KEYS_ENTRY), str(p))
+    if not decls:
+        raise SchemaError(f"keys file {p}: no {KEYS_ENTRY} entry (expected a schema file with "
+                          f"one, or a mapping like {{\"customer\": \"c_customer_sk\"}})")
+    return decls
 
 
 def keys_fingerprint(decls: Declarations, schema: object = None) -> str:

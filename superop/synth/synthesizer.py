@@ -336,7 +336,7 @@ class Synthesizer:
             from ..verify.result import UNKNOWN as _U, Result
             return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
-    def _family_template(self, res: SynthResult) -> bool:
+    def _family_template(self, res: SynthResult, why: Optional[str] = None) -> bool:
         """A sub-plan outside the search space (the space enumerates DU/DJ/MJ-shaped
         choices) that a registered family matches as a whole (a pivot join, a neighbour
         self-join: LAG/LEAD over a ranked view): the ONE candidate is the family's template
@@ -353,7 +353,7 @@ class Synthesizer:
         res.family, res.search_space = m.family, max(res.search_space, 1)
         res.candidates_tried = max(res.candidates_tried, 1)
         prog = m.program
-        tried = f"the {m.family} template (the search space has no program for this shape: {searched})"
+        tried = f"the {m.family} template ({why or f'the search space has no program for this shape: {searched}'})"
         over = families.over_source(m.root, m.source)
         if over is None and prog.requires:
             res.status, res.program = UNKNOWN, None
@@ -415,6 +415,30 @@ class Synthesizer:
         res.status, res.program = UNKNOWN, prog
         res.reason = f"{tried}; Z3 {v.status}: {v.reason}{pre}"
         return True
+
+    def _template_after_unknown(self, res: SynthResult) -> None:
+        """The search ended undecided — a candidate passed the tests but Z3 did not decide
+        it (a timeout), or the search ran out of time. An undecided search candidate says
+        nothing about the family's template (TPC-DS q4/q11: the only search candidate
+        partitions by the fixed key too and never emits; the tests, whose key domains miss
+        ``1998 + 1``, did not catch it and Z3 timed out at K=4 and K=3 although it refutes it
+        at K=2): when a family matches the whole sub-plan, check its template as
+        :meth:`_family_template` does. It is adopted only when Z3 VERIFIES it (it is what
+        the runtime runs, and what the certificate is about); otherwise the search's
+        unknown stands, with the template's outcome appended."""
+        saved = (self.plan, self.parts, self.tests)
+        alt = SynthResult(NO_PROGRAM)
+        searched = res.reason
+        if not self._family_template(alt, why=f"tried after the search's candidate stayed undecided: {searched}"):
+            self.plan, self.parts, self.tests = saved
+            return
+        if alt.status != VERIFIED:
+            self.plan, self.parts, self.tests = saved
+            res.reason = f"{searched}; the {alt.family} template: {alt.status} ({alt.reason})"
+            return
+        res.status, res.program, res.streaming = alt.status, alt.program, alt.streaming
+        res.reason, res.checked_by, res.verifier = alt.reason, alt.checked_by, alt.verifier
+        res.family, res.counterexample = alt.family, None
 
     def run(self) -> SynthResult:
         t0 = time.perf_counter()
@@ -569,6 +593,8 @@ class Synthesizer:
                               + res.reason)
         if res.status == NO_PROGRAM and self._family_template(res):
             last_cex = last_stream_cex = None
+        elif res.status == UNKNOWN and self.use_verifier:
+            self._template_after_unknown(res)
         if res.status == NO_PROGRAM and last_cex is not None:
             res.counterexample = self._minimal_cex(*last_cex)
             if self.require_streaming:

@@ -144,3 +144,29 @@ def test_runtime_rewrites_only_under_its_own_declaration(spark, kdata, keyed_cat
     for keys in (None, {"kcust": "c_sk"}):
         r = SuperOpSession(spark, keyed_catalog, gate=False, keys=keys).rewrite(SQL)
         assert not r.changed and "join_on_subset_of_keys" in r.explanation, r.explanation
+
+
+@pytest.mark.parametrize("template_verifies", [True, False])
+def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypatch, template_verifies):
+    """TPC-DS q4/q11: the search's only candidate passed the tests but Z3 timed out on it
+    (a stand-in here), which used to end synthesis as unknown before the PJ template was
+    tried. The template is now checked after it and adopted only when Z3 verifies it;
+    otherwise the search's unknown stands (a timeout is never verified)."""
+    import superop.verify
+    from superop.synth.synthesizer import UNKNOWN, VERIFIED, Synthesizer
+    from superop.verify.result import Result
+    sql, schema = _cut()
+    plan = lower(sql, normalize_schema(schema)).plan
+    monkeypatch.setattr(Synthesizer, "_verify", lambda self, prog: Result(UNKNOWN, K=2, reason="solver: timeout"))
+    if not template_verifies:
+        monkeypatch.setattr(superop.verify, "check_equivalence",
+                            lambda *a, **k: Result(UNKNOWN, K=2, reason="solver: timeout"))
+    res = Synthesizer(plan, K=2, timeout_s=60, verify_timeout_s=30, initial_tests=12).run()
+    if template_verifies:
+        assert res.status == VERIFIED and res.checked_by == "z3", res.reason
+        assert "PJ template (tried after the search's candidate stayed undecided" in res.reason
+        assert res.program is not None and [r.text() for r in res.program.requires] == [PREMISE]
+    else:
+        assert res.status == UNKNOWN and res.checked_by == "testing", res.reason
+        assert "the PJ template: unknown" in res.reason
+        assert res.program is not None and not res.program.requires     # the search's candidate

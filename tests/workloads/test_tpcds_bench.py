@@ -32,3 +32,52 @@ def test_bench_tpcds_command(tmp_path, spark, monkeypatch):
     assert [r["query"] for r in doc["results"]] == ["q96"]
     assert doc["results"][0]["rewrite"]["error"] is None
     assert (tmp_path / "data" / "tpcds_sf0.01" / ".complete").exists()
+
+
+def test_bench_tpcds_keys_flag_reaches_the_session(tmp_path, monkeypatch):
+    """``--keys FILE`` (a schema file with "$keys", or a bare keys mapping) is what the
+    rewriting SuperOpSession vouches for; a file declaring nothing fails before Spark
+    starts. No Spark here: the session, Spark and the run are stand-ins."""
+    import superop.runtime
+    import superop.workloads.bench.report as report
+    import superop.workloads.bench.tpcds_bench as tb
+    import superop.workloads.commands as wc
+    from superop.cli import main
+    from superop.ir.keys import DeclaredKey, session_keys
+    seen: list = []
+
+    class FakeSession:
+        def __init__(self, spark, catalog, keys=None):
+            self.catalog, self.keys = {"version": "t", "rules": []}, session_keys(keys)
+            seen.append(self.keys)
+
+    class FakeSpark:
+        def newSession(self):
+            return self
+
+    def fake_run(spark, make_rewriter, **kw):
+        rw = make_rewriter()
+        return {"bench": "tpcds", "results": [], "summary": {}, "rewriter": {"name": rw.name, **rw.info}}
+
+    monkeypatch.setattr(superop.runtime, "SuperOpSession", FakeSession)
+    monkeypatch.setattr(wc, "_spark", lambda args: FakeSpark())
+    monkeypatch.setattr(tb, "run_tpcds", fake_run)
+    monkeypatch.setattr(report, "spark_info", lambda spark: {})
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"customer": {"c_customer_sk": "int", "c_customer_id": "string"},
+                                  "$keys": {"customer": "c_customer_sk; c_customer_id"}}))
+    bare = tmp_path / "keys.json"
+    bare.write_text(json.dumps({"customer": "c_customer_id -> c_first_name"}))
+    argv = ["bench", "tpcds", "--queries", "q4", "--out", str(tmp_path / "out"), "--no-mlflow",
+            "--quiet", "--catalog", "c.json"]
+    assert main(argv + ["--keys", str(schema)]) == 0
+    assert seen[-1]["customer"] == (DeclaredKey(("c_customer_sk",)), DeclaredKey(("c_customer_id",)))
+    doc = json.loads((tmp_path / "out" / "tpcds.json").read_text())
+    assert doc["params"]["keys"] == str(schema) and doc["rewriter"]["keys"] == str(schema)
+    assert f"declared keys {schema}" in (tmp_path / "out" / "tpcds.md").read_text()
+    assert main(argv + ["--keys", str(bare)]) == 0
+    assert seen[-1] == {"customer": (DeclaredKey(("c_customer_id",), ("c_first_name",)),)}
+    assert main(argv) == 0 and seen[-1] == {}
+    (tmp_path / "nokeys.json").write_text(json.dumps({"customer": {"c_customer_sk": "int"}}))
+    n = len(seen)
+    assert main(argv + ["--keys", str(tmp_path / "nokeys.json")]) == 2 and len(seen) == n

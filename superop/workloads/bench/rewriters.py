@@ -68,11 +68,14 @@ HAND_BUILT = "bench-default"     # --catalog value for the hand-built catalog (h
 
 
 def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".superop/bench-data",
-                     log: Optional[str] = None, mine_kw: Optional[dict] = None) -> Rewriter:
+                     log: Optional[str] = None, mine_kw: Optional[dict] = None,
+                     keys: Optional[str] = None) -> Rewriter:
     """The production rewriter (``SuperOpSession.rewrite``) with ``catalog`` (file or MLflow
     URI); by default the catalog the nightly job mines from ``log`` (the bundled log), mined
     once and cached under ``data_dir`` (bench/mined.py). ``catalog="bench-default"`` is the
-    hand-built :func:`default_catalog`, for harness tests only."""
+    hand-built :func:`default_catalog`, for harness tests only. ``keys``: a file of declared
+    keys the session vouches for (``SuperOpSession(keys=...)``: a schema file with a
+    ``"$keys"`` entry, or a bare keys mapping) — keyed rules apply only with it."""
     try:
         from ...runtime import SuperOpSession
     except ImportError as e:
@@ -86,8 +89,9 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
         from .mined import mined_catalog
         m = mined_catalog(data_dir, log, spark=spark, **(mine_kw or {}))
         cat, desc = str(m.path), m.describe()
-    so = SuperOpSession(spark, cat)
+    so = SuperOpSession(spark, cat, keys=keys)
     info = {"catalog": desc, "catalog_version": so.catalog.get("version"),
+            "keys": keys, "declared_keys": {t: [k.text() for k in ks] for t, ks in so.keys.items()},
             "catalog_checksum": so.catalog.get("checksum"),
             "rules": [r["id"] for r in so.catalog.get("rules", [])]}
 
@@ -106,9 +110,10 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
 
 
 def make_rewriter(spark, kind: str = "runtime", catalog: Optional[str] = None,
-                  data_dir: str = ".superop/bench-data", log: Optional[str] = None) -> Rewriter:
+                  data_dir: str = ".superop/bench-data", log: Optional[str] = None,
+                  keys: Optional[str] = None) -> Rewriter:
     if kind == "runtime":
-        return runtime_rewriter(spark, catalog, data_dir, log)
+        return runtime_rewriter(spark, catalog, data_dir, log, keys=keys)
     if kind == "identity":
         return identity_rewriter()
     raise SuperopError(f"unknown rewriter {kind!r} (runtime | identity)")

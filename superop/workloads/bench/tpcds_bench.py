@@ -101,6 +101,11 @@ def register_cli(bs, common: Callable, run: Callable) -> None:
                                     "rewritten")
     t.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1; >= 0.01)")
     t.add_argument("--queries", help="comma list, e.g. q3,q14a,28 (default all 103)")
+    t.add_argument("--keys", metavar="FILE",
+                   help="declared keys the rewriting session vouches for (not checked against "
+                        "the data): a schema JSON with a \"$keys\" entry (`superop workload "
+                        "tpcds-schema` writes one) or a bare keys mapping; keyed rules apply "
+                        "only with it")
     common(t, "out/bench/tpcds")
     t.set_defaults(bench_func=run)
 
@@ -116,7 +121,9 @@ def tpcds_markdown(doc: dict) -> str:
              f"{m.get('load_avg_start')} / end {m.get('load_avg_end')}; Spark "
              f"{sp.get('version')} `{sp.get('spark.master')}`",
              f"- rewriter: {(doc.get('rewriter') or {}).get('name')} — catalog "
-             f"{(doc.get('rewriter') or {}).get('catalog', '–')}", "",
+             f"{(doc.get('rewriter') or {}).get('catalog', '–')}"
+             + (f", declared keys {doc['rewriter']['keys']}" if (doc.get('rewriter') or {}).get('keys')
+                else ""), "",
              f"SF {doc.get('params', {}).get('sf')}: {s.get('rewritten', 0)}/{s.get('queries', 0)} "
              f"statements rewritten, equal results for {s.get('equal', 0)}/{s.get('rewritten', 0)}; "
              f"median original/rewritten over rewritten statements: "
@@ -153,18 +160,23 @@ def run_tpcds_cmd(args) -> int:
     from .report import code_version, command_line, log_mlflow, machine_info, now, spark_info
     from .rewriters import make_rewriter
     names = parse_query_names(args.queries)
+    keys = getattr(args, "keys", None)
+    if keys:
+        from ...ir.keys import load_keys_file
+        load_keys_file(keys)           # a bad file fails here, before Spark starts
     started, machine = now(), machine_info()
     base = _spark(args)
     spark = base.newSession()          # TPC-DS table names must not replace others' views
     progress = Progress(enabled=not args.quiet)
-    doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log),
+    doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log,
+                                                         keys=keys),
                     sf=args.sf,
                     queries=names, repeat=args.repeat, warmup=args.warmup,
                     data_dir=args.data_dir, progress=progress)
     doc.update(started_at=started, command=command_line(), code=code_version(), machine=machine,
                spark=spark_info(spark), finished_at=now(),
                params={"sf": args.sf, "repeat": args.repeat, "warmup": args.warmup,
-                       "queries": names, "conf": args.conf})
+                       "queries": names, "conf": args.conf, "keys": keys})
     try:
         doc["machine"]["load_avg_end"] = [round(x, 2) for x in _os.getloadavg()]
     except OSError:
