@@ -197,7 +197,10 @@ class PlanStats:
 
 def plan_stats(spark, sql: str) -> PlanStats:
     """Rows, decoded bytes and row width of Spark's optimized logical plan for ``sql``."""
-    df = spark.sql(sql)
+    return _stats_of(spark.sql(sql))
+
+
+def _stats_of(df) -> PlanStats:
     st = df._jdf.queryExecution().optimizedPlan().stats()
     size = float(str(st.sizeInBytes()))
     w = width([f.dataType.simpleString() for f in df.schema.fields])
@@ -208,12 +211,41 @@ def plan_stats(spark, sql: str) -> PlanStats:
     return PlanStats(size / w, size, w, False)
 
 
+def plan_cost(spark, sql: str) -> tuple[PlanStats, float, int]:
+    """(the optimized plan's statistics, the bytes its shuffle exchanges move, the number
+    of exchanges) from ONE analysis, optimization and physical planning of ``sql`` by Spark:
+    the statistics and the ``EXPLAIN COST`` text come from the same ``QueryExecution``
+    (planning each sub-plan once instead of three times was most of the planning time;
+    measured in ``superop/share/README.md``, "Planning time")."""
+    from ..runtime.cost import estimate
+    from ..runtime.plan import explain_text, parse_explain
+    df = spark.sql(sql)
+    st = _stats_of(df)
+    qe = df._jdf.queryExecution()
+    try:
+        mode = spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("cost")
+        text = qe.explainString(mode)
+    except Exception:        # Spark Connect or another JVM API: plan it again, by SQL
+        text = explain_text(spark, sql)
+    info = parse_explain(text)
+    info.columns = [f.name for f in df.schema.fields]
+    info.types = [f.dataType.simpleString() for f in df.schema.fields]
+    info.estimate = estimate(info)
+    return st, float(info.estimate.features.get("shuffle_bytes", 0.0)), info.exchanges
+
+
 class Estimator:
     def __init__(self, spark, model: CostModel = DEFAULT_COST):
         self.spark = spark
         self.model = model
         self._table: dict[str, PlanStats] = {}
         self._cost: dict[str, tuple[float, float, bool]] = {}
+        # per plan node (nodes hash by identity; the key keeps the node alive): the SQL
+        # generator costs ~50 ms per sub-plan and every round of the choice asks again
+        self._by_node: dict[Node, tuple[float, float, bool]] = {}
+        self._read: dict[tuple[Node, Node], float] = {}
+        self._own: dict[tuple, tuple] = {}
+        self.stats = {"spark_plans": 0, "cost_calls": 0}
 
     def table_rows(self, table: str) -> PlanStats:
         if table not in self._table:
@@ -246,23 +278,34 @@ class Estimator:
         return total, biggest
 
     def cost(self, plan: Node) -> tuple[float, float, bool]:
-        """(C_E, output bytes, has row statistics) of a sub-plan."""
-        from ..runtime.plan import analyze_plan
+        """(C_E, output bytes, has row statistics) of a sub-plan; memoized per node and per
+        SQL text, each distinct SQL planned by Spark once (:func:`plan_cost`)."""
+        self.stats["cost_calls"] += 1
+        hit = self._by_node.get(plan)
+        if hit is not None:
+            return hit
         sql = to_sql(plan)
         if sql not in self._cost:
             scan, biggest = self.scan_bytes(plan)
-            st = plan_stats(self.spark, sql)
-            info = analyze_plan(self.spark, sql)     # exchanges and the bytes they move
-            shuffle, size = info.shuffled_bytes, st.bytes
+            st, shuffle, exchanges = plan_cost(self.spark, sql)
+            self.stats["spark_plans"] += 1
+            size = st.bytes
             if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
                 size = min(size, biggest * st.width)
-                shuffle = min(shuffle, info.exchanges * scan)
+                shuffle = min(shuffle, exchanges * scan)
             self._cost[sql] = (scan + shuffle, size, st.has_rows)
+        self._by_node[plan] = self._cost[sql]
         return self._cost[sql]
 
     def read_bytes(self, ce, consumer) -> float:
         """Bytes of the cached CE ``consumer`` reads: the CE's rows x the width of the CE
         columns its extraction mentions (all of them when that cannot be told)."""
+        key = (ce.plan, consumer.extraction)
+        if key not in self._read:
+            self._read[key] = self._read_bytes(ce, consumer)
+        return self._read[key]
+
+    def _read_bytes(self, ce, consumer) -> float:
         _, size, _ = self.cost(ce.plan)
         types = [t for _, t in ce.view_scan.columns]
         full = width(types)
@@ -280,8 +323,21 @@ class Estimator:
         factor = m.read_factor * (m.filter_read_ratio if filters else 1.0)
         return factor * m.memory_factor * self.read_bytes(ce, consumer)
 
+    def own_cost(self, consumer) -> float:
+        """C_E(τ_j) of a consumer's own sub-plan. It depends on its unit (and the columns
+        needed above it) only, not on the CE: one unit is a consumer of its SE's CE and
+        of the narrower SEs' CEs, each with its own alias in the SQL — planned once."""
+        if not consumer.colmap:
+            return self.cost(consumer.original)[0]
+        key = (id(consumer.unit), tuple(sorted(consumer.colmap)))
+        hit = self._own.get(key)
+        if hit is None:
+            hit = (consumer.unit, self.cost(consumer.original)[0])   # the unit pins its id
+            self._own[key] = hit
+        return hit[1]
+
     def consumer_value(self, ce, consumer) -> ConsumerValue:
-        own = self.cost(consumer.original)[0]
+        own = self.own_cost(consumer)
         read = self.read_cost(ce, consumer)
         known = max(own, read) < NO_ESTIMATE_BYTES
         return ConsumerValue(ce.id, consumer.query, consumer.unit.describe(), own, read, known)
@@ -290,7 +346,7 @@ class Estimator:
         """Eq. 1-3 for ``ce`` served to ``consumers``; the m reads are each consumer's
         own (columnar) read of the CE."""
         m = self.model
-        consumer_cost = sum(self.cost(c.original)[0] for c in consumers)
+        consumer_cost = sum(self.own_cost(c) for c in consumers)
         ce_cost, size, stats = self.cost(ce.plan)
         k = len(consumers)
         if max(consumer_cost, ce_cost, size) >= NO_ESTIMATE_BYTES:

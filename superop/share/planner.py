@@ -34,7 +34,7 @@ from .covering import Builder, Consumer, CoveringExpression, group_consumers, re
 from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
-from .similar import SimilarSubexpression, identify, units_of_plan
+from .similar import SimilarSubexpression, identify, narrower, units_of_plan
 
 
 DEFAULT_PROOF_BUDGET_S = 300.0     # solver seconds per planning run (module doc)
@@ -83,6 +83,7 @@ class SharingPlan:
     consumer_values: dict[str, list[ConsumerValue]] = field(default_factory=dict)   # the gate, per CE
     accepted: dict[str, list[Consumer]] = field(default_factory=dict)  # CE id -> consumers that gain
     prover_stats: dict = field(default_factory=dict)
+    estimator_stats: dict = field(default_factory=dict)   # Spark plannings, cost look-ups
 
     @property
     def cached(self) -> list[CoveringExpression]:
@@ -136,7 +137,7 @@ class SharingPlan:
             "estimates": {k: v.to_json() for k, v in self.estimates.items()},
             "decisions": [d.to_json() for d in self.decisions],
             "consumer_values": {ce: [v.to_json() for v in vals] for ce, vals in self.consumer_values.items()},
-            "prover": self.prover_stats,
+            "prover": self.prover_stats, "estimator": self.estimator_stats,
             "rewrites": [{"index": r.index, "name": r.name, "changed": r.changed, "ces": r.ces,
                           "reason": r.reason, "sql": r.sql} for r in self.rewrites],
             "budget": self.budget, "budget_source": self.budget_source,
@@ -171,6 +172,11 @@ def unqualified_tables(sql: str, plan: Node) -> list[str]:
 
 def _lower_all(batch: list[BatchQuery], spark, schema) -> list[QueryInfo]:
     out = []
+    if schema is None and spark is not None:
+        # one catalog source for the batch: each table resolved by Spark once, not once per
+        # query that reads it (a fresh source per query was a third of the lowering time)
+        from ..ir.schema import SparkCatalogSchema
+        schema = SparkCatalogSchema(spark)
     for i, q in enumerate(batch):
         info = QueryInfo(i, q.name, q.sql)
         try:
@@ -191,19 +197,25 @@ def _leaf_types(spark):
     if spark is None:
         return None
 
+    memo: dict[str, list[str]] = {}
+
     def types(node: Node) -> list[str]:
-        return [f.dataType.simpleString() for f in spark.sql(to_sql(node)).schema.fields]
+        sql = to_sql(node)
+        if sql not in memo:      # each leaf analysed by Spark once per planning run
+            memo[sql] = [f.dataType.simpleString() for f in spark.sql(sql).schema.fields]
+        return memo[sql]
     return types
 
 
 def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, budget: Optional[int] = None,
                k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
                view_prefix: Optional[str] = None,
-               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S) -> SharingPlan:
+               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
     ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
-    an obligation that times out or comes after the budget is ``unknown``: not used."""
+    an obligation that times out or comes after the budget is ``unknown``: not used.
+    ``narrow``: also offer the narrower SEs of each SE over a join (``similar.narrower``)."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
@@ -232,12 +244,14 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     cands: list[_Built] = []
     for _ in range(6):
         ses = identify(forests, k, frozenset(blocked))
+        if narrow:
+            ses += [n for se in ses for n in narrower(se, k, blocked=frozenset(blocked))]
         cands, changed = [], False
         for se in ses:
             bkey = (se.members[0].key, tuple(id(m) for m in se.members))
             if bkey not in built:
                 ce, why = builder.build(se, len(built) + 1)
-                built[bkey] = _Built(se.members[0].key, ce, why, list(ce.consumers) if ce else [])
+                built[bkey] = _Built(se.narrow_key or se.members[0].key, ce, why, list(ce.consumers) if ce else [])
             b = built[bkey]
             if b.ce is None:
                 notes.append(CEDecision(se.id, Verdict.NO_COVER, b.why))
@@ -281,6 +295,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     _rewrite(plan, spark, prover)
     t["rewrite"] = time.perf_counter()
     plan.prover_stats = dict(prover.stats, solver_s=round(prover.stats["solver_s"], 3))
+    if est is not None:
+        plan.estimator_stats = dict(est.stats)
     keys = list(t)
     plan.seconds = {keys[i]: t[keys[i]] - t[keys[i - 1]] for i in range(1, len(keys))}
     return plan

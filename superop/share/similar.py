@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Optional
 
 from ..ir.nodes import Node
 from ..mining.fingerprint import Fingerprinter
 from .blocks import Unit, blocks_of, units_of
-from .canonical import canon_of, fingerprint_tree, strict_signature
+from .canonical import canon_of, conjunct_text, fingerprint_tree, strict_signature, unit_parts
 
 
 @dataclass
@@ -38,13 +39,17 @@ class SimilarSubexpression:
     fingerprint: str
     tables: tuple[str, ...]
     members: list[Unit] = field(default_factory=list)
+    parent: str = ""                # a narrower SE: the SE whose members it keeps
+    shared: tuple[str, ...] = ()    # ... the filter conjuncts those members all have
+    narrow_key: Optional[tuple] = None   # the planner's key of a narrower SE (blocking)
 
     @property
     def queries(self) -> list[int]:
         return sorted({m.query for m in self.members})
 
     def describe(self) -> str:
-        return f"{self.id} {self.kind}[{', '.join(self.tables)}] x{len(self.members)} (queries {self.queries})"
+        sub = f" ⊂ {self.parent} sharing {' AND '.join(self.shared)}" if self.parent else ""
+        return f"{self.id} {self.kind}[{', '.join(self.tables)}] x{len(self.members)} (queries {self.queries}){sub}"
 
 
 def all_units(forest: list[Unit]):
@@ -97,4 +102,48 @@ def identify(forests: list[list[Unit]], k: int = 2, blocked: frozenset = frozens
             sid += "'"
         ids.add(sid)
         out.append(SimilarSubexpression(sid, m0.kind, key[0], tuple(t[0] for t in m0.canon.tables), members))
+    return out
+
+
+NARROWER_PER_SE = 3      # narrower SEs offered per SE (the largest member groups)
+
+
+def narrower(se: SimilarSubexpression, k: int = 2, limit: int = NARROWER_PER_SE,
+             blocked: frozenset = frozenset()) -> list[SimilarSubexpression]:
+    """Narrower SEs of a select-project-join SE over a join: the groups of its members
+    that have a filter conjunct in common (``d_moy = 11``), at least ``k`` and fewer than
+    all of them, the ``limit`` largest groups (ties: more shared conjuncts first).
+
+    The CE of an SE ORs every member's filters: one member that reads a whole year makes
+    the CE of a dozen one-month members hold that year. The CE of a narrower SE ORs only
+    its members' filters, so it stays as small as what they share. Each is built, proved
+    and valued like any SE; its consumers are also consumers of the SE's own CE, so the
+    two CEs conflict and the knapsack takes at most one of them for a consumer (the
+    paper's groups of mutually exclusive options). Only SEs over a join: a filtered scan
+    of one table is what parquet already does well (filter pushdown), a filtered join
+    result is what one read of a cache replaces."""
+    if se.kind != "spj" or len(se.tables) < 2 or len(se.members) <= k:
+        return []
+    per = []
+    for u in se.members:
+        _, filters, _ = unit_parts(u)
+        per.append({conjunct_text(f) for fs in filters.values() for f in fs})
+    if all(p == per[0] for p in per):
+        return []                       # the SE's CE is exact already
+    groups: dict[frozenset, set[str]] = {}
+    for c in set().union(*per):
+        idx = frozenset(i for i, p in enumerate(per) if c in p)
+        if k <= len(idx) < len(se.members):
+            groups.setdefault(idx, set()).add(c)
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[0]), -len(kv[1]), sorted(kv[1])))
+    out = []
+    for idx, conj in ranked:
+        if len(out) >= limit:
+            break
+        key = ("narrower", se.members[0].key, tuple(sorted(idx)))
+        if key in blocked:
+            continue
+        out.append(SimilarSubexpression(f"{se.id}/{len(out) + 1}", se.kind, se.fingerprint, se.tables,
+                                        [se.members[i] for i in sorted(idx)], parent=se.id,
+                                        shared=tuple(sorted(conj)), narrow_key=key))
     return out
