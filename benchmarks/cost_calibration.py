@@ -61,7 +61,9 @@ def measure(args) -> list[dict]:
     spark = get_spark("superop-cost-calibration", conf={})
     path = ops_data(spark, args.rows, args.data_dir)
     register_ops(spark, path)
-    so = SuperOpSession(spark, default_catalog(), gate="off", cache=False)
+    catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()
+    so = SuperOpSession(spark, catalog, gate="off", cache=False)
+    names = set(args.queries.split(",")) if args.queries else None
     passes = [("default", {}, MICRO_QUERIES),
               ("no-broadcast", {"spark.sql.autoBroadcastJoinThreshold": "-1"},
                [q for q in MICRO_QUERIES if q.family == "MJ"])]
@@ -72,23 +74,37 @@ def measure(args) -> list[dict]:
             spark.conf.set(k, v)
         try:
             for q in queries:
+                if names and q.name not in names and q.family.lower() not in names:
+                    continue
                 r = so.rewrite(q.sql)
                 if not r.changed:
                     print(f"{q.name} [{pname}]: not rewritten ({r.explanation[:120]})", flush=True)
                     continue
-                eq = check_equal(spark, q.sql, r.sql)
-                if not eq.equal:
-                    print(f"{q.name} [{pname}]: RESULTS DIFFER — skipped", flush=True)
-                    continue
-                sides = {"original": q.sql, "rewritten": r.sql, "limit": q.limit_sql}
-                feats = {k: analyze_plan(spark, s).estimate.features for k, s in sides.items()}
-                t = measure_triple(spark, f"{q.name}-{pname}", sides, args.repeat, args.warmup)
-                rec = {"query": q.name, "family": q.family, "pass": pname, "rows": args.rows, "conf": conf,
-                       "sides": {k: {"seconds": t[k]["median_s"], "all_seconds": t[k]["seconds"],
-                                     "features": feats[k], "sql": sides[k]} for k in sides}}
-                points.append(rec)
-                o, w = t["original"]["median_s"], t["rewritten"]["median_s"]
-                print(f"{q.name:16s} [{pname}] original {o:.2f}s rewritten {w:.2f}s ratio {o / w:.2f}", flush=True)
+                # every candidate form the rewriter ranks (the MJ window and group-limit forms
+                # are different plans: each is a point of its own)
+                forms = {}
+                for c in r.candidates:
+                    if "error" in c or not c.get("same_schema", True):
+                        continue
+                    sql = r.sql if len(r.candidates) == 1 else so._generate(q.sql, c["label"])
+                    if sql:
+                        forms[c["label"]] = sql
+                for label, rsql in forms.items():
+                    eq = check_equal(spark, q.sql, rsql)
+                    if not eq.equal:
+                        print(f"{q.name} [{pname}] {label}: RESULTS DIFFER — skipped", flush=True)
+                        continue
+                    sides = {"original": q.sql, "rewritten": rsql, "limit": q.limit_sql}
+                    feats = {k: analyze_plan(spark, s).estimate.features for k, s in sides.items()}
+                    t = measure_triple(spark, f"{q.name}-{pname}", sides, args.repeat, args.warmup)
+                    rec = {"query": q.name, "family": q.family, "pass": pname, "form": label, "rows": args.rows,
+                           "conf": conf,
+                           "sides": {k: {"seconds": t[k]["median_s"], "all_seconds": t[k]["seconds"],
+                                         "features": feats[k], "sql": sides[k]} for k in sides}}
+                    points.append(rec)
+                    o, w = t["original"]["median_s"], t["rewritten"]["median_s"]
+                    print(f"{q.name:16s} [{pname}] {label:28s} original {o:.2f}s rewritten {w:.2f}s "
+                          f"ratio {o / w:.2f} (load {os.getloadavg()[0]:.1f})", flush=True)
         finally:
             for k, v in old.items():
                 spark.conf.set(k, v)
@@ -106,7 +122,8 @@ def replan(args, points: list[dict]) -> None:
     from superop.workloads.bench.rewriters import default_catalog
     spark = get_spark("superop-cost-calibration", conf={})
     register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
-    so = SuperOpSession(spark, default_catalog(), gate="off", cache=False)
+    catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()
+    so = SuperOpSession(spark, catalog, gate="off", cache=False)
     by = {q.name: q for q in MICRO_QUERIES}
     for p in points:
         conf = p.get("conf") or ({"spark.sql.autoBroadcastJoinThreshold": "-1"}
@@ -184,26 +201,56 @@ def _ranks(xs):
     return r
 
 
-def evaluate(points: list[dict], c, loo: bool = False, prior_weight: float = PRIOR_WEIGHT) -> dict:
+def _label(p: dict) -> str:
+    form = p.get("form") or ""
+    return f"{p['query']}[{p['pass']}{', ' + form if '[' in form else ''}]"
+
+
+def evaluate(points: list[dict], c, loo: bool = False, prior_weight: float = PRIOR_WEIGHT,
+             threshold: float | None = None) -> dict:
+    """Predicted vs measured original/rewritten per point, and the gate's decision (apply
+    iff predicted >= ``threshold``, default ``c.min_speedup``) against the measurement."""
+    th = c.min_speedup if threshold is None else threshold
     rows = []
     for p in points:
         cc = c
-        if loo:      # refit without every point of this query (both passes)
+        if loo:      # refit without every point of this query (both passes, every form)
             rest = [q for q in points if q["query"] != p["query"]]
             cc = fit(rest, prior_weight)
         o, w = p["sides"]["original"], p["sides"]["rewritten"]
         pred = predict(cc, o["features"]) / predict(cc, w["features"])
         meas = o["seconds"] / w["seconds"]
-        accept = pred >= c.min_speedup
-        rows.append({"query": p["query"], "pass": p["pass"], "predicted": pred, "measured": meas,
+        accept = pred >= th
+        rows.append({"query": p["query"], "pass": p["pass"], "form": p.get("form", ""), "label": _label(p),
+                     "predicted": pred, "measured": meas,
                      "accept": accept, "right": accept == (meas >= 1.0),
                      "harmful": accept and meas < 0.95, "missed": (not accept) and meas > 1.05})
     lp = [math.log(r["predicted"]) for r in rows]
     lm = [math.log(r["measured"]) for r in rows]
-    return {"rows": rows, "pearson_log": _pearson(lp, lm), "spearman": _pearson(_ranks(lp), _ranks(lm)),
+    return {"rows": rows, "threshold": th, "pearson_log": _pearson(lp, lm),
+            "spearman": _pearson(_ranks(lp), _ranks(lm)),
             "right": sum(r["right"] for r in rows), "n": len(rows),
-            "harmful_accepts": [f"{r['query']}[{r['pass']}]" for r in rows if r["harmful"]],
-            "missed_wins": [f"{r['query']}[{r['pass']}]" for r in rows if r["missed"]]}
+            "harmful_accepts": [r["label"] for r in rows if r["harmful"]],
+            "missed_wins": [r["label"] for r in rows if r["missed"]]}
+
+
+def margin(ev: dict, floor: float = 1.05, step: float = 0.05) -> dict:
+    """The threshold the model's error calls for, from out-of-sample (leave-one-query-out)
+    predictions: the log error's spread, the worst over-prediction, and the smallest
+    threshold (a multiple of ``step``, at least ``floor``) under which no pair measured
+    slower than 0.95× would have been applied."""
+    rows = ev["rows"]
+    err = [math.log(r["predicted"] / r["measured"]) for r in rows]
+    n = len(err)
+    mean = sum(err) / n if n else 0.0
+    sd = math.sqrt(sum((e - mean) ** 2 for e in err) / (n - 1)) if n > 1 else 0.0
+    slow = [r["predicted"] for r in rows if r["measured"] < 0.95]
+    need = max([floor] + [x * 1.0001 for x in slow])
+    th = math.ceil(round(need / step, 6)) * step
+    missed = [r["label"] for r in rows if r["predicted"] < th and r["measured"] > 1.05]
+    return {"log_error_mean": mean, "log_error_sd": sd,
+            "worst_over_prediction": max((r["predicted"] / r["measured"] for r in rows), default=1.0),
+            "threshold": round(th, 4), "missed_wins_at_threshold": missed}
 
 
 def main(argv=None) -> int:
@@ -213,9 +260,13 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--data-dir", default=".superop/bench-data")
     ap.add_argument("--out", default="out/bench/cost-calibration")
+    ap.add_argument("--catalog", help="catalog JSON file (default: the hand-built bench-default catalog)")
+    ap.add_argument("--queries", help="comma-separated micro query names or families (default: all)")
     ap.add_argument("--from-json", help="refit from a previous run's calibration.json")
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT,
                     help="weight of the hand-set prior per constant (0 = plain NNLS; default %(default)s)")
+    ap.add_argument("--min-floor", type=float, default=1.05,
+                    help="lowest threshold the margin may choose (default %(default)s)")
     ap.add_argument("--replan", action="store_true",
                     help="with --from-json: recompute the plan features with the current code (Spark "
                          "plans only; the measured times are kept)")
@@ -239,7 +290,11 @@ def main(argv=None) -> int:
     nnls_ins, nnls_loo = evaluate(points, nnls, prior_weight=0.0), evaluate(points, nnls, True, 0.0)
     prior = evaluate(points, PRIOR)
     shipped = evaluate(points, CONSTANTS)
+    mg = margin(loo, floor=args.min_floor)
+    c = replace(c, min_speedup=mg["threshold"])
+    ins, loo = evaluate(points, c, prior_weight=lam), evaluate(points, c, loo=True, prior_weight=lam)
     doc.update(points=points, prior_weight=lam, fitted=c.to_json(), in_sample=ins, leave_one_query_out=loo,
+               margin=mg,
                nnls={"fitted": nnls.to_json(), "in_sample": nnls_ins, "leave_one_query_out": nnls_loo},
                prior={"constants": PRIOR.to_json(), "evaluation": prior},
                shipped_constants={"constants": CONSTANTS.to_json(), "evaluation": shipped})
@@ -254,10 +309,15 @@ def main(argv=None) -> int:
     for k in COLS:
         attr = "query_s" if k == "query" else FEATURES[k]
         print(f"  {attr:18s} {getattr(c, attr):10.4g} {getattr(nnls, attr):10.4g} {getattr(PRIOR, attr):10.4g}")
-    print(f"\n{'query':18s} {'pass':13s} {'measured':>9s} {'fit':>7s} {'loo':>7s} {'shipped':>8s}  decision(fit)")
+    print(f"  {'min_speedup':18s} {c.min_speedup:10.4g}   (margin: LOO log error mean {mg['log_error_mean']:+.3f}, "
+          f"sd {mg['log_error_sd']:.3f}; worst over-prediction {mg['worst_over_prediction']:.2f}x; "
+          f"wins missed at this threshold: {mg['missed_wins_at_threshold'] or 'none'})")
+    print(f"\n{'query':18s} {'pass':13s} {'form':28s} {'measured':>9s} {'fit':>7s} {'loo':>7s} {'shipped':>8s}"
+          f"  decision(fit, >= {c.min_speedup:g})")
     for a, b, s in zip(ins["rows"], loo["rows"], shipped["rows"]):
-        print(f"{a['query']:18s} {a['pass']:13s} {a['measured']:9.2f} {a['predicted']:7.2f} {b['predicted']:7.2f} "
-              f"{s['predicted']:8.2f}  {'apply' if a['accept'] else 'refuse'}{'' if a['right'] else '  WRONG'}")
+        print(f"{a['query']:18s} {a['pass']:13s} {a['form']:28s} {a['measured']:9.2f} {a['predicted']:7.2f} "
+              f"{b['predicted']:7.2f} {s['predicted']:8.2f}  {'apply' if a['accept'] else 'refuse'}"
+              f"{'' if a['right'] else '  WRONG'}")
     for name, e in (("in-sample (fitted)", ins), ("leave-one-query-out", loo),
                     ("plain NNLS in-sample", nnls_ins), ("plain NNLS LOO", nnls_loo),
                     ("hand-set prior", prior), ("shipped constants", shipped)):
