@@ -100,19 +100,14 @@ def load_keys_file(path: str) -> Declarations:
     (``{"customer": "c_customer_sk; c_customer_id"}``). A schema file without a
     ``"$keys"`` entry declares nothing and is refused (a wrong file must not silently
     turn every keyed rule off)."""
-    import json
     from pathlib import Path
+
+    from .schema import load_schema, read_json_file     # (schema imports this module)
     p = Path(path)
-    if not p.is_file():
-        raise SchemaError(f"keys file not found: {p}")
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise SchemaError(f"keys file {p} is not valid JSON: {e.msg} (line {e.lineno})") from None
+    data = read_json_file(p, "keys file")
     if isinstance(data, Mapping) and data and all(isinstance(v, str) for v in data.values()):
         return parse_keys(data, str(p))                      # a bare "$keys" mapping
-    from .schema import load_schema      # the schema file's own checks (it imports this module)
-    decls = parse_keys(load_schema(p).get(KEYS_ENTRY), str(p))
+    decls = parse_keys(load_schema(p).get(KEYS_ENTRY), str(p))   # the schema file's own checks
     if not decls:
         raise SchemaError(f"keys file {p}: no {KEYS_ENTRY} entry (expected a schema file with "
                           f"one, or a mapping like {{\"customer\": \"c_customer_sk\"}})")

@@ -182,15 +182,19 @@ def schema_source(schema: object) -> SchemaSource:
     raise SchemaError(f"not a schema: {type(schema).__name__}")
 
 
-def load_schema(path: str | Path) -> dict[str, dict[str, str]]:
+def read_json_file(path: str | Path, what: str = "schema file") -> Any:
+    """The parsed JSON of ``path``, or a one-line :class:`SchemaError` naming ``what``."""
     p = Path(path)
     if not p.is_file():
-        raise SchemaError(f"schema file not found: {p}")
+        raise SchemaError(f"{what} not found: {p}")
     try:
-        data = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except json.JSONDecodeError as e:
-        raise SchemaError(f"schema file {p} is not valid JSON: {e.msg} (line {e.lineno})") from None
-    return normalize_schema(data, str(p))
+        raise SchemaError(f"{what} {p} is not valid JSON: {e.msg} (line {e.lineno})") from None
+
+
+def load_schema(path: str | Path) -> dict[str, dict[str, str]]:
+    return normalize_schema(read_json_file(path), str(path))
 
 
 def normalize_schema(data: object, where: str = "schema",
