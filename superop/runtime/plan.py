@@ -177,16 +177,25 @@ def parse_explain(text: str) -> PlanInfo:
     return info
 
 
-def analyze_plan(spark, sql: str, stats=None, constants=None) -> PlanInfo:
+def analyze_plan(spark, sql: str, stats=None, constants=None, df=None) -> PlanInfo:
     """Plan ``sql`` with Spark (analysis, optimization, physical planning; nothing runs),
     with the cost model's estimate. ``stats``: a :class:`superop.runtime.cost.TableStats`
     source of row counts and grouping-key NDVs (ANALYZE TABLE results); None = Spark's
     plan only. ``constants``: the :class:`superop.runtime.cost.CostConstants` that price
-    it (None = the shipped, calibrated ones)."""
+    it (None = the shipped, calibrated ones). ``df``: the caller's ``spark.sql(sql)``, whose
+    ``QueryExecution`` then gives the ``EXPLAIN COST`` text too (one planning, not two)."""
     from .cost import estimate
-    df = spark.sql(sql)
+    text = None
+    if df is None:
+        df = spark.sql(sql)
+    else:
+        try:
+            mode = spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("cost")
+            text = df._jdf.queryExecution().explainString(mode)
+        except Exception:        # Spark Connect or another JVM API: plan it again, by SQL
+            text = None
     st = df.schema
-    info = parse_explain(explain_text(spark, sql))
+    info = parse_explain(text if text is not None else explain_text(spark, sql))
     info.columns = [f.name for f in st.fields]
     info.types = [f.dataType.simpleString() for f in st.fields]
     info.estimate = estimate(info, stats=stats, constants=constants)

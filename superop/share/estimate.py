@@ -217,21 +217,11 @@ def plan_cost(spark, sql: str) -> tuple[PlanStats, float, int]:
     the statistics and the ``EXPLAIN COST`` text come from the same ``QueryExecution``
     (planning each sub-plan once instead of three times was most of the planning time;
     measured in ``superop/share/README.md``, "Planning time")."""
-    from ..runtime.cost import estimate
-    from ..runtime.plan import explain_text, parse_explain
+    from ..runtime.plan import analyze_plan
     df = spark.sql(sql)
     st = _stats_of(df)
-    qe = df._jdf.queryExecution()
-    try:
-        mode = spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("cost")
-        text = qe.explainString(mode)
-    except Exception:        # Spark Connect or another JVM API: plan it again, by SQL
-        text = explain_text(spark, sql)
-    info = parse_explain(text)
-    info.columns = [f.name for f in df.schema.fields]
-    info.types = [f.dataType.simpleString() for f in df.schema.fields]
-    info.estimate = estimate(info)
-    return st, float(info.estimate.features.get("shuffle_bytes", 0.0)), info.exchanges
+    info = analyze_plan(spark, sql, df=df)
+    return st, float(info.shuffled_bytes), info.exchanges
 
 
 class Estimator:
