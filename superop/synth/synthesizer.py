@@ -35,11 +35,12 @@ from sqlglot import exp
 
 from ..ir.dialect import DIALECT
 from ..ir.keys import Determines
-from ..ir.nodes import Node, Scan, expressions_of, walk
+from ..ir.nodes import Node, Scan, walk
 from ..sparkutil import bag
 from .dsl import STREAMING, Program
 from .expr_eval import EvalError, compile_expr, truth
 from .interpreter import Compiled, ProgramError
+from .literals import plan_literals, value_kind
 from .plan_eval import PlanEvalError, eval_plan
 from .space import Choice, NotExpressible, NotSupported, Parts, analyze, build, choices, strip_order
 
@@ -81,58 +82,8 @@ class SynthResult:
 # ---------------------------------------------------------------------------
 # test inputs
 # ---------------------------------------------------------------------------
-def _kind(t: str) -> str:
-    t = t.lower()
-    if t in ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte"):
-        return "int"
-    if t in ("double", "float", "real") or t.startswith("decimal"):
-        return "real"
-    if t in ("boolean", "bool"):
-        return "bool"
-    if t == "date":
-        return "date"
-    if t.startswith("timestamp"):
-        return "ts"
-    return "str"
-
-
 _DATES = [_dt.date(2020, 1, 1), _dt.date(2020, 1, 2), _dt.date(2020, 1, 3)]
 _TIMES = [_dt.datetime(2020, 1, 1, 0, 0, 0), _dt.datetime(2020, 1, 1, 0, 0, 1), _dt.datetime(2020, 1, 2)]
-
-
-def _literals(plan: Node) -> dict[str, list]:
-    """Constants of the sub-plan's expressions, by kind, with neighbours for ints/reals,
-    so that generated rows land on both sides of every comparison."""
-    out: dict[str, list] = {"int": [], "real": [], "str": [], "date": [], "ts": []}
-    for n in walk(plan):
-        for e in expressions_of(n):
-            for lit in e.find_all(exp.Literal):
-                if lit.is_string:
-                    cast = lit.parent if isinstance(lit.parent, (exp.Cast, exp.TryCast)) else None
-                    to = cast.args["to"].sql(dialect=DIALECT).lower() if cast is not None else ""
-                    try:
-                        if to == "date":
-                            d = _dt.date.fromisoformat(lit.this[:10])
-                            out["date"] += [d - _dt.timedelta(days=1), d, d + _dt.timedelta(days=1)]
-                            continue
-                        if to.startswith("timestamp"):
-                            t = _dt.datetime.fromisoformat(lit.this)
-                            out["ts"] += [t - _dt.timedelta(seconds=1), t, t + _dt.timedelta(seconds=1)]
-                            continue
-                    except ValueError:
-                        pass
-                    out["str"].append(lit.this)
-                    continue
-                try:
-                    v = int(lit.this)
-                    out["int"] += [v - 1, v, v + 1]
-                except ValueError:
-                    try:
-                        v = float(lit.this)
-                        out["real"] += [v - 0.5, v, v + 0.5]
-                    except ValueError:
-                        pass
-    return {k: list(dict.fromkeys(v)) for k, v in out.items()}
 
 
 class Inputs:
@@ -140,26 +91,26 @@ class Inputs:
 
     def __init__(self, parts: Parts, plan: Node, key_cols: set[str], seed: int = 7):
         self.leaves: list[Scan] = [s for s in parts.sources]
-        lits = _literals(plan)
+        lits = plan_literals(plan)
+        near = lits.near
         self.domains = {}
         for leaf in self.leaves:
             doms = []
             for col, t in leaf.columns:
-                k = _kind(t)
+                k = value_kind(t)
                 if col in key_cols:
-                    # few values so that groups collide, plus the constants a filter on the
-                    # key may ask for (d = 'write' must be satisfiable)
-                    exact = {"int": lits["int"][1::3], "real": lits["real"][1::3],
-                             "str": lits["str"], "bool": [], "date": lits["date"][1::3],
-                             "ts": lits["ts"][1::3]}[k]
+                    # few values so that groups collide, plus EVERY constant of the plan
+                    # (without neighbours): a filter on the key must be satisfiable
+                    # (d = 'write'), also two filters on one key (d_year = 1998 and 1999)
                     dom = {"int": [1, 2], "real": [1.0, 2.0], "str": ["a", "b"],
-                           "bool": [True, False], "date": _DATES[:2], "ts": _TIMES[:2]}[k] + exact[:4]
+                           "bool": [True, False], "date": _DATES[:2],
+                           "ts": _TIMES[:2]}[k] + lits.exact.get(k, [])
                 else:
-                    dom = {"int": [0, 1, 2, 3] + lits["int"],
-                           "real": [0.5, 1.0, 2.5] + lits["real"] + [float(x) for x in lits["int"]],
-                           "str": ["a", "b"] + lits["str"],
-                           "bool": [True, False], "date": _DATES + lits["date"],
-                           "ts": _TIMES + lits["ts"]}[k]
+                    dom = {"int": [0, 1, 2, 3] + near["int"],
+                           "real": [0.5, 1.0, 2.5] + near["real"] + [float(x) for x in near["int"]],
+                           "str": ["a", "b"] + near["str"],
+                           "bool": [True, False], "date": _DATES + near["date"],
+                           "ts": _TIMES + near["ts"]}[k]
                 doms.append(list(dict.fromkeys(dom)))
             self.domains[id(leaf)] = doms
         self.rng = random.Random(seed)
