@@ -13,7 +13,9 @@ pip install -q -e ".[test]" -c constraints.txt
 ruff check superop
 mypy
 set +e
-python -m pytest -q -ra "$@"
+# --durations: every run (CI included) lists its slowest tests, so the 15-minute budget is
+# watched run by run; a later --durations=N in "$@" overrides the default.
+python -m pytest -q -ra --durations=25 "$@"
 rc=$?
 set -e
 # 5 = no tests collected: not a failure (e.g. a selection that matches nothing).
