@@ -197,7 +197,7 @@ def cli_files(tmp_path_factory):
     return d
 
 
-def test_cli_rewrite(spark, cli_files, capsys):
+def test_cli_rewrite(spark, ops, cli_files, capsys):
     from superop.cli import main
     cat, sch = str(cli_files / "catalog.json"), str(cli_files / "schema.json")
     assert main(["rewrite", "--catalog", cat, "--schema", sch, "--sql", DJ_Q, "--json"]) == 0
