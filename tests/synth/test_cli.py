@@ -25,7 +25,8 @@ def test_cli_text_with_schema_and_z3(capsys, tmp_path):
     sch = tmp_path / "s.json"
     sch.write_text(json.dumps({"t": {"k": "int", "v": "int"}}))
     rc = main(["synth", "--schema", str(sch), "--bound", "3", "--sql",
-               "SELECT k, sum(v) AS x FROM t WHERE v > 0 GROUP BY k UNION ALL SELECT k, count(*) AS x FROM t GROUP BY k"])
+               "SELECT k, sum(v) AS x FROM t WHERE v > 0 GROUP BY k "
+               "UNION ALL SELECT k, count(*) AS x FROM t GROUP BY k"])
     text = capsys.readouterr().out
     assert rc == 0 and "status: verified" in text and "partition by k" in text
     assert "exists row: (row.v > 0)" in text

@@ -61,7 +61,7 @@ def _agg_path(rng: random.Random, tag: str) -> tuple[str, str, str]:
     """(sql, key name, value name) of an aggregate path with random lower/upper edges."""
     low = _edge(rng, _Rel("SELECT * FROM ops", {c: c for c in ("a", "b", "c", "d", "s")}), _ops(rng), "a")
     c = low.cols
-    aggs = rng.sample([f"SUM({c['s']})", f"COUNT(*)", f"MAX({c['b']})", f"MIN({c['c']})",
+    aggs = rng.sample([f"SUM({c['s']})", "COUNT(*)", f"MAX({c['b']})", f"MIN({c['c']})",
                        f"COUNT({c['d']})", f"AVG({c['b']})"], 2)
     g = (f"SELECT {c['a']} AS k{tag}, {aggs[0]} AS v{tag}, {aggs[1]} AS w{tag} "
          f"FROM ({low.sql}) l{tag} GROUP BY {c['a']}")

@@ -58,7 +58,8 @@ def test_three_valued_guards_and_expressions():
                     PartitionEmit(e("NULL OR TRUE"), (e("key.a"), e("2"))),
                     PartitionEmit(e("NOT (NULL = 1)"), (e("key.a"), e("3"))),
                     PartitionEmit(e("key.a IN (2, NULL)"), (e("key.a"), e("4"))),
-                    PartitionEmit(None, (e("key.a"), e("CASE WHEN key.a > 1 THEN 'big' ELSE COALESCE(NULL, 'small') END"))),
+                    PartitionEmit(None, (e("key.a"),
+                                         e("CASE WHEN key.a > 1 THEN 'big' ELSE COALESCE(NULL, 'small') END"))),
                     PartitionEmit(None, (e("key.a"), e("CAST(key.a AS DOUBLE) / 0"))),
                 ))
     out = run_program(p, df([(1, 0, 0, "r", 0), (2, 0, 0, "r", 0)]))
@@ -66,7 +67,10 @@ def test_three_valued_guards_and_expressions():
                             (1, None), (2, None)])
 
 
-def mj(memory: str, guard=None, sort=(SortKey("b"),)) -> Program:
+BY_B = (SortKey("b"),)
+
+
+def mj(memory: str, guard=None, sort=BY_B) -> Program:
     return Program(keys=("a",), output=("a", "b", "mb"),
                    accumulators=(Accumulator("mb", "min", e("row.b"), guard),),
                    row_emits=(RowEmit(None, (e("row.a"), e("row.b"), e("acc.mb"))),),

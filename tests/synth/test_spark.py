@@ -38,7 +38,7 @@ def test_synthesized_programs_match_spark(corpus_results, spark_outputs, dataset
     ops, _ = datasets[0][i]
     frame = datasets[1]
     checked = 0
-    for name, (sql, plan, r) in corpus_results.items():
+    for name, (_sql, _plan, r) in corpus_results.items():
         if r.program is None:
             continue
         got = bag(run_program(r.program, frame(ops, OPS_COLS)))
@@ -52,7 +52,7 @@ def test_synthesized_programs_match_spark(corpus_results, spark_outputs, dataset
 @pytest.mark.parametrize("i", range(N_DATASETS))
 def test_reference_evaluator_matches_spark(corpus_results, spark_outputs, datasets, i):
     ops, acc = datasets[0][i]
-    for name, (sql, plan, _) in corpus_results.items():
+    for name, (_sql, plan, _) in corpus_results.items():
         got = bag(eval_plan(plan, tables={"ops": ops, "accounts": acc}))
         assert got == spark_outputs[(i, name)], name
 
@@ -63,7 +63,7 @@ def test_counterexamples_separate_on_spark(spark, corpus_results):
     from superop.synth.dsl import Program
     from superop.synth.interpreter import run_program_rows
     n = 0
-    for name, (sql, plan, r) in corpus_results.items():
+    for name, (sql, _plan, r) in corpus_results.items():
         if r.status != "no_program":
             continue
         cex = r.counterexample
