@@ -266,6 +266,7 @@ class DecisionCache:
         self.hits = 0
         self.misses = 0
         self._exact: OrderedDict = OrderedDict()
+        self._exact_tables: OrderedDict = OrderedDict()   # text -> the tables it reads
 
     @staticmethod
     def key(template: Template, catalog_checksum: str, versions: tuple, conf: tuple) -> tuple:
@@ -298,6 +299,12 @@ class DecisionCache:
                 self._d.popitem(last=False)
 
     # -- the exact-text path: looked up before any parsing ----------------------------------
+    def exact_tables(self, sql: str) -> Optional[tuple]:
+        """The tables this exact text reads (known once it was decided), so that one JVM
+        call can read the settings and their versions together."""
+        with self._lock:
+            return self._exact_tables.get(sql)
+
     def get_exact(self, sql: str, catalog_checksum: str, conf: tuple) -> Optional["ExactEntry"]:
         """The entry of this exact SQL text under this catalog and these settings (the
         caller re-checks the table versions it records)."""
@@ -313,11 +320,16 @@ class DecisionCache:
             self._exact.move_to_end((sql, catalog_checksum, conf))
             while len(self._exact) > self.maxsize:
                 self._exact.popitem(last=False)
+            self._exact_tables[sql] = entry.tables
+            self._exact_tables.move_to_end(sql)
+            while len(self._exact_tables) > self.maxsize:
+                self._exact_tables.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._d.clear()
             self._exact.clear()
+            self._exact_tables.clear()
 
     def __len__(self) -> int:
         with self._lock:

@@ -185,3 +185,35 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     finally:
         values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
 
+
+
+def test_one_call_snapshot_agrees_with_per_call_reads_and_sees_changes(spark, ops):
+    """SessionProbe.snapshot reads the settings and every table's version in ONE JVM call
+    (runtime/jvmprobe.py): the same values and versions as the per-call reads, and a SET,
+    a replaced view, another current database or a dropped table are seen at once."""
+    from superop.runtime.cache import PLAN_CONF
+    from superop.runtime.tablestats import SessionProbe
+    p = SessionProbe(spark)
+    assert p.one_call
+    s1 = p.snapshot(PLAN_CONF, ("ops",))
+    assert s1.conf[:len(PLAN_CONF)] == p.conf(PLAN_CONF) and s1.versions == (p.version("ops"),)
+    spark.conf.set("spark.sql.ansi.enabled", "false" if spark.conf.get("spark.sql.ansi.enabled") == "true" else "true")
+    try:
+        assert p.snapshot(PLAN_CONF, ("ops",)).conf != s1.conf
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    assert p.snapshot(PLAN_CONF, ("ops",)) == s1
+    spark.sql("CREATE OR REPLACE TEMP VIEW ops_snap AS SELECT * FROM ops")
+    v1 = p.snapshot(PLAN_CONF, ("ops", "ops_snap")).versions
+    spark.sql("CREATE OR REPLACE TEMP VIEW ops_snap AS SELECT a FROM ops")
+    assert p.snapshot(PLAN_CONF, ("ops", "ops_snap")).versions[1] != v1[1]
+    spark.sql("DROP VIEW ops_snap")
+    with pytest.raises(LookupError):
+        p.snapshot(PLAN_CONF, ("ops", "ops_snap"))
+    spark.sql("CREATE DATABASE IF NOT EXISTS so_cache_db")
+    try:
+        spark.sql("USE so_cache_db")
+        assert p.snapshot(PLAN_CONF, ("ops",)).conf != s1.conf     # names resolve elsewhere now
+    finally:
+        spark.sql("USE default")
+        spark.sql("DROP DATABASE so_cache_db")
