@@ -57,10 +57,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 # plans, and how the SQL text is read and resolved (a decision made under one of these
 # settings is no decision under another: with escapedStringLiterals the rewriter refuses)
@@ -146,7 +148,7 @@ def tables_of(tree: exp.Expression) -> tuple:
     return tuple(seen)
 
 
-def template_of(sql: str) -> Template:
+def _parse_template(sql: str) -> tuple[Template, exp.Expression]:
     from ..ir.lower import parse
     tree = parse(sql)
     params = parameters(tree)
@@ -156,7 +158,134 @@ def template_of(sql: str) -> Template:
     for lit, _ in parameters(t2):
         lit.replace(exp.Placeholder())
     key = t2.sql(dialect="spark") + " -- " + ",".join(kinds)
-    return Template(key=key, literals=lits, types=kinds, tables=tables_of(tree))
+    return Template(key=key, literals=lits, types=kinds, tables=tables_of(tree)), tree
+
+
+def template_of(sql: str) -> Template:
+    """The query's template. A text whose tokens have a known shape (the same tokens, up
+    to the values of its literals) takes its template from the shape without parsing
+    (:class:`ShapeMemo`); any other text is parsed."""
+    toks = _tokens(sql)
+    key = shape_key(toks) if toks is not None else None
+    if key is not None:
+        sh = SHAPES.get(key)
+        t = sh.template_for(toks) if sh is not None else None
+        if t is not None:
+            return t
+    tpl, tree = _parse_template(sql)
+    if key is not None and toks is not None:
+        sh = Shape.record(tpl, tree, toks)
+        if sh is not None:
+            SHAPES.put(key, sh)
+    return tpl
+
+
+# ---------------------------------------------------------------------------
+# templates from tokens (a repeated dashboard text costs a tokenization, not a parse)
+# ---------------------------------------------------------------------------
+_LITERAL_TOKENS = frozenset({TokenType.STRING, TokenType.NUMBER})
+
+
+def _tokens(sql: str) -> Optional[list]:
+    from ..ir.dialect import DIALECT
+    try:
+        return Dialect.get_or_raise(DIALECT).tokenize(sql)
+    except Exception:   # the parse reports the error
+        return None
+
+
+def shape_key(toks: list) -> tuple:
+    """The tokens with the text of every string and number literal left out (types,
+    other texts and comments kept: sqlglot renders comments into the template)."""
+    return tuple((t.token_type, None if t.token_type in _LITERAL_TOKENS else t.text, tuple(t.comments))
+                 for t in toks)
+
+
+def _param_text(toks: list, i: int, neg: bool) -> tuple[str, Optional[str]]:
+    """A parameter's SQL text and kind from its token, built as the parser builds it
+    (``Literal(this=token.text)``, under ``Neg`` for a signed number)."""
+    t = toks[i]
+    lit = exp.Literal(this=t.text, is_string=t.token_type == TokenType.STRING)
+    node = exp.Neg(this=lit) if neg else lit
+    return node.sql(dialect="spark"), _kind(lit)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What parsing told about one token shape: the template (key, kinds, tables), which
+    literal tokens are its parameters (token index, signed), and the text of every other
+    literal token. sqlglot's parser builds a tree from token types and texts alone (a
+    string or number literal token becomes ``Literal(this=text)``), so another text with
+    the same shape, the same non-parameter literals and parameters of the same kinds has
+    the same template with its own parameter values."""
+    template: Template
+    params: tuple       # ((token index, negated), ...) in the template's parameter order
+    fixed: tuple        # ((token index, text), ...) of the other literal tokens
+
+    @classmethod
+    def record(cls, tpl: Template, tree: exp.Expression, toks: list) -> Optional["Shape"]:
+        """The shape of a parsed text, or None if its literals cannot be traced to tokens
+        one to one (a raw-text command, a literal the parser made up, a sign elsewhere)."""
+        if tree.find(exp.Command) is not None:
+            return None
+        at = {t.start: i for i, t in enumerate(toks) if t.token_type in _LITERAL_TOKENS}
+        params = []
+        for node, _ in parameters(tree):
+            lit = node.this if isinstance(node, exp.Neg) else node
+            i = at.get((lit.meta or {}).get("start", -1))
+            neg = isinstance(node, exp.Neg)
+            if i is None or (neg and (i == 0 or toks[i - 1].token_type != TokenType.DASH)):
+                return None
+            params.append((i, neg))
+        if len({i for i, _ in params}) != len(params):
+            return None
+        texts = [_param_text(toks, i, neg) for i, neg in params]
+        if tuple(x for x, _ in texts) != tpl.literals or tuple(k for _, k in texts) != tpl.types:
+            return None
+        taken = {i for i, _ in params}
+        fixed = tuple((i, toks[i].text) for i in sorted(at.values()) if i not in taken)
+        return cls(tpl, tuple(params), fixed)
+
+    def template_for(self, toks: list) -> Optional[Template]:
+        """The template of a text of this shape, or None (another non-parameter literal,
+        a parameter of another kind: parse it)."""
+        if any(toks[i].text != text for i, text in self.fixed):
+            return None
+        texts = [_param_text(toks, i, neg) for i, neg in self.params]
+        if tuple(k for _, k in texts) != self.template.types:
+            return None
+        return replace(self.template, literals=tuple(x for x, _ in texts))
+
+
+class ShapeMemo:
+    """A thread-safe LRU from token shapes to :class:`Shape` (one per shape: the last
+    text parsed wins)."""
+
+    def __init__(self, maxsize: int = 1024):
+        self.maxsize = maxsize
+        self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Optional[Shape]:
+        with self._lock:
+            sh = self._d.get(key)
+            if sh is not None:
+                self._d.move_to_end(key)
+            return sh
+
+    def put(self, key: tuple, shape: Shape) -> None:
+        with self._lock:
+            self._d[key] = shape
+            self._d.move_to_end(key)
+            while len(self._d) > self.maxsize:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+SHAPES = ShapeMemo()
 
 
 def _sentinel(kind: str, i: int, which: int) -> exp.Literal:

@@ -217,3 +217,39 @@ def test_one_call_snapshot_agrees_with_per_call_reads_and_sees_changes(spark, op
     finally:
         spark.sql("USE default")
         spark.sql("DROP DATABASE so_cache_db")
+
+
+@pytest.mark.parametrize("first,second", [
+    (DU_Q, DU_Q.replace("b > 0", "b > -100").replace("'x'", "'it\\'s'")),
+    ("SELECT * FROM t WHERE x > 1", "SELECT * FROM t WHERE x > 2147483648"),       # int -> bigint kind
+    ("SELECT * FROM t WHERE x > -2147483648", "SELECT * FROM t WHERE x > 2147483648"),
+    ("SELECT * FROM t WHERE x < 12.50 LIMIT 7", "SELECT * FROM t WHERE x < 99.99 LIMIT 8"),  # LIMIT is kept
+    ("SELECT * FROM t WHERE x < 12.50", "SELECT * FROM t WHERE x < 12.500"),            # decimal scale
+    ("SELECT a, round(s, 2) FROM t WHERE d IN ('x', 'y') AND c BETWEEN 1 AND 5 AND 1 = 1 /* c1 */",
+     "SELECT a, round(s, 3) FROM t WHERE d IN ('p', 'q') AND c BETWEEN -1 AND 50 AND 1 = 1 /* c1 */"),
+    ("SELECT a FROM t WHERE d = 'x' /* note 1 */", "SELECT a FROM t WHERE d = 'y' /* note 2 */"),
+    ("SELECT a FROM t WHERE d = 'a' 'b'", "SELECT a FROM t WHERE d = 'c' 'd'"),         # adjacent strings
+    ("SELECT a FROM t WHERE ts > TIMESTAMP '2020-01-01' AND x = 1",
+     "SELECT a FROM t WHERE ts > TIMESTAMP '2021-01-01' AND x = 2"),
+])
+def test_template_from_tokens_equals_the_parsed_template(first, second):
+    """A text of a known token shape takes its template without a parse (cache.Shape):
+    it must be exactly the template the parse gives, or fall back to the parse."""
+    from superop.runtime.cache import SHAPES, _parse_template
+    SHAPES.clear()
+    assert template_of(first) == _parse_template(first)[0]
+    assert template_of(second) == _parse_template(second)[0]
+    assert template_of(second) == _parse_template(second)[0]       # now from its own shape
+
+
+def test_a_known_shape_is_not_parsed_again(monkeypatch):
+    from superop.runtime import cache
+    new = DU_Q.replace("b > 0", "b > 7").replace("'x'", "'z'")
+    want = cache._parse_template(new)[0]
+    cache.SHAPES.clear()
+    template_of(DU_Q)
+    monkeypatch.setattr(cache, "_parse_template", lambda sql: pytest.fail("parsed again"))
+    got = template_of(new)
+    assert got == want and got.literals == ("7", "'z'")
+    with pytest.raises(BaseException):
+        template_of(DU_Q.replace("GROUP BY a UNION", "GROUP BY a, b UNION"))   # another shape: parsed
