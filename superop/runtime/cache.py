@@ -9,9 +9,10 @@ A decision is keyed by
   can change a type (``round(x, 2)``), casts, intervals, and literal-only comparisons that
   Spark folds (``1 = 0``);
 * the catalog's checksum;
-* a **version of every table** the query reads (tablestats.SessionProbe.version: the
-  relation's catalog entry — schema, view text, statistics; ANALYZE changes it);
-* the Spark settings that change plans or how the text is read (:data:`PLAN_CONF`).
+* a **version of every table** the query reads (the text of the relation's catalog entry —
+  schema, view text, statistics; ANALYZE changes it);
+* the Spark settings that change plans or how the text is read (:data:`PLAN_CONF`), and
+  the current catalog and namespace.
 
 A cached rewrite is re-rendered for the new literals: when the decision was made the
 chosen candidate was also generated with *sentinel* literals (twice, with two different
@@ -24,31 +25,31 @@ Either way the SQL served is the rewrite of *these* literals, never of another q
 If the cost estimate used Spark's CBO row counts for a filter (those depend on the
 literal values), the decision is **literal-sensitive** and is cached per literal set.
 
-What a hit asks Spark, and why nothing less is sound (tablestats.SessionProbe):
+What a hit asks Spark, and why nothing less is sound (tablestats.SessionProbe.snapshot):
+**one JVM call**, answered by a helper compiled into the driver (jvmprobe.py), that reads
 
-* **settings: one JVM call per hit, no staleness.** Some settings change what the SQL
-  *means* — ``spark.sql.ansi.enabled`` (overflow, casts, division by zero),
-  ``caseSensitive``, ``escapedStringLiterals``, ``doubleQuotedIdentifiers``, the session
-  time zone — and a proof holds under the semantics it was made for, so a changed one
-  must miss at once. The probe reads the text of the session's whole settings map in one
-  call and re-reads the keys only when that text changed (a ``SET`` of an unrelated key
-  costs one slow read, not a decision).
-* **tables: a version per table per hit (two calls).** A proved rewrite holds for all
-  data, so new data or new statistics only change the *benefit* decision; but a table or
-  view replaced under the same name can have another schema, other declared constraints,
-  or resolve the text differently — that changes the semantics. The version is the text
-  of the relation's catalog entry (schema with nullability, view text, database,
-  location, properties, statistics, creation time to the second), so every semantic
-  change is a miss on the next call. The one cost input with a staleness window: a view
-  replaced by one of the same schema and text within the same second (new data, same
-  meaning) keeps its version until the next second. Statistics come with the semantic
-  parts in the same two calls, so a longer window for them would save no call.
-  Connect: one ``getAll`` RPC for the settings, SQL per table.
-* **the catalog checksum**: in Python, free.
+* **the settings** — some change what the SQL *means* (``spark.sql.ansi.enabled``:
+  overflow, casts, division by zero; ``caseSensitive``, ``escapedStringLiterals``,
+  ``doubleQuotedIdentifiers``, the session time zone), and a proof holds under the
+  semantics it was made for, so a changed one must miss at once: no staleness window;
+* **the current catalog and namespace** (``USE db`` resolves a name elsewhere);
+* **a version per table** — the text of the relation's catalog entry as Spark resolves the
+  name (schema with nullability, view text, database, location, properties, statistics,
+  creation time to the second). A proved rewrite holds for all data, so new data or new
+  statistics only change the *benefit* decision; but a table or view replaced under the
+  same name can have another schema, other declared constraints or resolve the text
+  differently — a new version, so a miss on the next call. The one cost input with a
+  staleness window: a view replaced by one of the same schema and text within the same
+  second (new data, same meaning) keeps its version until the next second.
 
-So a hit costs a dictionary lookup plus ``1 + 2 × tables`` py4j round trips (≈0.1-0.3 ms
-each on an idle JVM); its wall-clock p99 on a loaded machine is dominated by preemption
-during those round trips (docs/BENCHMARKS.md, issue 13).
+Where the helper cannot be compiled (or on Spark Connect) the same values come from
+per-key calls (``1 + 2 × tables`` round trips; Connect: one ``getAll`` RPC and SQL per
+table). The catalog checksum is compared in Python.
+
+A hit's Python work: the exact-text path is two dictionary lookups; the template path
+tokenizes the text and, for a token shape seen before (:class:`Shape`), takes the template
+from the shape instead of parsing (the parser builds its tree from token types and texts
+alone, so the same shape with the same non-parameter literals is the same template).
 
 Thread-safe, bounded (LRU).
 """
