@@ -209,6 +209,7 @@ def cache_bench(args) -> int:
 
     from superop.runtime import SuperOpSession
     from superop.sparkutil import get_spark
+    load_start = os.getloadavg()[0]
     spark = get_spark(app_name="superop-bench", conf={"spark.sql.shuffle.partitions": "4"})
     queries = corpus()
     if args.limit:
@@ -253,7 +254,8 @@ def cache_bench(args) -> int:
                "hit_same_sql_ms_p50": pct(same, 50), "hit_same_sql_ms_p99": pct(same, 99),
                "hit_new_literals_ms_p50": pct(lits, 50) if lits else None,
                "hit_new_literals_ms_p99": pct(lits, 99) if lits else None,
-               "cache_entries": len(so.cache), "load_average_1m": os.getloadavg()[0]}
+               "cache_entries": len(so.cache), "load_average_1m": os.getloadavg()[0],
+               "load_average_1m_start": load_start}
     all_hits = same + lits
     # same text: the exact-text path (no parsing); new literals: the normalized-template path
     summary.update(exact_text_ms_p50=pct(same, 50), exact_text_ms_p99=pct(same, 99))

@@ -9,9 +9,10 @@ A decision is keyed by
   can change a type (``round(x, 2)``), casts, intervals, and literal-only comparisons that
   Spark folds (``1 = 0``);
 * the catalog's checksum;
-* a **version of every table** the query reads (tablestats.SessionProbe.version: the
-  relation's catalog entry — schema, view text, statistics; ANALYZE changes it);
-* the Spark settings that change plans or how the text is read (:data:`PLAN_CONF`).
+* a **version of every table** the query reads (the text of the relation's catalog entry —
+  schema, view text, statistics; ANALYZE changes it);
+* the Spark settings that change plans or how the text is read (:data:`PLAN_CONF`), and
+  the current catalog and namespace.
 
 A cached rewrite is re-rendered for the new literals: when the decision was made the
 chosen candidate was also generated with *sentinel* literals (twice, with two different
@@ -24,31 +25,31 @@ Either way the SQL served is the rewrite of *these* literals, never of another q
 If the cost estimate used Spark's CBO row counts for a filter (those depend on the
 literal values), the decision is **literal-sensitive** and is cached per literal set.
 
-What a hit asks Spark, and why nothing less is sound (tablestats.SessionProbe):
+What a hit asks Spark, and why nothing less is sound (tablestats.SessionProbe.snapshot):
+**one JVM call**, answered by a helper compiled into the driver (jvmprobe.py), that reads
 
-* **settings: one JVM call per hit, no staleness.** Some settings change what the SQL
-  *means* — ``spark.sql.ansi.enabled`` (overflow, casts, division by zero),
-  ``caseSensitive``, ``escapedStringLiterals``, ``doubleQuotedIdentifiers``, the session
-  time zone — and a proof holds under the semantics it was made for, so a changed one
-  must miss at once. The probe reads the text of the session's whole settings map in one
-  call and re-reads the keys only when that text changed (a ``SET`` of an unrelated key
-  costs one slow read, not a decision).
-* **tables: a version per table per hit (two calls).** A proved rewrite holds for all
-  data, so new data or new statistics only change the *benefit* decision; but a table or
-  view replaced under the same name can have another schema, other declared constraints,
-  or resolve the text differently — that changes the semantics. The version is the text
-  of the relation's catalog entry (schema with nullability, view text, database,
-  location, properties, statistics, creation time to the second), so every semantic
-  change is a miss on the next call. The one cost input with a staleness window: a view
-  replaced by one of the same schema and text within the same second (new data, same
-  meaning) keeps its version until the next second. Statistics come with the semantic
-  parts in the same two calls, so a longer window for them would save no call.
-  Connect: one ``getAll`` RPC for the settings, SQL per table.
-* **the catalog checksum**: in Python, free.
+* **the settings** — some change what the SQL *means* (``spark.sql.ansi.enabled``:
+  overflow, casts, division by zero; ``caseSensitive``, ``escapedStringLiterals``,
+  ``doubleQuotedIdentifiers``, the session time zone), and a proof holds under the
+  semantics it was made for, so a changed one must miss at once: no staleness window;
+* **the current catalog and namespace** (``USE db`` resolves a name elsewhere);
+* **a version per table** — the text of the relation's catalog entry as Spark resolves the
+  name (schema with nullability, view text, database, location, properties, statistics,
+  creation time to the second). A proved rewrite holds for all data, so new data or new
+  statistics only change the *benefit* decision; but a table or view replaced under the
+  same name can have another schema, other declared constraints or resolve the text
+  differently — a new version, so a miss on the next call. The one cost input with a
+  staleness window: a view replaced by one of the same schema and text within the same
+  second (new data, same meaning) keeps its version until the next second.
 
-So a hit costs a dictionary lookup plus ``1 + 2 × tables`` py4j round trips (≈0.1-0.3 ms
-each on an idle JVM); its wall-clock p99 on a loaded machine is dominated by preemption
-during those round trips (docs/BENCHMARKS.md, issue 13).
+Where the helper cannot be compiled (or on Spark Connect) the same values come from
+per-key calls (``1 + 2 × tables`` round trips; Connect: one ``getAll`` RPC and SQL per
+table). The catalog checksum is compared in Python.
+
+A hit's Python work: the exact-text path is two dictionary lookups; the template path
+tokenizes the text and, for a token shape seen before (:class:`Shape`), takes the template
+from the shape instead of parsing (the parser builds its tree from token types and texts
+alone, so the same shape with the same non-parameter literals is the same template).
 
 Thread-safe, bounded (LRU).
 """
@@ -57,10 +58,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 # plans, and how the SQL text is read and resolved (a decision made under one of these
 # settings is no decision under another: with escapedStringLiterals the rewriter refuses)
@@ -146,7 +149,7 @@ def tables_of(tree: exp.Expression) -> tuple:
     return tuple(seen)
 
 
-def template_of(sql: str) -> Template:
+def _parse_template(sql: str) -> tuple[Template, exp.Expression]:
     from ..ir.lower import parse
     tree = parse(sql)
     params = parameters(tree)
@@ -156,7 +159,134 @@ def template_of(sql: str) -> Template:
     for lit, _ in parameters(t2):
         lit.replace(exp.Placeholder())
     key = t2.sql(dialect="spark") + " -- " + ",".join(kinds)
-    return Template(key=key, literals=lits, types=kinds, tables=tables_of(tree))
+    return Template(key=key, literals=lits, types=kinds, tables=tables_of(tree)), tree
+
+
+def template_of(sql: str) -> Template:
+    """The query's template. A text whose tokens have a known shape (the same tokens, up
+    to the values of its literals) takes its template from the shape without parsing
+    (:class:`ShapeMemo`); any other text is parsed."""
+    toks = _tokens(sql)
+    key = shape_key(toks) if toks is not None else None
+    if key is not None:
+        sh = SHAPES.get(key)
+        t = sh.template_for(toks) if sh is not None else None
+        if t is not None:
+            return t
+    tpl, tree = _parse_template(sql)
+    if key is not None and toks is not None:
+        sh = Shape.record(tpl, tree, toks)
+        if sh is not None:
+            SHAPES.put(key, sh)
+    return tpl
+
+
+# ---------------------------------------------------------------------------
+# templates from tokens (a repeated dashboard text costs a tokenization, not a parse)
+# ---------------------------------------------------------------------------
+_LITERAL_TOKENS = frozenset({TokenType.STRING, TokenType.NUMBER})
+
+
+def _tokens(sql: str) -> Optional[list]:
+    from ..ir.dialect import DIALECT
+    try:
+        return Dialect.get_or_raise(DIALECT).tokenize(sql)
+    except Exception:   # the parse reports the error
+        return None
+
+
+def shape_key(toks: list) -> tuple:
+    """The tokens with the text of every string and number literal left out (types,
+    other texts and comments kept: sqlglot renders comments into the template)."""
+    return tuple((t.token_type, None if t.token_type in _LITERAL_TOKENS else t.text, tuple(t.comments))
+                 for t in toks)
+
+
+def _param_text(toks: list, i: int, neg: bool) -> tuple[str, Optional[str]]:
+    """A parameter's SQL text and kind from its token, built as the parser builds it
+    (``Literal(this=token.text)``, under ``Neg`` for a signed number)."""
+    t = toks[i]
+    lit = exp.Literal(this=t.text, is_string=t.token_type == TokenType.STRING)
+    node = exp.Neg(this=lit) if neg else lit
+    return node.sql(dialect="spark"), _kind(lit)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What parsing told about one token shape: the template (key, kinds, tables), which
+    literal tokens are its parameters (token index, signed), and the text of every other
+    literal token. sqlglot's parser builds a tree from token types and texts alone (a
+    string or number literal token becomes ``Literal(this=text)``), so another text with
+    the same shape, the same non-parameter literals and parameters of the same kinds has
+    the same template with its own parameter values."""
+    template: Template
+    params: tuple       # ((token index, negated), ...) in the template's parameter order
+    fixed: tuple        # ((token index, text), ...) of the other literal tokens
+
+    @classmethod
+    def record(cls, tpl: Template, tree: exp.Expression, toks: list) -> Optional["Shape"]:
+        """The shape of a parsed text, or None if its literals cannot be traced to tokens
+        one to one (a raw-text command, a literal the parser made up, a sign elsewhere)."""
+        if tree.find(exp.Command) is not None:
+            return None
+        at = {t.start: i for i, t in enumerate(toks) if t.token_type in _LITERAL_TOKENS}
+        params = []
+        for node, _ in parameters(tree):
+            lit = node.this if isinstance(node, exp.Neg) else node
+            i = at.get((lit.meta or {}).get("start", -1))
+            neg = isinstance(node, exp.Neg)
+            if i is None or (neg and (i == 0 or toks[i - 1].token_type != TokenType.DASH)):
+                return None
+            params.append((i, neg))
+        if len({i for i, _ in params}) != len(params):
+            return None
+        texts = [_param_text(toks, i, neg) for i, neg in params]
+        if tuple(x for x, _ in texts) != tpl.literals or tuple(k for _, k in texts) != tpl.types:
+            return None
+        taken = {i for i, _ in params}
+        fixed = tuple((i, toks[i].text) for i in sorted(at.values()) if i not in taken)
+        return cls(tpl, tuple(params), fixed)
+
+    def template_for(self, toks: list) -> Optional[Template]:
+        """The template of a text of this shape, or None (another non-parameter literal,
+        a parameter of another kind: parse it)."""
+        if any(toks[i].text != text for i, text in self.fixed):
+            return None
+        texts = [_param_text(toks, i, neg) for i, neg in self.params]
+        if tuple(k for _, k in texts) != self.template.types:
+            return None
+        return replace(self.template, literals=tuple(x for x, _ in texts))
+
+
+class ShapeMemo:
+    """A thread-safe LRU from token shapes to :class:`Shape` (one per shape: the last
+    text parsed wins)."""
+
+    def __init__(self, maxsize: int = 1024):
+        self.maxsize = maxsize
+        self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Optional[Shape]:
+        with self._lock:
+            sh = self._d.get(key)
+            if sh is not None:
+                self._d.move_to_end(key)
+            return sh
+
+    def put(self, key: tuple, shape: Shape) -> None:
+        with self._lock:
+            self._d[key] = shape
+            self._d.move_to_end(key)
+            while len(self._d) > self.maxsize:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+SHAPES = ShapeMemo()
 
 
 def _sentinel(kind: str, i: int, which: int) -> exp.Literal:
@@ -266,6 +396,7 @@ class DecisionCache:
         self.hits = 0
         self.misses = 0
         self._exact: OrderedDict = OrderedDict()
+        self._exact_tables: OrderedDict = OrderedDict()   # text -> the tables it reads
 
     @staticmethod
     def key(template: Template, catalog_checksum: str, versions: tuple, conf: tuple) -> tuple:
@@ -298,6 +429,12 @@ class DecisionCache:
                 self._d.popitem(last=False)
 
     # -- the exact-text path: looked up before any parsing ----------------------------------
+    def exact_tables(self, sql: str) -> Optional[tuple]:
+        """The tables this exact text reads (known once it was decided), so that one JVM
+        call can read the settings and their versions together."""
+        with self._lock:
+            return self._exact_tables.get(sql)
+
     def get_exact(self, sql: str, catalog_checksum: str, conf: tuple) -> Optional["ExactEntry"]:
         """The entry of this exact SQL text under this catalog and these settings (the
         caller re-checks the table versions it records)."""
@@ -313,11 +450,16 @@ class DecisionCache:
             self._exact.move_to_end((sql, catalog_checksum, conf))
             while len(self._exact) > self.maxsize:
                 self._exact.popitem(last=False)
+            self._exact_tables[sql] = entry.tables
+            self._exact_tables.move_to_end(sql)
+            while len(self._exact_tables) > self.maxsize:
+                self._exact_tables.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._d.clear()
             self._exact.clear()
+            self._exact_tables.clear()
 
     def __len__(self) -> int:
         with self._lock:

@@ -39,7 +39,7 @@ the original query's column types exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Collection, Mapping, Optional, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -160,22 +160,30 @@ def _rejects_null(guard: exp.Expression, arg: Optional[exp.Expression]) -> bool:
     return False
 
 
+INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
+
+
 def _flag_sql(guard: Optional[exp.Expression], accs: Sequence[tuple[str, Optional[exp.Expression],
                                                                       Optional[exp.Expression]]] = (),
-              over: str = "") -> str:
+              over: str = "", integral: Collection[str] = ()) -> str:
     """``exists row: guard`` as a boolean aggregate written so that Spark can share one
     aggregation buffer with an accumulator of the same guard (Spark plans semantically
     equal aggregate functions once, so the flag costs no column in the partial aggregate
     that crosses the exchange): ``count(CASE WHEN guard THEN 1 END) > 0`` (the same
     function as a guarded ``count(*)``), or ``min/max/count(CASE WHEN guard THEN x END)``
     tested for non-NULL / > 0 when ``guard`` implies ``x IS NOT NULL`` (an accumulator's
-    ``(func, arg, guard)`` in ``accs``). Not ``sum``/``avg``: with ANSI off a decimal sum
-    that overflows is NULL. Each form is true iff some row of the group (window frame) has
-    ``guard`` TRUE, and never NULL, as the program's flag."""
+    ``(func, arg, guard)`` in ``accs``); ``sum(CASE WHEN guard THEN x END) IS NOT NULL``
+    likewise, but only for a column ``x`` named in ``integral`` (its Spark type is an
+    integer type: an integral sum is NULL only over no non-NULL input — it wraps with
+    ANSI off and raises with ANSI on — whereas a decimal sum that overflows with ANSI off
+    is NULL; never ``avg``). Each form is true iff some row of the group (window frame)
+    has ``guard`` TRUE, and never NULL, as the program's flag."""
     if guard is not None:
         g = _s(guard)
         for func, arg, ag in accs:
-            if func in ("min", "max", "count") and ag is not None and _s(ag) == g and _rejects_null(guard, arg):
+            foldable = func in ("min", "max", "count") or (
+                func == "sum" and isinstance(arg, exp.Column) and arg.name.lower() in integral)
+            if foldable and ag is not None and _s(ag) == g and _rejects_null(guard, arg):
                 agg = _agg_sql(func, arg, guard, over)
                 return f"({agg} > 0)" if func == "count" else f"({agg} IS NOT NULL)"
     return f"({_agg_sql('count_star', None, guard, over)} > 0)"
@@ -338,10 +346,14 @@ def _empty(program: Program, out_types) -> str:
     return f"SELECT {cols} WHERE false"
 
 
-def compile_program(program: Program, source: str, output_types: Optional[Sequence[str]] = None) -> str:
+def compile_program(program: Program, source: str, output_types: Optional[Sequence[str]] = None,
+                    input_types: Optional[Mapping[str, str]] = None) -> str:
     """Spark SQL running ``program`` over ``source`` (a query or a table name whose
     columns are the program's ``row.*`` names). ``output_types`` (Spark SQL type strings,
-    one per output column) override ``program.output_types``. Raises NoNativeForm."""
+    one per output column) override ``program.output_types``. ``input_types`` (source
+    column -> Spark type, optional) lets a flag share an integral sum's buffer
+    (:func:`_flag_sql`). Raises NoNativeForm."""
+    integral = frozenset(c.lower() for c, t in (input_types or {}).items() if t.lower() in INTEGRAL)
     src = source.strip()
     try:   # a (possibly qualified, quoted) table name
         src_item = f"{TableName.parse(src).sql()} AS {P}src"
@@ -367,7 +379,7 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
             items.append(f"{_agg_sql(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref))} AS {nm.acc[a.name]}")
         accs = [(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)) for a in program.accumulators]
         for f in program.flags:
-            items.append(f"{_flag_sql(_subst(f.guard, _row_ref), accs)} AS {nm.flag[f.name]}")
+            items.append(f"{_flag_sql(_subst(f.guard, _row_ref), accs, integral=integral)} AS {nm.flag[f.name]}")
         if not items:
             items.append(f"count(1) AS {P}rows")          # a SELECT needs an item
         group = f" GROUP BY {keys}" if keys else ""
@@ -414,10 +426,10 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
     accs = [(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)) for a in program.accumulators]
     for f in program.flags:
         fg = _subst(f.guard, _row_ref)
-        items.append(f"{_flag_sql(fg, accs, over_final)} AS {nm.flag[f.name]}")
+        items.append(f"{_flag_sql(fg, accs, over_final, integral)} AS {nm.flag[f.name]}")
         if running and ("flag", f.name) in used_in_rows:
             run_flag[f.name] = f"{P}r{nm.flag[f.name][len(P):]}"
-            items.append(f"{_flag_sql(fg, accs, over_run)} AS {run_flag[f.name]}")
+            items.append(f"{_flag_sql(fg, accs, over_run, integral)} AS {run_flag[f.name]}")
     if program.partition_emits:
         items.append(f"row_number() OVER (PARTITION BY {keys} ORDER BY {keys}) AS {P}rn")
     inner = f"SELECT {', '.join(items)} FROM {src_item}"

@@ -216,7 +216,8 @@ class Rewriter:
                 src_sql = f"SELECT * FROM ({src_sql}) AS __so_pf WHERE {m.prefilter.sql(dialect=DIALECT)}"
             types = types_of(m.root) if types_of is not None else None
             try:
-                sql = compile_program(m.program, src_sql, output_types=types)
+                sql = compile_program(m.program, src_sql, output_types=types,
+                                      input_types=_input_types(src, src_names, types_of))
             except NoNativeForm as e:
                 # run_generic can execute it, but not inside a SQL string: keep the original
                 log.info("superop: %s has no native form (%s); sub-plan kept", m.rule_id, e)
@@ -225,6 +226,20 @@ class Rewriter:
                                       qfields=tuple(m.root.fields))
         new_plan = N.replace(plan, memo)
         return to_sql(new_plan, names=names)
+
+
+def _input_types(src: N.Node, names: list[str], types_of) -> Optional[dict[str, str]]:
+    """The source columns' Spark types by name (what lets a flag share an integral sum's
+    buffer, compile._flag_sql), or None when unknown or ambiguous."""
+    if types_of is None:
+        return None
+    try:
+        types = types_of(src)
+    except Exception:  # an optimization: without types the flag keeps its own count
+        return None
+    if not types or len(types) != len(names) or len({n.lower() for n in names}) != len(names):
+        return None
+    return dict(zip(names, types))
 
 
 def prepare(matches: Sequence[Match], trace: Optional[list[str]] = None) -> list[Match]:

@@ -137,10 +137,9 @@ class SuperOpSession:
     def _types_of(self, node) -> list[str]:
         return [f.dataType.simpleString() for f in self.spark.sql(to_sql(node)).schema.fields]
 
-    def _cache_key(self, tpl):
-        versions = tuple((t, self._probe.version(t)) for t in tpl.tables)
-        conf = self._probe.conf(PLAN_CONF)
-        return DecisionCache.key(tpl, self._checksum, versions, conf)
+    def _snapshot(self, tables: tuple):
+        """Settings and table versions, in one JVM call (tablestats.SessionProbe.snapshot)."""
+        return self._probe.snapshot(PLAN_CONF, tables)
 
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
@@ -157,67 +156,68 @@ class SuperOpSession:
             hit = self._exact_hit(sql, t0)
             if hit is not None:
                 return hit
-        res = self._rewrite_templated(sql, t0)
-        if self.cache is not None and not self.analyze_tables and res.error is None:
-            self._exact_store(sql, res)
-        return res
+        return self._rewrite_templated(sql, t0)
 
     # -- the exact-text fast path (before any parsing) ------------------------------------
     def _exact_hit(self, sql: str, t0: float) -> Optional[RewriteResult]:
         """The result served for this exact text before, if the catalog, the settings and
-        every table's version are unchanged: a dictionary lookup plus one version read per
-        table (no sqlglot, no Spark planning)."""
+        every table's version are unchanged: two dictionary lookups and ONE JVM call that
+        reads the settings and the tables' versions together (no sqlglot, no planning)."""
         assert self.cache is not None
-        conf = self._probe.conf(PLAN_CONF)
-        e = self.cache.get_exact(sql, self._checksum, conf)
-        if e is None:
+        tables = self.cache.exact_tables(sql)
+        if tables is None:
             return None
         try:
-            if tuple(self._probe.version(t) for t in e.tables) != e.versions:
-                return None
+            snap = self._snapshot(tables)
         except Exception:  # a table is gone: decide again (and fail safe there)
+            return None
+        e = self.cache.get_exact(sql, self._checksum, snap.conf)
+        if e is None or e.versions != snap.versions:
             return None
         timings = {"cache_hit": 1.0, "exact_hit": 1.0, "total_ms": (time.perf_counter() - t0) * 1e3}
         return RewriteResult(sql=e.sql, applied=list(e.applied), changed=e.changed,
                              explanation="cached decision (exact text): " + e.explanation,
                              original_sql=sql, timings_ms=timings, **e.extra)
 
-    def _exact_store(self, sql: str, res: RewriteResult) -> None:
+    def _exact_store(self, sql: str, tables: tuple, snap, res: RewriteResult) -> None:
+        """Serve this text from the exact path next time, under the settings and versions
+        the decision was looked up or made with (a change since then is a miss)."""
         assert self.cache is not None
-        try:
-            tables = template_of(sql).tables
-            versions = tuple(self._probe.version(t) for t in tables)
-        except Exception:  # no exact entry; the template path still serves it
-            return
         expl = res.explanation
         for p in ("cached decision (exact text): ", "cached decision: "):
             expl = expl[len(p):] if expl.startswith(p) else expl
         extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
                      cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates)
-        self.cache.put_exact(sql, self._checksum, self._probe.conf(PLAN_CONF),
-                             ExactEntry(tuple(tables), versions, res.sql, res.changed, tuple(res.applied),
+        self.cache.put_exact(sql, self._checksum, snap.conf,
+                             ExactEntry(tables, snap.versions, res.sql, res.changed, tuple(res.applied),
                                         expl, extra))
 
     def _rewrite_templated(self, sql: str, t0: float) -> RewriteResult:
-        key = tpl = None
-        if self.cache is not None:
-            tpl = template_of(sql)
-            if self.analyze_tables:          # ANALYZE first, so the key sees the new statistics
-                for t in tpl.tables:
-                    self._analyze(t)
-            key = self._cache_key(tpl)
-            d = self.cache.get(key, tpl.literals)
-            if d is not None:
-                return self._from_cache(sql, tpl, d, t0)
-        res, decision = self._decide(sql, t0)
-        if self.cache is not None and decision is not None:
-            t1 = time.perf_counter()
-            if decision.changed:
-                decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
-            decision.literals = tpl.literals
-            self.cache.put(key, decision)
-            res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
-        res.timings_ms["cache_hit"] = 0.0
+        if self.cache is None:
+            res, _ = self._decide(sql, t0)
+            res.timings_ms["cache_hit"] = 0.0
+            return res
+        tpl = template_of(sql)
+        if self.analyze_tables:          # ANALYZE first, so the key sees the new statistics
+            for t in tpl.tables:
+                self._analyze(t)
+        snap = self._snapshot(tpl.tables)
+        key = DecisionCache.key(tpl, self._checksum, tuple(zip(tpl.tables, snap.versions)), snap.conf)
+        d = self.cache.get(key, tpl.literals)
+        if d is not None:
+            res = self._from_cache(sql, tpl, d, t0)
+        else:
+            res, decision = self._decide(sql, t0)
+            if decision is not None:
+                t1 = time.perf_counter()
+                if decision.changed:
+                    decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
+                decision.literals = tpl.literals
+                self.cache.put(key, decision)
+                res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
+            res.timings_ms["cache_hit"] = 0.0
+        if not self.analyze_tables and res.error is None:
+            self._exact_store(sql, tpl.tables, snap, res)
         return res
 
     def _from_cache(self, sql: str, tpl, d: Decision, t0: float) -> RewriteResult:

@@ -17,7 +17,10 @@ import hashlib
 import logging
 import re
 import threading
+from dataclasses import dataclass
 from typing import Optional
+
+from .jvmprobe import JvmProbe, compile_probe
 
 log = logging.getLogger("superop.runtime")
 
@@ -121,6 +124,14 @@ def _conf_each(spark, keys) -> tuple:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What a cache key needs from Spark at one moment: the settings' values and a version
+    per table (in the order asked)."""
+    conf: tuple
+    versions: tuple
+
+
 class SessionProbe:
     """What a cache hit asks the JVM, in as few round trips as the answer allows.
 
@@ -135,6 +146,9 @@ class SessionProbe:
       ``RESET`` or ``spark.conf.set`` changes the text, so a changed setting is seen on
       the very next call). Otherwise the keys are read one by one and remembered.
       Connect: one ``getAll`` RPC.
+    * :meth:`snapshot` — both at once, in **one** call (:mod:`.jvmprobe`, a helper compiled
+      into the driver): what a cache hit asks. Falls back to :meth:`conf` + :meth:`version`
+      (Connect, or no helper).
     * :meth:`version` — **two** calls: the text of the relation's ``CatalogTable`` as Spark
       resolves the name (temp view, global temp view, else table of the current
       database): schema with types and nullability, view text, database, location,
@@ -152,6 +166,39 @@ class SessionProbe:
         self._refs: Optional[tuple] = None
         self._memo: Optional[tuple] = None          # (settings text, keys, fingerprint)
         self._idents: dict[tuple, object] = {}
+        self._one: Optional[JvmProbe] = None
+        self._one_tried = False
+
+    def _one_call(self) -> Optional[JvmProbe]:
+        if not self._one_tried:
+            self._one_tried = True
+            inst = None if self.connect else compile_probe(self.spark)
+            self._one = JvmProbe(self.spark, inst) if inst is not None else None
+        return self._one
+
+    @property
+    def one_call(self) -> bool:
+        """Does :meth:`snapshot` read everything in one JVM call (the helper compiled)?"""
+        return self._one_call() is not None
+
+    def snapshot(self, keys, tables) -> Snapshot:
+        """The values of ``keys`` and the version of each table in ``tables``, read in one
+        JVM call where the helper is available. A table that does not resolve raises (as
+        :meth:`version` does)."""
+        keys, tables = tuple(keys), tuple(tables)
+        one = self._one_call()
+        if one is not None:
+            try:
+                r = one.read(keys, tables)
+            except Exception as e:  # an odd reply: the per-call path answers instead
+                log.debug("superop: one-call probe failed: %s", str(e).splitlines()[0] if str(e) else e)
+            else:
+                if any(t is None for t in r.tables):
+                    raise LookupError(f"table not found: {tables[[t is None for t in r.tables].index(True)]}")
+                # the namespace decides how an unqualified name resolves (USE db)
+                return Snapshot(r.conf + (("$namespace", r.namespace),),
+                                tuple("table:" + _digest(t) for t in r.tables))
+        return Snapshot(self.conf(keys), tuple(self.version(t) for t in tables))
 
     def _jvm_refs(self) -> tuple:
         if self._refs is None:

@@ -53,7 +53,7 @@ def test_hit_and_new_literals_render_the_same_rewrite(spark, ops, catalog):
     r2 = so.rewrite(DU_Q)
     assert _hit(r2) and r2.sql == r1.sql and r2.applied == r1.applied
     assert "cached decision" in r2.explanation
-    for b, d in ((3, "y"), (-100, "q"), (0, "it's")):
+    for b, d in ((-100, "q"), (0, "it's")):          # a signed number, an escaped quote
         # Spark escapes a quote with a backslash ('it''s' is two adjacent literals, 'its')
         q = DU_Q.replace("b > 0", f"b > {b}").replace("d = 'x'", "d = '" + d.replace("'", "\\'") + "'")
         r = so.rewrite(q)
@@ -185,3 +185,71 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     finally:
         values_view(spark, "ops", OPS_SCHEMA, OPS_ROWS)
 
+
+
+def test_one_call_snapshot_agrees_with_per_call_reads_and_sees_changes(spark, ops):
+    """SessionProbe.snapshot reads the settings and every table's version in ONE JVM call
+    (runtime/jvmprobe.py): the same values and versions as the per-call reads, and a SET,
+    a replaced view, another current database or a dropped table are seen at once."""
+    from superop.runtime.cache import PLAN_CONF
+    from superop.runtime.tablestats import SessionProbe
+    p = SessionProbe(spark)
+    assert p.one_call
+    s1 = p.snapshot(PLAN_CONF, ("ops",))
+    assert s1.conf[:len(PLAN_CONF)] == p.conf(PLAN_CONF) and s1.versions == (p.version("ops"),)
+    spark.conf.set("spark.sql.ansi.enabled", "false" if spark.conf.get("spark.sql.ansi.enabled") == "true" else "true")
+    try:
+        assert p.snapshot(PLAN_CONF, ("ops",)).conf != s1.conf
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    assert p.snapshot(PLAN_CONF, ("ops",)) == s1
+    spark.sql("CREATE OR REPLACE TEMP VIEW ops_snap AS SELECT * FROM ops")
+    v1 = p.snapshot(PLAN_CONF, ("ops", "ops_snap")).versions
+    spark.sql("CREATE OR REPLACE TEMP VIEW ops_snap AS SELECT a FROM ops")
+    assert p.snapshot(PLAN_CONF, ("ops", "ops_snap")).versions[1] != v1[1]
+    spark.sql("DROP VIEW ops_snap")
+    with pytest.raises(LookupError):
+        p.snapshot(PLAN_CONF, ("ops", "ops_snap"))
+    spark.sql("CREATE DATABASE IF NOT EXISTS so_cache_db")
+    try:
+        spark.sql("USE so_cache_db")
+        assert p.snapshot(PLAN_CONF, ("ops",)).conf != s1.conf     # names resolve elsewhere now
+    finally:
+        spark.sql("USE default")
+        spark.sql("DROP DATABASE so_cache_db")
+
+
+@pytest.mark.parametrize("first,second", [
+    (DU_Q, DU_Q.replace("b > 0", "b > -100").replace("'x'", "'it\\'s'")),
+    ("SELECT * FROM t WHERE x > 1", "SELECT * FROM t WHERE x > 2147483648"),       # int -> bigint kind
+    ("SELECT * FROM t WHERE x > -2147483648", "SELECT * FROM t WHERE x > 2147483648"),
+    ("SELECT * FROM t WHERE x < 12.50 LIMIT 7", "SELECT * FROM t WHERE x < 99.99 LIMIT 8"),  # LIMIT is kept
+    ("SELECT * FROM t WHERE x < 12.50", "SELECT * FROM t WHERE x < 12.500"),            # decimal scale
+    ("SELECT a, round(s, 2) FROM t WHERE d IN ('x', 'y') AND c BETWEEN 1 AND 5 AND 1 = 1 /* c1 */",
+     "SELECT a, round(s, 3) FROM t WHERE d IN ('p', 'q') AND c BETWEEN -1 AND 50 AND 1 = 1 /* c1 */"),
+    ("SELECT a FROM t WHERE d = 'x' /* note 1 */", "SELECT a FROM t WHERE d = 'y' /* note 2 */"),
+    ("SELECT a FROM t WHERE d = 'a' 'b'", "SELECT a FROM t WHERE d = 'c' 'd'"),         # adjacent strings
+    ("SELECT a FROM t WHERE ts > TIMESTAMP '2020-01-01' AND x = 1",
+     "SELECT a FROM t WHERE ts > TIMESTAMP '2021-01-01' AND x = 2"),
+])
+def test_template_from_tokens_equals_the_parsed_template(first, second):
+    """A text of a known token shape takes its template without a parse (cache.Shape):
+    it must be exactly the template the parse gives, or fall back to the parse."""
+    from superop.runtime.cache import SHAPES, _parse_template
+    SHAPES.clear()
+    assert template_of(first) == _parse_template(first)[0]
+    assert template_of(second) == _parse_template(second)[0]
+    assert template_of(second) == _parse_template(second)[0]       # now from its own shape
+
+
+def test_a_known_shape_is_not_parsed_again(monkeypatch):
+    from superop.runtime import cache
+    new = DU_Q.replace("b > 0", "b > 7").replace("'x'", "'z'")
+    want = cache._parse_template(new)[0]
+    cache.SHAPES.clear()
+    template_of(DU_Q)
+    monkeypatch.setattr(cache, "_parse_template", lambda sql: pytest.fail("parsed again"))
+    got = template_of(new)
+    assert got == want and got.literals == ("7", "'z'")
+    with pytest.raises(pytest.fail.Exception, match="parsed again"):
+        template_of(DU_Q.replace("GROUP BY a UNION", "GROUP BY a, b UNION"))   # another shape: parsed

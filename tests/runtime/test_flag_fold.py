@@ -34,6 +34,18 @@ def test_flag_folds_into_an_accumulator_whose_guard_rejects_null_arguments(func,
     assert _flag_sql(_e(guard), [(func, _e(arg), _e(guard))]) == form
 
 
+def test_flag_folds_into_an_integral_sum_only():
+    # an integral sum is NULL only over no non-NULL input (it wraps with ANSI off); a decimal
+    # one (or a column of unknown type) is not folded: with ANSI off its overflow is NULL
+    assert _flag_sql(_e("s >= 5"), [("sum", _e("s"), _e("s >= 5"))], integral={"s"}) == \
+        "(sum(CASE WHEN s >= 5 THEN s END) IS NOT NULL)"
+    for integral in ((), {"c"}):
+        assert _flag_sql(_e("s >= 5"), [("sum", _e("s"), _e("s >= 5"))], integral=integral) == \
+            "(count(CASE WHEN s >= 5 THEN 1 END) > 0)"
+    assert _flag_sql(_e("d = 'x'"), [("sum", _e("s"), _e("d = 'x'"))], integral={"s"}) == \
+        "(count(CASE WHEN d = 'x' THEN 1 END) > 0)"                 # d = 'x' allows a NULL s
+
+
 @pytest.mark.parametrize("func,arg,guard,acc_guard", [
     ("min", "c", "b > 0", "b > 0"),          # b > 0 says nothing about c
     ("min", "c", "c <=> 1", "c <=> 1"),      # null-safe: not recognized (conservative)
@@ -67,6 +79,11 @@ CASES = [
     ("DJ-inner-sigma", "dj-inner",
      "SELECT l.a, l.n, r.x FROM (SELECT a, count(*) AS n FROM ops WHERE d = 'x' GROUP BY a) l "
      "JOIN (SELECT a, sum(s) AS x FROM ops WHERE d = 'y' GROUP BY a) r ON l.a = r.a", [3]),
+    # the micro benchmark's du_pi shape: both flags fold (count(*) under s < 5; the int sum
+    # under s >= 5, which rejects NULL s; a=5 has only NULL s: no row in either branch)
+    ("DU-fold-int-sum", "du-2way",
+     "SELECT a, 'small' AS kind, count(*) AS v FROM ops WHERE s < 5 GROUP BY a "
+     "UNION ALL SELECT a, 'big' AS kind, sum(s) AS v FROM ops WHERE s >= 5 GROUP BY a", [2]),
     ("DJ-full-sigma", "dj-full",
      "SELECT l.a AS la, r.a AS ra, l.n, r.x FROM (SELECT a, count(*) AS n FROM ops WHERE b > 0 GROUP BY a) l "
      "FULL JOIN (SELECT a, max(s) AS x FROM ops WHERE s >= 5 GROUP BY a) r ON l.a = r.a", [2]),
