@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -60,7 +61,31 @@ NOVEMBER = ["q3", "q19", "q42", "q52", "q55"]
 # d_year 1999-2001 ones). See superop/share/README.md, "The dashboard batch".
 DASHBOARD20 = ["q3", "q42", "q52", "q55", "q19", "q43", "q53", "q63", "q89", "q98",
                "q7", "q27", "q36", "q34", "q46", "q68", "q73", "q79", "q96", "q65"]
-BATCHES = {"tpcds24": BATCH, "november": NOVEMBER, "dashboard20": DASHBOARD20}
+BATCHES = {"tpcds24": BATCH, "november": NOVEMBER, "dashboard20": DASHBOARD20,
+           "dashboard20-2000": DASHBOARD20}
+# Batches whose queries are the TPC-DS templates instantiated with ONE reporting period
+# (the year parameter a BI dashboard's period selector sets for all its panels), not with
+# the qualification values the spec prints, which give every query its own year.
+PERIOD_BATCHES = {"dashboard20-2000": 2000}
+_YEAR_LIT = re.compile(r"(?<![\d'-])\b(19[89]\d|20[01]\d)\b(?![\d'-])")
+_DATE_LIT = re.compile(r"'(\d{4})-(\d{2})-(\d{2})'")
+
+
+def at_period(sql: str, year: int) -> str:
+    """``sql`` with its reporting period moved to ``year``, as the template's parameters
+    would set it: every year literal shifted by the delta that makes the query's first
+    ``d_year`` value ``year`` (``1999, 1999 + 1, 1999 + 2`` -> ``2000, 2000 + 1, 2000 + 2``),
+    a ``d_month_seq`` range moved to start in January of ``year`` (``d_month_seq`` 1200 =
+    January 2000) and date literals moved to ``year`` (month and day kept). A query
+    without a period (q3: November of every year, q96: no date at all) is unchanged."""
+    m = re.search(r"d_year\s*(?:=|IN\s*\()\s*(\d{4})", sql, re.I)
+    if m:
+        d = year - int(m.group(1))
+        sql = _YEAR_LIT.sub(lambda x: str(int(x.group(1)) + d), sql)
+    m = re.search(r"d_month_seq\s*(?:BETWEEN|IN\s*\()\s*(\d{4})", sql, re.I)
+    if m:
+        sql = re.sub(rf"\b{m.group(1)}\b", str(1200 + 12 * (year - 2000)), sql)
+    return _DATE_LIT.sub(lambda x: f"'{year}-{x.group(2)}-{x.group(3)}'", sql)
 
 
 def load_queries(names: list[str], queries_dir: str | None) -> dict[str, str]:
@@ -234,6 +259,8 @@ def main(argv=None) -> int:
 
     names = [n.strip() for n in args.queries.split(",")] if args.queries else list(BATCHES[args.batch])
     queries = load_queries(names, args.queries_dir)
+    if not args.queries and args.batch in PERIOD_BATCHES:
+        queries = {n: at_period(q, PERIOD_BATCHES[args.batch]) for n, q in queries.items()}
     sf_tag = f"{args.sf:g}".replace(".", "_")
     data = ensure_data(args.sf, Path(args.data_dir or f".superop/bench-data/tpcds-sf{sf_tag}"))
     conf = {"spark.sql.cbo.enabled": "true", "spark.driver.memory": args.driver_memory,
