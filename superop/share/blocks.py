@@ -9,9 +9,10 @@ read, OR-ed across queries and placed again (the paper works on Catalyst's optim
 plans, where this pushdown has already happened; the plan IR keeps the query as written).
 
 A *unit* is a candidate sub-expression for sharing (the paper's sub-tree τ):
-* ``spj``: a set S of scan leaves of a block (the whole block, or the leaves below one
-  input of one of its joins), with the conjuncts that read only S (join conditions inside
-  S and filters on S's leaves) and the columns of S the rest of the query needs;
+* ``spj``: a set S of scan leaves of a block (the whole block, the leaves below one
+  input of one of its joins, or two scans an equi-join condition links), with the
+  conjuncts that read only S (join conditions inside S and filters on S's leaves) and
+  the columns of S the rest of the query needs;
 * ``agg``: an aggregate directly over a block whose leaves are all scans.
 
 A block can be rewritten only at an *anchor*: a node whose output fields stay exactly the
@@ -381,6 +382,7 @@ def units_of(blocks: list[Block]) -> list[Unit]:
         n = len(b.flat.leaves)
         whole = frozenset(range(n))
         spj = _spj_unit(b, whole)
+        spj.children += _joined_pairs(b, spj)
         if b.anchor_kind == ANCHOR_AGGREGATE:
             agg = Unit("agg", b, whole, [spj])
             agg.why_not = _unit_why_not(b, whole) or b.why_not
@@ -398,6 +400,34 @@ def _spj_unit(b: Block, S: frozenset) -> Unit:
             u.children = [_spj_unit(b, left), _spj_unit(b, right)]
             break
     return u
+
+
+def _joined_pairs(b: Block, whole: Unit) -> list[Unit]:
+    """Units of two scans joined by a condition of the block that are not an input of one
+    of its joins as written. Inner joins commute, so ``store_sales ⋈ date_dim`` is a
+    sub-expression of ``FROM store_sales, customer_demographics, date_dim, item`` although
+    the left-deep tree of that FROM list never joins those two first (the paper looks at
+    Catalyst's reordered plans; the IR keeps the order as written). Pairs only: the
+    fact-dimension join every query of a star schema repeats, at a bounded number of
+    units per block."""
+    if len(b.flat.leaves) < 3:
+        return []
+    have: set[frozenset] = set()
+    stack = [whole]
+    while stack:
+        u = stack.pop()
+        have.add(u.S)
+        stack.extend(u.children)
+    out = []
+    for c in b.flat.conjuncts:
+        S = leaves_of(c)
+        if len(S) != 2 or S in have or not isinstance(c, exp.EQ):
+            continue
+        have.add(S)
+        u = Unit("spj", b, S)
+        u.why_not = _unit_why_not(b, S) or b.why_not
+        out.append(u)
+    return out
 
 
 def _unit_why_not(b: Block, S: frozenset) -> str:

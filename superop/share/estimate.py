@@ -10,7 +10,9 @@ per type: int 4, bigint 8, string 20, ...), the unit of both an in-memory column
 cache and of the values a scan decodes. C_E(τ) = the bytes τ's scans decode (each
 table's row count x the width of the columns τ reads — parquet reads only those) + the
 bytes its shuffles move (the estimated input of every shuffle exchange in Spark's
-physical plan, read by :func:`superop.runtime.plan.analyze_plan`). |τ*| = the CE's
+physical plan, read by :func:`superop.runtime.plan.analyze_plan`) + K x its other work
+(join probes, broadcasts, stages, aggregation: the runtime cost model's features of the
+same physical plan, priced relative to its scan price, :func:`work_bytes`). |τ*| = the CE's
 estimated rows x its width; |τ*|_j = its rows x the width of the CE columns consumer j's
 extraction reads (the cache is columnar).
 
@@ -67,6 +69,8 @@ class CostModel:
     memory_factor: float = 1.0       # M: storage-memory bytes per estimated byte
     filter_read_ratio: float = 2.4   # R_σ / R: a read that filters the CE, relative to a plain one
     fill_fixed: float = 7.5e7        # F: fixed cost of filling one CE (jobs, cache blocks), in scan bytes
+    work_factor: float = 1.0         # K: weight of a sub-plan's other work (joins, broadcasts, stages,
+                                     # aggregates) priced by the runtime cost model; 0 = scans and shuffles only
 
     @classmethod
     def from_json(cls, path) -> "CostModel":
@@ -211,17 +215,46 @@ def _stats_of(df) -> PlanStats:
     return PlanStats(size / w, size, w, False)
 
 
-def plan_cost(spark, sql: str) -> tuple[PlanStats, float, int]:
-    """(the optimized plan's statistics, the bytes its shuffle exchanges move, the number
-    of exchanges) from ONE analysis, optimization and physical planning of ``sql`` by Spark:
-    the statistics and the ``EXPLAIN COST`` text come from the same ``QueryExecution``
-    (planning each sub-plan once instead of three times was most of the planning time;
-    measured in ``superop/share/README.md``, "Planning time")."""
+# The runtime cost model's features the share model counts itself (its own scan bytes per
+# column read; the shuffle bytes are taken as they are).
+_COUNTED = ("scan_bytes", "shuffle_bytes")
+
+
+@dataclass(frozen=True)
+class SubPlanCost:
+    """What one Spark planning of a sub-plan tells the estimator."""
+    stats: PlanStats
+    shuffle_bytes: float             # bytes its shuffle exchanges move
+    exchanges: int
+    work_bytes: float = 0.0          # its other work (joins, broadcasts, stages, aggregates), in scan bytes
+
+
+def work_bytes(estimate) -> float:
+    """The runtime cost model's estimate of a plan's work other than scans and shuffles
+    (rows its joins probe, bytes it broadcasts, its stages, rows it aggregates or sorts),
+    in units of one scanned byte: each feature priced by ``superop.runtime.cost``'s fitted
+    constant relative to its scan price. A consumer that reads a CE holding a join result
+    skips that join's probes and its broadcast stage; scans alone miss it (session 5:
+    the dashboard's consumers saved 2-2.7x what the scan-only model predicted)."""
+    from ..runtime.cost import FEATURES
+    c = estimate.constants
+    per = c.scan_byte_s
+    return sum(estimate.features.get(f, 0.0) * getattr(c, k) / per
+               for f, k in FEATURES.items() if f not in _COUNTED)
+
+
+def plan_cost(spark, sql: str) -> SubPlanCost:
+    """The optimized plan's statistics, the bytes its shuffle exchanges move, the number
+    of exchanges and its other work, from ONE analysis, optimization and physical planning
+    of ``sql`` by Spark: the statistics and the ``EXPLAIN COST`` text come from the same
+    ``QueryExecution`` (planning each sub-plan once instead of three times was most of the
+    planning time; measured in ``superop/share/README.md``, "Planning time")."""
     from ..runtime.plan import analyze_plan
     df = spark.sql(sql)
     st = _stats_of(df)
     info = analyze_plan(spark, sql, df=df)
-    return st, float(info.shuffled_bytes), info.exchanges
+    work = work_bytes(info.estimate) if info.estimate is not None else 0.0
+    return SubPlanCost(st, float(info.shuffled_bytes), info.exchanges, work)
 
 
 class Estimator:
@@ -277,13 +310,15 @@ class Estimator:
         sql = to_sql(plan)
         if sql not in self._cost:
             scan, biggest = self.scan_bytes(plan)
-            st, shuffle, exchanges = plan_cost(self.spark, sql)
+            pc = plan_cost(self.spark, sql)
+            st, shuffle, work = pc.stats, pc.shuffle_bytes, pc.work_bytes
             self.stats["spark_plans"] += 1
             size = st.bytes
             if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
                 size = min(size, biggest * st.width)
-                shuffle = min(shuffle, exchanges * scan)
-            self._cost[sql] = (scan + shuffle, size, st.has_rows)
+                shuffle = min(shuffle, pc.exchanges * scan)
+                work = min(work, scan)
+            self._cost[sql] = (scan + shuffle + self.model.work_factor * work, size, st.has_rows)
         self._by_node[plan] = self._cost[sql]
         return self._cost[sql]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower, to_sql
+from superop.ir import lower
 from superop.sparkutil import bag
 from superop.verify import check_plans_equivalent
 from superop.verify.plans import prove_spj_equivalent
