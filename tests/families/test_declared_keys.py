@@ -151,12 +151,18 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     """TPC-DS q4/q11: the search's only candidate passed the tests but Z3 timed out on it
     (a stand-in here), which used to end synthesis as unknown before the PJ template was
     tried. The template is now checked after it and adopted only when Z3 verifies it;
-    otherwise the search's unknown stands (a timeout is never verified)."""
+    otherwise the search's unknown stands (a timeout is never verified).
+    Since the test domains hold every constant of the query (tests/synth/test_literals.py)
+    the generated tables refute q4's wrong candidate, so a test-passing wrong candidate is
+    staged here by generating tables without the query's constants (the old blind spot)."""
+    import superop.synth.synthesizer as synthesizer
     import superop.verify
+    from superop.synth.literals import Literals
     from superop.synth.synthesizer import UNKNOWN, VERIFIED, Synthesizer
     from superop.verify.result import Result
     sql, schema = _cut()
     plan = lower(sql, normalize_schema(schema)).plan
+    monkeypatch.setattr(synthesizer, "plan_literals", lambda plan: Literals())
     monkeypatch.setattr(Synthesizer, "_verify", lambda self, prog: Result(UNKNOWN, K=2, reason="solver: timeout"))
     if not template_verifies:
         monkeypatch.setattr(superop.verify, "check_equivalence",
