@@ -65,6 +65,16 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
+
+def _lru_put(d: OrderedDict, key, value, maxsize: int) -> None:
+    """Insert ``key`` as the most recent entry of ``d`` and evict the oldest beyond ``maxsize``
+    (the caller holds its lock)."""
+    d[key] = value
+    d.move_to_end(key)
+    while len(d) > maxsize:
+        d.popitem(last=False)
+
+
 # plans, and how the SQL text is read and resolved (a decision made under one of these
 # settings is no decision under another: with escapedStringLiterals the rewriter refuses)
 PLAN_CONF = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.enabled",
@@ -276,10 +286,7 @@ class ShapeMemo:
 
     def put(self, key: tuple, shape: Shape) -> None:
         with self._lock:
-            self._d[key] = shape
-            self._d.move_to_end(key)
-            while len(self._d) > self.maxsize:
-                self._d.popitem(last=False)
+            _lru_put(self._d, key, shape, self.maxsize)
 
     def clear(self) -> None:
         with self._lock:
@@ -420,13 +427,10 @@ class DecisionCache:
     def put(self, key: tuple, decision: Decision) -> None:
         with self._lock:
             if decision.literal_sensitive:
-                self._d[key] = Decision(changed=False, literal_sensitive=True)   # the marker
-                self._d.move_to_end(key)
+                _lru_put(self._d, key, Decision(changed=False, literal_sensitive=True),  # the marker
+                         self.maxsize)
                 key = key + (decision.literals,)
-            self._d[key] = decision
-            self._d.move_to_end(key)
-            while len(self._d) > self.maxsize:
-                self._d.popitem(last=False)
+            _lru_put(self._d, key, decision, self.maxsize)
 
     # -- the exact-text path: looked up before any parsing ----------------------------------
     def exact_tables(self, sql: str) -> Optional[tuple]:
@@ -446,14 +450,8 @@ class DecisionCache:
 
     def put_exact(self, sql: str, catalog_checksum: str, conf: tuple, entry: "ExactEntry") -> None:
         with self._lock:
-            self._exact[(sql, catalog_checksum, conf)] = entry
-            self._exact.move_to_end((sql, catalog_checksum, conf))
-            while len(self._exact) > self.maxsize:
-                self._exact.popitem(last=False)
-            self._exact_tables[sql] = entry.tables
-            self._exact_tables.move_to_end(sql)
-            while len(self._exact_tables) > self.maxsize:
-                self._exact_tables.popitem(last=False)
+            _lru_put(self._exact, (sql, catalog_checksum, conf), entry, self.maxsize)
+            _lru_put(self._exact_tables, sql, entry.tables, self.maxsize)
 
     def clear(self) -> None:
         with self._lock:
