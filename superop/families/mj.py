@@ -12,6 +12,7 @@ final at the first row; a σ below the MIN/MAX on non-key columns breaks that (F
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional, Sequence
 
 from sqlglot import exp
@@ -38,6 +39,10 @@ MIN_MAX = ("min", "max")
 # column equals the partition's MIN/MAX, i.e. RANK() OVER (PARTITION BY keys ORDER BY v) = 1
 # over the rows with v NOT NULL — Spark plans a WindowGroupLimit below the exchange for it
 GROUP_LIMIT = "group-limit"
+# the template's third form: the window form's program with its row emits reading the
+# partition's FINAL state (buffering, no sort) — Spark evaluates f(v) OVER (PARTITION BY
+# keys), sorting on the keys only, where the window form's running f(v) sorts on (keys, v)
+PARTITION_WIDE = "partition-wide"
 
 
 class MJReason(ReasonCode):
@@ -75,6 +80,14 @@ class GroupLimitReason(ReasonCode):
         "aggregate, a computed argument or a flag)")
 
 
+class PartitionWideReason(ReasonCode):
+    """Why a Min & Join instance has no partition-wide form (it keeps the window form)."""
+    NO_RUNNING_STATE = (
+        "no_running_state",
+        "the window form's row emits read no running MIN/MAX (it is not streaming with a sort): it "
+        "already reads the partition's final state, so the partition-wide form would be the same program")
+
+
 class MinJoin(Family):
     name = "MJ"
     catalog = CatalogNames("min-join", "SuperOp_MJ",
@@ -85,8 +98,8 @@ class MinJoin(Family):
     min_branches = 2
     max_branches = 2
     aggregates = MIN_MAX
-    reasons = (Reason, MJReason, GroupLimitReason)
-    forms = ("", GROUP_LIMIT)
+    reasons = (Reason, MJReason, GroupLimitReason, PartitionWideReason)
+    forms = ("", GROUP_LIMIT, PARTITION_WIDE)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -257,9 +270,13 @@ class MinJoin(Family):
 
     def program_form(self, m: Match, program: Program, form: str) -> Program:
         """``group-limit``: :func:`group_limit_program` of the window form's program (the
-        instance must keep only its rows whose MIN/MAX column equals the aggregate)."""
+        instance must keep only its rows whose MIN/MAX column equals the aggregate);
+        ``partition-wide``: :func:`partition_wide_program` (the window form folds a running
+        MIN/MAX)."""
         if form == GROUP_LIMIT:
             return group_limit_program(program)
+        if form == PARTITION_WIDE:
+            return partition_wide_program(program)
         return super().program_form(m, program, form)
 
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
@@ -288,12 +305,16 @@ class MinJoin(Family):
         ``.../residual`` with ``theta`` over the key and the row and a ``q`` over the key
         (the template refuses a residual behind a filter on aggregates there). No σ on
         the edge into the aggregate and a bare-column argument: the streaming template
-        (Fig. 10 with the sort of Algorithm 3)."""
+        (Fig. 10 with the sort of Algorithm 3). The same instances with ``variant``
+        ``partition-wide`` prove that form's program (the final MIN/MAX, no sort) where the
+        template has row emits (:func:`admits_partition_wide`); ``.../group-limit`` that form."""
         out = []
         for kind in self.join_kinds:
             for side in (Side.LEFT, Side.RIGHT):
                 for func in MIN_MAX:
                     out += _mj_instances(kind, side, func)
+                    if admits_partition_wide(kind, side):
+                        out += _mj_instances(kind, side, func, PARTITION_WIDE)
                     if _admits_group_limit(kind, side):
                         out.append(_group_limit_instance(kind, side, func))
         return tuple(out)
@@ -384,14 +405,19 @@ def emits_aggregate_alone(kind: str, side: Side) -> bool:
     return preserved or (kind in ("semi", "anti") and side is Side.LEFT)
 
 
-def _mj_instances(kind: str, side: Side, func: str) -> list[ProofInstance]:
+def _mj_instances(kind: str, side: Side, func: str, form: str = "") -> list[ProofInstance]:
+    """The instances of one join kind / side / fold in ``form`` ("": the window form;
+    another form's names insert ``/<form>`` before ``/residual``)."""
     covers = Covers.make("MJ", join_kinds=[kind], branches=2, agg_side=side.value, aggregates=[func],
-                         edges=[("Project", "Rename"), EDGE_OPS, EDGE_OPS])
+                         edges=[("Project", "Rename"), EDGE_OPS, EDGE_OPS], variant=form)
     rows = "SELECT k, f(k, a, b) AS x FROM t WHERE p(k, a, b)"
     fns = {"p": "bool", "q": "bool", "f": "int", "g": "int", "theta": "bool"}
     arg = ("the aggregate's argument is a source column and the edge into the aggregate has no σ (the "
            "streaming template sorts the partition on that column)")
-    name = f"MJ/{kind}/agg-{side.value}/{func}"
+    name = f"MJ/{kind}/agg-{side.value}/{func}" + (f"/{form}" if form else "")
+    if form == PARTITION_WIDE:
+        arg += ("; the partition-wide form: the same program reading the partition's final MIN/MAX "
+                "(buffering, no sort; partition_wide_program)")
     if not emits_aggregate_alone(kind, side):
         parts = [(name, "q(k, m)", " AND theta(o.x, m.y)", "theta reads the aggregate's projection and the row")]
     else:
@@ -469,6 +495,33 @@ def _memory(row_emits: Sequence[RowEmit], accs: Accs) -> tuple[str, tuple[SortKe
 
 
 MJ = MinJoin()
+
+
+# ---------------------------------------------------------------------------
+# the partition-wide form
+# ---------------------------------------------------------------------------
+def admits_partition_wide(kind: str, side: Side) -> bool:
+    """The join kinds / sides whose template has row emits (the only emits that read a
+    running MIN/MAX): all but a semi/anti join with the aggregate on the left, which emits
+    the aggregate side alone (partition emits only, already final)."""
+    return not (kind in ("semi", "anti") and side is Side.LEFT)
+
+
+def partition_wide_program(p: Program) -> Program:
+    """The partition-wide form of a Min & Join program ``p`` (the window form the template
+    builds): TemplateError (:class:`PartitionWideReason`) unless ``p`` is streaming with a
+    sort, i.e. its row emits read a running MIN/MAX that is final from the partition's
+    first row on in that order (the ``running.step`` lemma of its proof).
+
+    Then the form is ``p`` with memory BUFFERING and no sort: every row emit reads the
+    partition's final state, so the program needs no order inside a partition (the
+    compiler renders it ``f(v) OVER (PARTITION BY keys)``) at the price of buffering the
+    partition — Spark's Window operator buffers it either way. Its own proof instances
+    (``covers.variant`` = ``partition-wide``) prove this program, not the window form's."""
+    if p.memory != STREAMING or not p.sort or not p.row_emits:
+        raise TemplateError("the row emits read no running MIN/MAX (not streaming with a sort)",
+                            PartitionWideReason.NO_RUNNING_STATE)
+    return replace(p, memory=BUFFERING, sort=())
 
 
 # ---------------------------------------------------------------------------
