@@ -105,9 +105,10 @@ def test_generalize_is_deterministic_and_uses_template_proofs():
     mj = next(r for r in a if r["family"] == "MJ")
     assert mj["abstract_edges"][0]["optional"] == ["Project", "Rename"]
     assert mj["aggregates"] == ["max", "min"] and mj["agg_sides"] == ["right"]    # one proof each
-    # one admit per proved fold for the window form, and the same for the group-limit form
+    # one admit per proved fold for the window form, and the same for the group-limit and
+    # partition-wide forms
     assert [x["agg_side"] for x in mj["admits"] if not x.get("variant")] == ["right", "right"]
-    assert {x.get("variant", "") for x in mj["admits"]} == {"", "group-limit"}
+    assert {x.get("variant", "") for x in mj["admits"]} == {"", "group-limit", "partition-wide"}
     assert du["template"]["parameters"]["edges_seen"][0] == ["Select"]
     # every admitted record lies inside some certificate's covers
     for r in a:

@@ -73,7 +73,7 @@ def test_the_session_ranks_both_forms(spark, ops, catalog):
     so = SuperOpSession(spark, catalog, gate="off", cache=False)
     r = so.rewrite(ADMITTED["inner-min"])
     labels = [c["label"] for c in r.candidates]
-    assert labels == ["mj-inner", "mj-inner[group-limit]"], labels
+    assert labels == ["mj-inner", "mj-inner[group-limit]", "mj-inner[partition-wide]"], labels
     # a query without the form says why in the explanation
     r2 = so.rewrite(NOT_ADMITTED["no-equality"])
     assert r2.changed and "no group-limit form — no_argument_equality" in r2.explanation, r2.explanation
