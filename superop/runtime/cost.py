@@ -20,6 +20,8 @@ feature                   what
 ``agg_rows``              rows every hash/sort aggregate consumes (partial and final)
 ``join_rows``             rows both sides of every join feed it
 ``window_rows``           rows a Window operator buffers and evaluates
+``window_order_rows``     rows a Window with an ORDER BY evaluates (its sort on the order
+                          keys after the partition keys, a frame per row)
 ``generate_rows``         rows a Generate (``inline``) explodes
 ``stages``                shuffle and broadcast exchanges (scheduling, task start-up)
 ========================  ============================================================
@@ -73,7 +75,12 @@ class CostConstants:
     sort_row_s: float = 1.74e-6
     agg_row_s: float = 1.00e-6
     join_row_s: float = 1.52e-7
-    window_row_s: float = 3.33e-6
+    # a window row: 3.33e-6 s in the session-5 fit, whose windows all ordered their partitions;
+    # session 7 split it (their sum kept) into every window row + the rows of a window with an
+    # ORDER BY, fitted on the Min & Join window vs partition-wide forms — plans that differ only
+    # there — at 1 M rows (docs/BENCHMARKS.md "partition-wide form")
+    window_row_s: float = 1.8e-7
+    window_order_row_s: float = 3.15e-6
     generate_row_s: float = 1.09e-7
     # -- the decision ----------------------------------------------------------------------
     min_speedup: float = 1.05           # predicted original/candidate needed to apply a rewrite: the
@@ -117,6 +124,7 @@ FEATURES = {
     "agg_rows": "agg_row_s",
     "join_rows": "join_row_s",
     "window_rows": "window_row_s",
+    "window_order_rows": "window_order_row_s",
     "generate_rows": "generate_row_s",
 }
 
@@ -214,6 +222,14 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
     if cur or out:
         out.append("".join(cur).strip())
     return [x for x in out if x]
+
+
+def window_orders(text: str) -> bool:
+    """Does a physical ``Window [functions], [partition keys], [order keys]`` order its
+    partitions (a third, non-empty list; a partition-wide window prints two)?"""
+    i = text.find("[")
+    groups = _split_top(text[i:]) if i >= 0 else []
+    return len(groups) >= 3 and groups[2].strip() not in ("[]", "")
 
 
 def _named_outputs(items: str) -> list[str]:
@@ -366,6 +382,8 @@ class _Estimator:
             return self.join(n, kids)
         if name == "Window":
             self.f["window_rows"] += first.rows
+            if window_orders(n.text):
+                self.f["window_order_rows"] += first.rows
             cols = first.cols + _named_outputs(_bracket(n.text) or "")
             return _Est(first.rows, cols)
         if name == "WindowGroupLimit":
