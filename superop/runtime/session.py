@@ -333,9 +333,8 @@ class SuperOpSession:
                 f"{v.reason}; shuffle exchanges {before.exchanges} -> {best.plan.exchanges} "
                 f"(reused {before.reused} -> {best.plan.reused})")
         notes: list[str] = []
-        for m in best.matches:
-            if not m.form:
-                self.rewriter.alternatives(m, notes)
+        for m in best.matches:     # why a form is not offered, whichever form won
+            self.rewriter.alternatives(m, notes)
         if notes:
             expl += "; forms: " + "; ".join(notes)
         if len(ranked) > 1:

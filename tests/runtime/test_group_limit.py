@@ -76,6 +76,8 @@ def test_the_session_ranks_both_forms(spark, ops, catalog):
     assert labels == ["mj-inner", "mj-inner[group-limit]", "mj-inner[partition-wide]"], labels
     # a query without the form says why in the explanation
     r2 = so.rewrite(NOT_ADMITTED["no-equality"])
+    labels2 = [c["label"] for c in r2.candidates]
+    assert labels2 == ["mj-inner", "mj-inner[partition-wide]"], labels2
     assert r2.changed and "no group-limit form — no_argument_equality" in r2.explanation, r2.explanation
 
 

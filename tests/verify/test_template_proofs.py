@@ -76,8 +76,8 @@ def test_covers_records_are_the_registrys():
     # a rule of a skeleton needs every part of each record (Family.proofs_for)
     # (MIN and MAX whichever the members fold: one proof each)
     need = families.get("MJ").proofs_for(("MJ", 2, "full", "left"), ["min"])
-    assert [i.name for i in need] == ["MJ/full/agg-left/min", "MJ/full/agg-left/min/residual",
-                                      "MJ/full/agg-left/max", "MJ/full/agg-left/max/residual"]
+    assert [i.name for i in need] == [f"MJ/full/agg-left/{f}{form}{part}" for f in ("min", "max")
+                                      for form in ("", "/partition-wide") for part in ("", "/residual")]
 
 
 def _failed(r):
