@@ -36,7 +36,8 @@ def main() -> int:
     q = ("SELECT o.a, o.b, o.c, o.d, o.s FROM ops o JOIN (SELECT a, MIN(s) AS ms FROM ops GROUP BY a) m "
          "ON o.a = m.a AND o.s = m.ms")
     pt = covers_of(match_of(q, schema))
-    rule = make_rule("MJ", branches=pt.branches, join_kinds=pt.join_kinds, admits=[pt, replace(pt, variant="group-limit")])
+    rule = make_rule("MJ", branches=pt.branches, join_kinds=pt.join_kinds,
+                     admits=[pt, replace(pt, variant="group-limit")])
     rw = Rewriter(make_catalog([rule]))
     window = rewrite_structural(rw, q, schema).sql
     limit = rewrite_structural(rw, q, schema, form="group-limit").sql

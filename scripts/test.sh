@@ -10,7 +10,7 @@ pip install -q --upgrade pip >/dev/null
 pip install -q -e ".[test]" -c constraints.txt
 # static checks first (configuration in pyproject.toml; versions pinned in constraints.txt):
 # ruff on the whole package, mypy (strict on the packages that opted in, e.g. superop.families)
-ruff check superop
+ruff check superop tests benchmarks
 mypy
 set +e
 # --durations: every run (CI included) lists its slowest tests, so the 15-minute budget is

@@ -14,7 +14,8 @@ class Entry:
     file: str
     name: str
     sql: str
-    mining: list[tuple[str, ...]] = field(default_factory=list)   # ("candidate", fam, kind) | ("near_miss", fam, reason)
+    # ("candidate", fam, kind) | ("near_miss", fam, reason)
+    mining: list[tuple[str, ...]] = field(default_factory=list)
     synthesis: str = "skip"
     runtime: str = "unchanged"
     rewritten: str = ""

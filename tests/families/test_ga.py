@@ -26,12 +26,14 @@ GA_QUERIES = [
     "(SELECT SUM(s) AS t, COUNT(c) AS nc FROM {t} WHERE d = 'x') AS y",
     # every filter rejects every row: one row, counts 0, the rest NULL
     "SELECT * FROM (SELECT COUNT(*) AS n, SUM(s) AS t FROM {t} WHERE a > 100) AS x CROSS JOIN "
-    "(SELECT MIN(b) AS mn FROM {t} WHERE b > 100) AS y JOIN (SELECT COUNT(DISTINCT d) AS cd FROM {t} WHERE c > 100) AS z ON TRUE",
+    "(SELECT MIN(b) AS mn FROM {t} WHERE b > 100) AS y "
+    "JOIN (SELECT COUNT(DISTINCT d) AS cd FROM {t} WHERE c > 100) AS z ON TRUE",
     # a HAVING that drops its branch's row empties the product
     "SELECT x.n, y.t FROM (SELECT COUNT(*) AS n FROM {t} WHERE a = 1) AS x, "
     "(SELECT SUM(s) AS t FROM {t} WHERE a = 2 HAVING SUM(s) > 1000) AS y",
     # a partial expression under its branch's filter (ANSI: 10 / 0 would raise)
-    "SELECT * FROM (SELECT SUM(10 / b) AS q FROM {t} WHERE b <> 0) AS x, (SELECT COUNT(*) AS n FROM {t} WHERE b = 0) AS y",
+    "SELECT * FROM (SELECT SUM(10 / b) AS q FROM {t} WHERE b <> 0) AS x, "
+    "(SELECT COUNT(*) AS n FROM {t} WHERE b = 0) AS y",
 ]
 
 

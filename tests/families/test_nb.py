@@ -20,7 +20,8 @@ from ..runtime.runtime_fixtures import SCHEMA
 from .conftest import bounded_rules
 
 RANKED = "WITH v AS (SELECT a, d, SUM(s) AS t, RANK() OVER (PARTITION BY a ORDER BY d) AS rn FROM {t} GROUP BY a, d) "
-NUMBERED = ("WITH v AS (SELECT a, b, MAX(c) AS c, SUM(s) AS s, DENSE_RANK() OVER (PARTITION BY a ORDER BY b DESC) AS rn "
+NUMBERED = ("WITH v AS (SELECT a, b, MAX(c) AS c, SUM(s) AS s, "
+            "DENSE_RANK() OVER (PARTITION BY a ORDER BY b DESC) AS rn "
             "FROM {t} GROUP BY a, b) ")
 NB_QUERIES = [
     RANKED + "SELECT v.a, v.d, v.t, p.t AS pt, n.t AS nt FROM v, v AS p, v AS n WHERE v.a = p.a AND v.a = n.a "
@@ -49,12 +50,15 @@ TIES = ("WITH v AS (SELECT a, b, s, RANK() OVER (PARTITION BY a ORDER BY b) AS r
         "SELECT v.a, v.s, p.s AS ps FROM v JOIN v AS p ON v.a = p.a AND v.rn = p.rn + 1")
 TIES_AS_LAG = ("WITH v AS (SELECT a, b, s, RANK() OVER (PARTITION BY a ORDER BY b) AS rn FROM ops) "
                "SELECT a, s, ps FROM (SELECT a, s, LAG(s) OVER (PARTITION BY a ORDER BY rn, s) AS ps, "
-               "LAG(1) OVER (PARTITION BY a ORDER BY rn, s) AS here FROM v) AS w WHERE here IS NOT NULL AND a IS NOT NULL")
+               "LAG(1) OVER (PARTITION BY a ORDER BY rn, s) AS here FROM v) AS w "
+               "WHERE here IS NOT NULL AND a IS NOT NULL")
 PART = ("WITH v AS (SELECT a, d, b, COUNT(*) AS n, RANK() OVER (PARTITION BY a, d ORDER BY b) AS rn FROM ops "
         "GROUP BY a, d, b) SELECT v.a, v.n, p.n AS pn FROM v JOIN v AS p ON v.a = p.a AND v.rn = p.rn + 1")
 PART_AS_LAG = ("WITH v AS (SELECT a, d, b, COUNT(*) AS n, RANK() OVER (PARTITION BY a, d ORDER BY b) AS rn FROM ops "
-               "GROUP BY a, d, b) SELECT a, n, pn FROM (SELECT a, n, LAG(n) OVER (PARTITION BY a, d ORDER BY rn) AS pn, "
-               "LAG(1) OVER (PARTITION BY a, d ORDER BY rn) AS here FROM v) AS w WHERE here IS NOT NULL AND a IS NOT NULL")
+               "GROUP BY a, d, b) SELECT a, n, pn FROM "
+               "(SELECT a, n, LAG(n) OVER (PARTITION BY a, d ORDER BY rn) AS pn, "
+               "LAG(1) OVER (PARTITION BY a, d ORDER BY rn) AS here FROM v) AS w "
+               "WHERE here IS NOT NULL AND a IS NOT NULL")
 
 
 ROW_NUMBER = ("WITH v AS (SELECT a, b, s, ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) AS rn FROM ops) "

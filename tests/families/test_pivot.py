@@ -242,7 +242,8 @@ def test_regroup_pushes_only_where_the_relation_is_the_same():
 
 def test_regroup_keeps_column_order_under_a_positional_parent():
     sql = (T + "SELECT * FROM t t1, pdim d, t t2 WHERE t1.k = d.k AND t1.k = t2.k AND t1.y = 2001 AND t2.y = 2002 "
-           "UNION ALL SELECT * FROM t t1, pdim d, t t2 WHERE t1.k = d.k AND t1.k = t2.k AND t1.y = 2002 AND t2.y = 2003")
+           "UNION ALL SELECT * FROM t t1, pdim d, t t2 "
+           "WHERE t1.k = d.k AND t1.k = t2.k AND t1.y = 2002 AND t2.y = 2003")
     plan = lower(sql, SCHEMA).plan
     new = regroup(plan)
     assert new.fields == plan.fields and [n.names for n in new.children] == [n.names for n in plan.children]

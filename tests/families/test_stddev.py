@@ -38,7 +38,8 @@ POP = ALIASES.replace("stddev(x)", "stddev_pop(x)")
 # k=1: duplicates and a NULL in y=1, two values in y=2; k=2: one row in y=1 (stddev NULL),
 # only NULLs in y=2; k=3: no y=2 row (no output row); k=4: equal values (stddev 0, mean 1);
 # k=5: a mean of 0; k=6: passes both filters; a NULL k; a year no use reads
-ROWS = [(6, 1, 1), (6, 1, 5), (6, 2, 2), (6, 2, 4), (6, 2, 6), (1, 1, 1), (1, 1, 3), (1, 1, None), (1, 1, 3), (1, 2, 2), (1, 2, 10), (2, 1, 5), (2, 2, None),
+ROWS = [(6, 1, 1), (6, 1, 5), (6, 2, 2), (6, 2, 4), (6, 2, 6), (1, 1, 1), (1, 1, 3), (1, 1, None), (1, 1, 3),
+        (1, 2, 2), (1, 2, 10), (2, 1, 5), (2, 2, None),
         (2, 2, None), (3, 1, 1), (3, 1, 9), (4, 1, 0), (4, 1, 4), (4, 2, 1), (4, 2, 1), (5, 1, -2),
         (5, 1, 2), (5, 2, 0), (5, 2, 7), (None, 1, 1), (None, 1, 8), (None, 2, 1), (None, 2, 6), (1, 3, 50)]
 

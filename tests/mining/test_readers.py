@@ -47,7 +47,8 @@ def test_csv_with_column_map_through_the_cli(spark, tmp_path, capsys):
     log = tmp_path / "history.csv"
     write_csv(log, snowflake_rows(), extra_bad=False)
     out = tmp_path / "out"
-    rc = main(["mine", "--mine-only", "--log", str(log), "--out", str(out), "--min-templates", "1", "--no-mlflow", "--quiet",
+    rc = main(["mine", "--mine-only", "--log", str(log), "--out", str(out), "--min-templates", "1",
+               "--no-mlflow", "--quiet",
                "--column-map", "statement_text=QUERY_TEXT,duration_ms=TOTAL_ELAPSED_TIME"])
     assert rc == 0
     assert "candidates" in capsys.readouterr().out

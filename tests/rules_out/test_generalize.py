@@ -1,15 +1,13 @@
 """Generalization, catalog diff and the Markdown report (no Spark needed)."""
 from __future__ import annotations
 
-import json
 import random
 
-import pytest
 
 from superop.ir import lower
 from superop import families
 from superop.families import Side, build_program, first_match
-from superop.rules_out.catalog import canonical_json, make_catalog, validate
+from superop.rules_out.catalog import make_catalog, validate
 from superop.rules_out.diff import diff, format_diff
 from superop.rules_out.generalize import Pattern, edges_of, generalize, rule_id
 from superop.rules_out.report import draw_tree, to_markdown

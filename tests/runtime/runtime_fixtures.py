@@ -73,7 +73,8 @@ def values_view(spark, name: str, ddl: str, rows) -> None:
 # from the real verifier (K=3) on these, via the exact program the runtime generates (a
 # COUNT(DISTINCT) is no streaming fold: only a bounded certificate covers it).
 REPRESENTATIVE = {
-    "du-2way": ["SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a UNION ALL SELECT a, count(*) FROM ops GROUP BY a",
+    "du-2way": ["SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
+                "UNION ALL SELECT a, count(*) FROM ops GROUP BY a",
                 "SELECT a, d, count(DISTINCT b) AS n FROM ops WHERE s IS NOT NULL GROUP BY a, d "
                 "UNION ALL SELECT a, d, min(c) FROM ops WHERE b < 3 GROUP BY d, a"],
     **{f"dj-{k}": [f"SELECT x.* FROM (SELECT a, sum(s) AS t FROM ops GROUP BY a) x LEFT {k.upper()} JOIN "

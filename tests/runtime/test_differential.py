@@ -16,7 +16,8 @@ DU = {
     "pi": "SELECT a, sum(s * 2) + 1 AS t FROM ops GROUP BY a "
           "UNION ALL SELECT a, avg(b + c) FROM ops WHERE d = 'x' GROUP BY a",
     "rho": "SELECT k, t FROM (SELECT a AS k, sum(s) AS t FROM (SELECT a, s FROM ops) x GROUP BY a) y "
-           "UNION ALL SELECT a2, cnt FROM (SELECT a2, count(c) AS cnt FROM (SELECT a AS a2, c FROM ops) z GROUP BY a2) w",
+           "UNION ALL SELECT a2, cnt FROM "
+           "(SELECT a2, count(c) AS cnt FROM (SELECT a AS a2, c FROM ops) z GROUP BY a2) w",
     "two-keys": "SELECT a, d, count(DISTINCT b) AS n FROM ops WHERE s IS NOT NULL GROUP BY a, d "
                 "UNION ALL SELECT a, d, min(c) FROM ops WHERE b < 3 GROUP BY d, a",
     "strings": "SELECT a, min(d) AS m, 'lo' AS tag FROM ops GROUP BY a "
@@ -43,7 +44,8 @@ def _mj(kind: str, variant: str) -> str:
             return f"SELECT o.* FROM {rows} o LEFT {kind.upper()} JOIN {agg} m ON {on}"
         return f"SELECT o.a, o.s, m.mn FROM {rows} o {kind.upper()} JOIN {agg} m ON {on}"
     # aggregate on the left, max, renames and a projection on the row side
-    agg, rows, on = "(SELECT a AS k, max(s) AS mx FROM ops GROUP BY a)", "(SELECT a, s + 1 AS s1, d FROM ops)", "m.k = o.a"
+    agg, rows, on = ("(SELECT a AS k, max(s) AS mx FROM ops GROUP BY a)", "(SELECT a, s + 1 AS s1, d FROM ops)",
+                     "m.k = o.a")
     if kind in ("semi", "anti"):
         return f"SELECT m.* FROM {agg} m LEFT {kind.upper()} JOIN {rows} o ON {on}"
     return f"SELECT m.k, m.mx, o.s1, o.d FROM {agg} m {kind.upper()} JOIN {rows} o ON {on}"

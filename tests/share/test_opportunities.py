@@ -39,9 +39,12 @@ def test_opportunities_with_spark_say_whether_they_pay(spark, share_tables):
 def test_read_log_window(spark, tmp_path):
     import json
     from superop.share.opportunities import read_log_window
-    rows = [{"statement_id": "1", "statement_text": "SELECT a FROM st WHERE c > 1", "start_time": "2026-01-01T10:00:00Z"},
-            {"statement_id": "2", "statement_text": "SELECT a FROM st WHERE c > 2", "start_time": "2026-01-01T10:05:00Z"},
-            {"statement_id": "3", "statement_text": "SELECT a FROM st WHERE c > 3", "start_time": "2026-01-01T11:00:00Z"},
+    rows = [{"statement_id": "1", "statement_text": "SELECT a FROM st WHERE c > 1",
+             "start_time": "2026-01-01T10:00:00Z"},
+            {"statement_id": "2", "statement_text": "SELECT a FROM st WHERE c > 2",
+             "start_time": "2026-01-01T10:05:00Z"},
+            {"statement_id": "3", "statement_text": "SELECT a FROM st WHERE c > 3",
+             "start_time": "2026-01-01T11:00:00Z"},
             {"statement_id": "4", "statement_text": "SELECT 1", "start_time": "2026-01-01T10:06:00Z",
              "execution_status": "FAILED"}]
     log = tmp_path / "log.jsonl"

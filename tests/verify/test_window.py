@@ -24,7 +24,8 @@ WINDOW_SQL = [
     "MAX(d) OVER (PARTITION BY a) AS m FROM ops",
     # ranking: peers (ties, NULLs) share one rank; dense_rank counts distinct peer groups
     "SELECT a, b, RANK() OVER (PARTITION BY a ORDER BY b) AS r, "
-    "DENSE_RANK() OVER (PARTITION BY d ORDER BY s DESC NULLS FIRST, b) AS dr, DENSE_RANK() OVER (ORDER BY a) AS g FROM ops",
+    "DENSE_RANK() OVER (PARTITION BY d ORDER BY s DESC NULLS FIRST, b) AS dr, "
+    "DENSE_RANK() OVER (ORDER BY a) AS g FROM ops",
 ]
 
 
@@ -66,7 +67,8 @@ def test_windowed_min_join_memory_classes():
 def test_rows_frame_running_min_and_other_frames_unsupported():
     """ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW (how the runtime compiles a streaming
     program's running values) is modelled, ties in any order; other frames are not."""
-    sql = "SELECT a, MIN(s) OVER (PARTITION BY a ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m FROM ops"
+    sql = ("SELECT a, MIN(s) OVER (PARTITION BY a ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m "
+           "FROM ops")
 
     def prog(nulls_first):
         return Program(keys=("a",), output=("a", "m"), accumulators=(Accumulator("m", "min", e("row.s")),),
