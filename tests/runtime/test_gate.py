@@ -86,8 +86,7 @@ def test_gate_picks_the_partition_wide_form_of_a_min_join(spark, catalog, big):
     assert window["label"] == "mj-inner" and window["predicted_speedup"] < CONSTANTS.min_speedup
     assert "window_order +" in window["verdict"], window["verdict"]
     assert wide["label"] == "mj-inner[partition-wide]" and wide["predicted_speedup"] >= CONSTANTS.min_speedup
-    assert "ROWS BETWEEN" not in r.sql
-    _same_rows_on_tiny_data(spark, MJ_Q, r.sql)
+    assert "ROWS BETWEEN" not in r.sql      # its rows: tests/runtime/test_partition_wide.py
 
 
 def test_cost_features_from_explain_text():
