@@ -468,7 +468,44 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
                     donor = next((rr[j] for rr in rows if not isinstance(rr[j], exp.Null)), None)
                     if donor is not None:
                         guarded[i].cells[j] = _donor_null(donor)
+    if not program.partition_emits and len(program.row_emits) == 2 \
+            and _complementary(program.row_emits[0].guard, program.row_emits[1].guard):
+        return _either(program, guarded, inner)
     return _emission(program, guarded, inner, types)
+
+
+def _two_valued(e: exp.Expression) -> bool:
+    """Is ``e`` never NULL (built from ``COALESCE(.., FALSE)``, ``IS NULL``, literals,
+    AND/OR/NOT of such)?"""
+    e = _unparen(e)
+    if isinstance(e, (exp.And, exp.Or)):
+        return _two_valued(e.this) and _two_valued(e.expression)
+    if isinstance(e, exp.Not):
+        return _two_valued(e.this)
+    if isinstance(e, exp.Coalesce):
+        return bool(e.expressions) and isinstance(e.expressions[-1], exp.Boolean)
+    return isinstance(e, (exp.Is, exp.Boolean))
+
+
+def _complementary(g0: Optional[exp.Expression], g1: Optional[exp.Expression]) -> bool:
+    """Does exactly one of two row-emit guards hold on every row (``g1`` is ``NOT g0`` and
+    ``g0`` is never NULL)? E.g. a left join's matched row and its NULL-extended row."""
+    if g0 is None or g1 is None or not isinstance(_unparen(g1), exp.Not):
+        return False
+    return _unparen(_unparen(g1).this) == _unparen(g0) and _two_valued(g0)
+
+
+def _either(program: Program, guarded: list[_Alt], inner_sql: str) -> str:
+    """Two row emits with complementary guards: one output row per input row, each cell
+    ``CASE WHEN g0 THEN cell0 ELSE cell1 END`` (a plain projection instead of a generator;
+    a cell is evaluated only under its own emit's guard)."""
+    a, b = guarded
+    sel = []
+    for j, n in enumerate(program.output):
+        c0, c1 = a.cells[j], b.cells[j]
+        cell = c0.sql if c0.sql == c1.sql else f"CASE WHEN {a.guard} THEN {c0.sql} ELSE {c1.sql} END"
+        sel.append(f"{cell} AS {_q(n)}")
+    return f"SELECT {', '.join(sel)} FROM ({inner_sql}) AS {P}in"
 
 
 @dataclass(frozen=True)
