@@ -34,7 +34,7 @@ from .covering import Builder, Consumer, CoveringExpression, group_consumers, re
 from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
-from .similar import SimilarSubexpression, identify, narrower, units_of_plan
+from .similar import SimilarSubexpression, identify, narrower, restricted, units_of_plan
 
 
 DEFAULT_PROOF_BUDGET_S = 300.0     # solver seconds per planning run (module doc)
@@ -210,12 +210,15 @@ def _leaf_types(spark):
 def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, budget: Optional[int] = None,
                k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
                view_prefix: Optional[str] = None,
-               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True) -> SharingPlan:
+               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True,
+               restrict: bool = True) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
     ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
     an obligation that times out or comes after the budget is ``unknown``: not used.
-    ``narrow``: also offer the narrower SEs of each SE over a join (``similar.narrower``)."""
+    ``narrow``: also offer the narrower SEs of each SE over a join (``similar.narrower``);
+    ``restrict``: also offer each CE cut down to the queries no chosen CE serves
+    (``similar.restricted``), so the knapsack can take it next to the chosen ones."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
@@ -242,10 +245,12 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
         b.ce.proved = True
 
     cands: list[_Built] = []
-    for _ in range(6):
+    extra: dict[tuple, SimilarSubexpression] = {}     # restricted SEs offered so far
+    for _ in range(10):
         ses = identify(forests, k, frozenset(blocked))
         if narrow:
             ses += [n for se in ses for n in narrower(se, k, blocked=frozenset(blocked))]
+        ses += [se for key, se in extra.items() if key not in blocked]
         cands, changed = [], False
         for se in ses:
             bkey = (se.members[0].key, tuple(id(m) for m in se.members))
@@ -282,6 +287,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                                         f"consumer(s) of {len(b.proofs)} ({bad})"))
                 blocked.add(b.key)
                 changed = True
+        if not changed and est is not None and restrict:
+            changed = _restrict(plan, cands, ses, extra, k, frozenset(blocked))
         if not changed:
             break
     plan.ses = ses
@@ -354,6 +361,33 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: boo
             plan.selection.decisions[c.id] = dataclasses.replace(d, reason=f"{d.reason}: "
                                                                  f"{plan.estimates[c.id].reason()}")
     plan.decisions = [plan.selection.decisions[c.id] for c in ces]
+
+
+def _restrict(plan: SharingPlan, cands: list[_Built], ses: list[SimilarSubexpression],
+              extra: dict[tuple, SimilarSubexpression], k: int, blocked: frozenset) -> bool:
+    """Add to ``extra`` the restriction (``similar.restricted``) of every CE the current
+    choice passed over to the members its chosen CEs leave unserved; True when one is new
+    (the planner then builds, proves and chooses again)."""
+    chosen = set(plan.selection.chosen) if plan.selection is not None else set()
+    served: dict[int, frozenset] = {}
+    for b in cands:
+        if b.ce is not None and b.ce.id in chosen:
+            for c in b.ce.consumers:     # as ``_conflict`` counts them: every consumer
+                served[c.query] = served.get(c.query, frozenset()) | c.unit.footprint()
+    if not served:
+        return False
+    have = {frozenset(id(m) for m in se.members) for se in ses}
+    new = False
+    for b in cands:
+        if b.ce is None or b.ce.id in chosen:
+            continue
+        r = restricted(b.ce.se, served, k, blocked)
+        if r is None or r.narrow_key in extra or frozenset(id(m) for m in r.members) in have:
+            continue
+        extra[r.narrow_key] = r
+        have.add(frozenset(id(m) for m in r.members))
+        new = True
+    return new
 
 
 def _conflict(a: CoveringExpression, b: CoveringExpression) -> bool:
