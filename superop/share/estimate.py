@@ -258,9 +258,10 @@ def plan_cost(spark, sql: str) -> SubPlanCost:
 
 
 class Estimator:
-    def __init__(self, spark, model: CostModel = DEFAULT_COST):
+    def __init__(self, spark, model: CostModel = DEFAULT_COST, store=None):
         self.spark = spark
         self.model = model
+        self.store = store          # a plancache.PlanningCache: Spark's answers across processes
         self._table: dict[str, PlanStats] = {}
         self._cost: dict[str, tuple[float, float, bool]] = {}
         # per plan node (nodes hash by identity; the key keeps the node alive): the SQL
@@ -309,18 +310,34 @@ class Estimator:
             return hit
         sql = to_sql(plan)
         if sql not in self._cost:
-            scan, biggest = self.scan_bytes(plan)
-            pc = plan_cost(self.spark, sql)
-            st, shuffle, work = pc.stats, pc.shuffle_bytes, pc.work_bytes
-            self.stats["spark_plans"] += 1
-            size = st.bytes
-            if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
-                size = min(size, biggest * st.width)
-                shuffle = min(shuffle, pc.exchanges * scan)
-                work = min(work, scan)
-            self._cost[sql] = (scan + shuffle + self.model.work_factor * work, size, st.has_rows)
+            scan, shuffle, work, size, has_rows = self._spark_cost(plan, sql)
+            self._cost[sql] = (scan + shuffle + self.model.work_factor * work, size, has_rows)
         self._by_node[plan] = self._cost[sql]
         return self._cost[sql]
+
+    def _spark_cost(self, plan: Node, sql: str) -> tuple[float, float, float, float, bool]:
+        """(scan, shuffle, work, output bytes, has row statistics) of ``sql`` from one Spark
+        planning — or from the on-disk store, keyed by the SQL and its tables' fingerprints
+        (the model's constants are applied after, so they are not part of the key)."""
+        key = None
+        if self.store is not None:
+            key = self.store.cost_key(sql, {n.table for n in walk(plan) if isinstance(n, Scan)})
+            doc = self.store.get_json("costs", key)
+            if doc is not None and len(doc.get("cost", ())) == 5:
+                sc, sh, wk, sz, hr = doc["cost"]
+                return float(sc), float(sh), float(wk), float(sz), bool(hr)
+        scan, biggest = self.scan_bytes(plan)
+        pc = plan_cost(self.spark, sql)
+        st, shuffle, work = pc.stats, pc.shuffle_bytes, pc.work_bytes
+        self.stats["spark_plans"] += 1
+        size = st.bytes
+        if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
+            size = min(size, biggest * st.width)
+            shuffle = min(shuffle, pc.exchanges * scan)
+            work = min(work, scan)
+        if key is not None and self.store is not None:
+            self.store.put_json("costs", key, {"sql": sql, "cost": [scan, shuffle, work, size, st.has_rows]})
+        return scan, shuffle, work, size, st.has_rows
 
     def read_bytes(self, ce, consumer) -> float:
         """Bytes of the cached CE ``consumer`` reads: the CE's rows x the width of the CE
