@@ -178,6 +178,24 @@ def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget
     return plan, res, planning, checks
 
 
+def query_features(spark, queries: dict[str, str]) -> dict[str, dict]:
+    """The value model's cost parts of every whole query (``Estimator.parts``: scan bytes,
+    shuffle bytes, other work in scan bytes), for fitting ``CostModel.work_factor``
+    against the measured alone times (``benchmarks/share_work_fit.py``)."""
+    import dataclasses as dc
+
+    from superop.ir.lower import lower
+    from superop.ir.schema import SparkCatalogSchema
+    from superop.share.estimate import Estimator
+    est, schema, out = Estimator(spark), SparkCatalogSchema(spark), {}
+    for name, sql in queries.items():
+        try:
+            out[name] = dc.asdict(est.parts(lower(sql, schema).plan, sql))
+        except Exception as e:   # a query the IR cannot lower has no features
+            out[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+    return out
+
+
 def _load() -> str:
     import os
     try:
@@ -256,6 +274,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cost-model", metavar="FILE",
                     help="cost model JSON (benchmarks/share_calibration.py's output; default: the shipped one)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
+    ap.add_argument("--features", action="store_true",
+                    help="record the value model's cost parts of every query (for share_work_fit.py; untimed)")
     ap.add_argument("--plan-cache", metavar="DIR",
                     help="on-disk planning cache (plan_batch's cache_dir): use a fresh DIR to report the "
                          "first planning (repeat 1) and the cached one (later repeats) apart")
@@ -291,6 +311,10 @@ def main(argv=None) -> int:
             t = time.perf_counter()
             analyze(spark, list(queries.values()))
             doc["analyze_s"] = time.perf_counter() - t
+        if args.features:
+            t = time.perf_counter()
+            doc["features"] = query_features(spark, queries)
+            doc["features_s"] = time.perf_counter() - t
         budget = parse_budget(args.budget) if args.budget else None
         cost = CostModel.from_json(args.cost_model) if args.cost_model else DEFAULT_COST
         repeats: list[dict[str, Any]] = []
