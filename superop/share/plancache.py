@@ -19,7 +19,8 @@ see a partial record, and the same key always holds the same content):
 
 The code version (:func:`code_version`) is a hash of every source file of the
 ``superop`` package, so a changed prover, encoder or estimator never reads a record an
-older one wrote. Pickles are read only from the user's own cache directory.
+older one wrote. A stored plan is unpickled only when the current user owns it and
+nobody else may write it.
 """
 from __future__ import annotations
 
@@ -74,8 +75,8 @@ def planning_conf(spark) -> str:
 
 
 def table_fingerprint(spark, table: str) -> str:
-    """What Spark knows of ``table``: its analyzed plan (schema, view text; expression ids
-    removed), the optimized plan's statistics (size; row count after ANALYZE) and the
+    """What Spark knows of ``table``: its typed schema, its analyzed plan (view text;
+    expression ids removed), the optimized plan's statistics (size; row count after ANALYZE) and the
     size and mtime of each of its input files. A table Spark cannot resolve gets a
     fingerprint of its name only (the planner leaves its queries out anyway)."""
     try:
@@ -91,7 +92,8 @@ def table_fingerprint(spark, table: str) -> str:
                 files.append(f"{f}:{s.st_size}:{s.st_mtime_ns}")
             except OSError:
                 files.append(f)
-        return sha(_EXPR_ID.sub("", qe.analyzed().toString()), str(st.sizeInBytes()), rows, *files)
+        return sha(df.schema.simpleString(), _EXPR_ID.sub("", qe.analyzed().toString()), str(st.sizeInBytes()),
+                   rows, *files)
     except Exception as e:   # unresolvable: the name and the error, never a failure
         return sha("unresolved", table.lower(), type(e).__name__)
 
@@ -130,6 +132,13 @@ class PlanningCache:
             return None
 
     def get_plan(self, key: str):
+        path = self._path("plans", key)
+        try:       # a pickle runs code when loaded: only the user's own, not writable by others
+            st = os.stat(path)
+            if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & 0o022:
+                return None
+        except OSError:
+            return None
         data = self._read("plans", key)
         if data is None:
             return None
