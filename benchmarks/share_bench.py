@@ -214,7 +214,8 @@ def _fmt(x) -> str:
 
 
 def _planning_runs(s: dict) -> str:
-    return ", ".join(f"{r['s']:.1f} s ({r['cache'] or 'no cache'})" for r in s.get("planning_runs", []))
+    return ", ".join(f"{r['s']:.1f} s ({r['cache'] or 'no cache'}; {r.get('steps_s')})"
+                     for r in s.get("planning_runs", []))
 
 
 def markdown(doc: dict) -> str:
@@ -341,7 +342,9 @@ def main(argv=None) -> int:
     shared = {n: statistics.median(next(x.seconds for x in r["res"].runs if x.name == n) for r in repeats)
               for n in names}
     planning = statistics.median(r["planning"] for r in repeats)
-    planning_runs = [{"s": r["planning"], "cache": r["plan"].cache} for r in repeats]
+    planning_runs = [{"s": r["planning"], "cache": r["plan"].cache,
+                      "steps_s": {k: round(v, 1) for k, v in r["plan"].seconds.items()},
+                      "prover": r["plan"].prover_stats, "estimator": r["plan"].estimator_stats} for r in repeats]
     fill = statistics.median(r["res"].materialize_seconds for r in repeats)
     last = repeats[-1]
     plan, res = last["plan"], last["res"]
