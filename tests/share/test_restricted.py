@@ -2,7 +2,8 @@
 
 * the restricted SE keeps exactly the members whose footprint no chosen consumer meets;
   nothing to cut, or fewer than k left: no restricted SE;
-* the knapsack takes a restricted CE next to the chosen CE its parent conflicts with."""
+* the knapsack takes a restricted CE next to the chosen CE its parent conflicts with;
+* a batch shared through a restricted CE returns what each query returns alone."""
 from __future__ import annotations
 
 from superop.ir import lower
@@ -52,3 +53,33 @@ def test_the_knapsack_takes_a_restricted_ce_next_to_the_chosen_one():
     assert sorted(sel.chosen) == ["pair/r", "three"] and sel.total_value == 13.0
     # no room for both: the better single option
     assert choose(list(value), conflicts, value, weight, budget=6.0).chosen == ["three"]
+
+
+def test_a_batch_shared_through_a_restricted_ce_equals_each_query_alone(spark, share_schema, monkeypatch):
+    # Tiny tables make the 3-table CE worth about what the st ⋈ su CE is; weigh the 3-table
+    # CE up (the value model only steers the choice: what is built, proved, rewritten and
+    # run is the planner's own) so that it is chosen and st ⋈ su conflicts with it.
+    import dataclasses
+
+    from superop.share import plan_batch
+    from superop.share.estimate import CostModel, Estimator
+    from superop.share.run import execute
+    from superop.sparkutil import bag
+
+    from .conftest import alone
+    real = Estimator.estimate
+
+    def steered(self, ce, consumers):
+        e = real(self, ce, consumers)
+        return dataclasses.replace(e, value=e.value * 100) if len(ce.se.tables) == 3 else e
+    monkeypatch.setattr(Estimator, "estimate", steered)
+    free = CostModel(write_factor=0.0, read_factor=0.0, fill_fixed=0.0)
+    plan = plan_batch(Q, spark, budget=10 ** 9, cost=free)
+    chosen = {c.id: c for c in plan.ces if c.id in plan.selection.chosen}
+    (r,) = [c for c in chosen.values() if c.se.restricted]
+    assert r.queries == [2, 3] and any(len(c.se.tables) == 3 for c in chosen.values()), plan.report()
+    assert r.proved and all(p.verified for p in plan.proofs if p.ce == r.id)
+    assert [x.ces for x in plan.rewrites][2:] == [[r.id], [r.id]], plan.report()
+    res = execute(spark, plan, "collect")
+    for run, sql in list(zip(res.runs, Q))[2:]:      # the restricted CE's readers, NULLs and duplicates
+        assert run.rewritten and bag(run.rows) == alone(spark, sql), (run.name, plan.report())
