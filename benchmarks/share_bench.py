@@ -144,14 +144,15 @@ def run_alone(spark, queries: dict[str, str]) -> dict[str, float]:
     return out
 
 
-def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget_s=None, cost=None):
+def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget_s=None, cost=None,
+               plan_cache=None):
     from superop.share import execute, plan_batch
     from superop.share.estimate import DEFAULT_COST
     from superop.share.planner import BatchQuery
     from superop.workloads.bench.harness import fingerprint
     batch = [BatchQuery(n, s) for n, s in queries.items()]
     t = time.perf_counter()
-    plan = plan_batch(batch, spark, budget=budget, cost=cost or DEFAULT_COST,
+    plan = plan_batch(batch, spark, budget=budget, cost=cost or DEFAULT_COST, cache_dir=plan_cache,
                       **({} if proof_budget_s is None else {"proof_budget_s": proof_budget_s}))
     planning = time.perf_counter() - t
     print(plan.report(), flush=True)
@@ -177,6 +178,24 @@ def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget
     return plan, res, planning, checks
 
 
+def query_features(spark, queries: dict[str, str]) -> dict[str, dict]:
+    """The value model's cost parts of every whole query (``Estimator.parts``: scan bytes,
+    shuffle bytes, other work in scan bytes), for fitting ``CostModel.work_factor``
+    against the measured alone times (``benchmarks/share_work_fit.py``)."""
+    import dataclasses as dc
+
+    from superop.ir.lower import lower
+    from superop.ir.schema import SparkCatalogSchema
+    from superop.share.estimate import Estimator
+    est, schema, out = Estimator(spark), SparkCatalogSchema(spark), {}
+    for name, sql in queries.items():
+        try:
+            out[name] = dc.asdict(est.parts(lower(sql, schema).plan, sql))
+        except Exception as e:   # a query the IR cannot lower has no features
+            out[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+    return out
+
+
 def _load() -> str:
     import os
     try:
@@ -194,6 +213,11 @@ def _fmt(x) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
+def _planning_runs(s: dict) -> str:
+    return ", ".join(f"{r['s']:.1f} s ({r['cache'] or 'no cache'}; {r.get('steps_s')})"
+                     for r in s.get("planning_runs", []))
+
+
 def markdown(doc: dict) -> str:
     s = doc["summary"]
     batch = doc.get("batch") or "custom"
@@ -206,7 +230,8 @@ def markdown(doc: dict) -> str:
              f"{s['ces_cached']} cached · cache "
              f"{s['cache_bytes'] / 1e6:.1f} MB measured · planning {s['planning_s']:.1f} s "
              f"({', '.join(f'{k} {v}' for k, v in s['planning_steps_s'].items())}; prover {s['prover']}; "
-             f"estimator {s.get('estimator')}) · "
+             f"estimator {s.get('estimator')}; per repeat "
+             f"{_planning_runs(s)}) · "
              f"load average at end {s['load_avg_end']}", "",
              f"**total: alone {s['alone_s']:.1f} s, shared {s['shared_s']:.1f} s incl. filling the cache "
              f"{s['fill_cache_s']:.1f} s "
@@ -250,6 +275,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cost-model", metavar="FILE",
                     help="cost model JSON (benchmarks/share_calibration.py's output; default: the shipped one)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
+    ap.add_argument("--features", action="store_true",
+                    help="record the value model's cost parts of every query (for share_work_fit.py; untimed)")
+    ap.add_argument("--plan-cache", metavar="DIR",
+                    help="on-disk planning cache (plan_batch's cache_dir): use a fresh DIR to report the "
+                         "first planning (repeat 1) and the cached one (later repeats) apart")
     ap.add_argument("--no-analyze", action="store_true", help="no ANALYZE TABLE (estimates without statistics)")
     ap.add_argument("--shuffle-partitions", type=int, help="spark.sql.shuffle.partitions")
     ap.add_argument("--driver-memory", default="8g", help="spark.driver.memory (default 8g)")
@@ -282,6 +312,10 @@ def main(argv=None) -> int:
             t = time.perf_counter()
             analyze(spark, list(queries.values()))
             doc["analyze_s"] = time.perf_counter() - t
+        if args.features:
+            t = time.perf_counter()
+            doc["features"] = query_features(spark, queries)
+            doc["features_s"] = time.perf_counter() - t
         budget = parse_budget(args.budget) if args.budget else None
         cost = CostModel.from_json(args.cost_model) if args.cost_model else DEFAULT_COST
         repeats: list[dict[str, Any]] = []
@@ -297,7 +331,7 @@ def main(argv=None) -> int:
                     rep["alone"] = run_alone(spark, queries)
                 else:
                     plan, res, planning, checks = run_shared(spark, queries, budget, args.check and i == 0,
-                                                             args.proof_budget_s, cost)
+                                                             args.proof_budget_s, cost, args.plan_cache)
                     rep.update(plan=plan, res=res, planning=planning, checks=checks)
             repeats.append(rep)
     finally:
@@ -308,6 +342,9 @@ def main(argv=None) -> int:
     shared = {n: statistics.median(next(x.seconds for x in r["res"].runs if x.name == n) for r in repeats)
               for n in names}
     planning = statistics.median(r["planning"] for r in repeats)
+    planning_runs = [{"s": r["planning"], "cache": r["plan"].cache,
+                      "steps_s": {k: round(v, 1) for k, v in r["plan"].seconds.items()},
+                      "prover": r["plan"].prover_stats, "estimator": r["plan"].estimator_stats} for r in repeats]
     fill = statistics.median(r["res"].materialize_seconds for r in repeats)
     last = repeats[-1]
     plan, res = last["plan"], last["res"]
@@ -323,6 +360,7 @@ def main(argv=None) -> int:
         "estimator": plan.estimator_stats,
         "cache_bytes": res.cache_bytes, "budget_bytes": plan.budget, "planning_s": planning,
         "planning_steps_s": {k: round(v, 1) for k, v in plan.seconds.items()}, "prover": plan.prover_stats,
+        "planning_runs": planning_runs,
         "fill_cache_s": fill, "materialized_s": {k: round(v, 2) for k, v in res.materialized.items()},
         "load_avg_end": _load(),
         "alone_s": ta, "shared_s": ts, "ratio": ts / ta, "ratio_with_planning": (ts + planning) / ta,

@@ -1,7 +1,7 @@
 """``superop share`` — run a batch of queries with work sharing.
 
     superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--cost-model FILE] [--plan-only]
-                  [--out FILE.json] [--json]
+                  [--plan-cache DIR | --no-plan-cache] [--out FILE.json] [--json]
     superop share --sql-file FILE            (statements separated by ';')
     superop share --log PATH --start T --end T [--format auto]   (a window of a query log)
 
@@ -42,6 +42,10 @@ def register(sub) -> None:
     p.add_argument("--cost-model", metavar="FILE",
                    help="cost model JSON (benchmarks/share_calibration.py's share_calibration.json or "
                         "its cost_model fields; default: the constants calibrated on the project's machine)")
+    p.add_argument("--plan-cache", metavar="DIR", default=".superop/share-cache",
+                   help="on-disk planning cache: a batch planned before with the same queries, tables and "
+                        "settings is not planned again; proofs and estimates are reused (default %(default)s)")
+    p.add_argument("--no-plan-cache", action="store_true", help="plan from scratch, store nothing")
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
     p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
                    help="what running a query means (default noop: computed, not shipped)")
@@ -84,6 +88,7 @@ def run(args) -> int:
         analyze(spark, batch)
     plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows,
                       timeout_ms=args.timeout_ms, cost=cost,
+                      cache_dir=None if args.no_plan_cache else args.plan_cache,
                       **({} if args.proof_budget_s is None else {"proof_budget_s": args.proof_budget_s}))
     say(plan.report())
     out = {"plan": plan.to_json()}

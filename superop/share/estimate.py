@@ -46,7 +46,7 @@ every consumer still reads all the rows, at about the price of its own scan.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 from sqlglot import exp
 
@@ -257,10 +257,23 @@ def plan_cost(spark, sql: str) -> SubPlanCost:
     return SubPlanCost(st, float(info.shuffled_bytes), info.exchanges, work)
 
 
+@dataclass(frozen=True)
+class CostParts:
+    """A sub-plan's cost before the model's constants: decoded bytes its scans read, bytes
+    its shuffles move, its other work (``work_bytes``), its output bytes, and whether
+    Spark had row statistics. C_E = scan + shuffle + K x work."""
+    scan: float
+    shuffle: float
+    work: float
+    size: float
+    has_rows: bool
+
+
 class Estimator:
-    def __init__(self, spark, model: CostModel = DEFAULT_COST):
+    def __init__(self, spark, model: CostModel = DEFAULT_COST, store=None):
         self.spark = spark
         self.model = model
+        self.store = store          # a plancache.PlanningCache: Spark's answers across processes
         self._table: dict[str, PlanStats] = {}
         self._cost: dict[str, tuple[float, float, bool]] = {}
         # per plan node (nodes hash by identity; the key keeps the node alive): the SQL
@@ -309,18 +322,35 @@ class Estimator:
             return hit
         sql = to_sql(plan)
         if sql not in self._cost:
-            scan, biggest = self.scan_bytes(plan)
-            pc = plan_cost(self.spark, sql)
-            st, shuffle, work = pc.stats, pc.shuffle_bytes, pc.work_bytes
-            self.stats["spark_plans"] += 1
-            size = st.bytes
-            if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
-                size = min(size, biggest * st.width)
-                shuffle = min(shuffle, pc.exchanges * scan)
-                work = min(work, scan)
-            self._cost[sql] = (scan + shuffle + self.model.work_factor * work, size, st.has_rows)
+            p = self.parts(plan, sql)
+            self._cost[sql] = (p.scan + p.shuffle + self.model.work_factor * p.work, p.size, p.has_rows)
         self._by_node[plan] = self._cost[sql]
         return self._cost[sql]
+
+    def parts(self, plan: Node, sql: Optional[str] = None) -> "CostParts":
+        """The parts of a sub-plan's cost from one Spark planning of its SQL — or from the
+        on-disk store, keyed by the SQL and its tables' fingerprints (the model's
+        constants are applied after, so they are not part of the key)."""
+        sql = to_sql(plan) if sql is None else sql
+        key = None
+        if self.store is not None:
+            key = self.store.cost_key(sql, {n.table for n in walk(plan) if isinstance(n, Scan)})
+            doc = self.store.get_json("costs", key)
+            if doc is not None and len(doc.get("cost", ())) == 5:
+                sc, sh, wk, sz, hr = doc["cost"]
+                return CostParts(float(sc), float(sh), float(wk), float(sz), bool(hr))
+        scan, biggest = self.scan_bytes(plan)
+        pc = plan_cost(self.spark, sql)
+        st, shuffle, work = pc.stats, pc.shuffle_bytes, pc.work_bytes
+        self.stats["spark_plans"] += 1
+        size = st.bytes
+        if not st.has_rows:   # Spark ignored filters and multiplied joins: cap
+            size = min(size, biggest * st.width)
+            shuffle = min(shuffle, pc.exchanges * scan)
+            work = min(work, scan)
+        if key is not None and self.store is not None:
+            self.store.put_json("costs", key, {"sql": sql, "cost": [scan, shuffle, work, size, st.has_rows]})
+        return CostParts(scan, shuffle, work, size, st.has_rows)
 
     def read_bytes(self, ce, consumer) -> float:
         """Bytes of the cached CE ``consumer`` reads: the CE's rows x the width of the CE

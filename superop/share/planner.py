@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ..errors import SqlError, SuperopError
+from ..verify import UNKNOWN
 from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
@@ -34,7 +35,7 @@ from .covering import Builder, Consumer, CoveringExpression, group_consumers, re
 from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
-from .similar import SimilarSubexpression, identify, narrower, units_of_plan
+from .similar import SimilarSubexpression, identify, narrower, restricted, units_of_plan
 
 
 DEFAULT_PROOF_BUDGET_S = 300.0     # solver seconds per planning run (module doc)
@@ -84,6 +85,7 @@ class SharingPlan:
     accepted: dict[str, list[Consumer]] = field(default_factory=dict)  # CE id -> consumers that gain
     prover_stats: dict = field(default_factory=dict)
     estimator_stats: dict = field(default_factory=dict)   # Spark plannings, cost look-ups
+    cache: str = ""                     # the planning cache: "" (none), "hit KEY" or "stored KEY"
 
     @property
     def cached(self) -> list[CoveringExpression]:
@@ -96,7 +98,8 @@ class SharingPlan:
     def report(self) -> str:
         lines = [f"batch: {len(self.queries)} queries, {sum(1 for q in self.queries if not q.excluded)} analysed; "
                  f"{len(self.ses)} similar sub-expressions, {len(self.ces)} covering expressions, "
-                 f"{len(self.cached)} cached; budget {self.budget} bytes ({self.budget_source})"]
+                 f"{len(self.cached)} cached; budget {self.budget} bytes ({self.budget_source})"
+                 + (f"; planning cache: {self.cache}" if self.cache else "")]
         for q in self.queries:
             if q.excluded:
                 lines.append(f"  {q.name}: runs unchanged ({q.excluded})")
@@ -141,7 +144,7 @@ class SharingPlan:
             "rewrites": [{"index": r.index, "name": r.name, "changed": r.changed, "ces": r.ces,
                           "reason": r.reason, "sql": r.sql} for r in self.rewrites],
             "budget": self.budget, "budget_source": self.budget_source,
-            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "cache": self.cache,
         }
 
 
@@ -151,6 +154,23 @@ def as_batch(sqls: Sequence) -> list[BatchQuery]:
     for i, s in enumerate(sqls):
         out.append(s if isinstance(s, BatchQuery) else BatchQuery(f"q{i + 1}", str(s)))
     return out
+
+
+def batch_tables(sqls: Sequence) -> list[str]:
+    """The tables (``db.t`` as written) the batch's queries read, CTE names left out,
+    in order of first mention; a query that does not parse adds none."""
+    tables: list[str] = []
+    for q in as_batch(sqls):
+        try:
+            tree = parse(q.sql)
+        except Exception:
+            continue
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        for t in tree.find_all(exp.Table):
+            full = ".".join(p for p in (t.catalog, t.db, t.name) if p)
+            if t.name and t.name.lower() not in ctes and full not in tables:
+                tables.append(full)
+    return tables
 
 
 def unqualified_tables(sql: str, plan: Node) -> list[str]:
@@ -210,26 +230,44 @@ def _leaf_types(spark):
 def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, budget: Optional[int] = None,
                k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
                view_prefix: Optional[str] = None,
-               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True) -> SharingPlan:
+               proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True,
+               restrict: bool = True, cache_dir=None) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
     ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
     an obligation that times out or comes after the budget is ``unknown``: not used.
-    ``narrow``: also offer the narrower SEs of each SE over a join (``similar.narrower``)."""
+    ``narrow``: also offer the narrower SEs of each SE over a join (``similar.narrower``);
+    ``restrict``: also offer each CE cut down to the queries no chosen CE serves
+    (``similar.restricted``), so the knapsack can take it next to the chosen ones.
+    ``cache_dir``: the on-disk planning cache (``plancache.py``): a batch planned before
+    with the same inputs is returned from it, proofs and Spark's estimates are reused."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
         raise SuperopError("k (consumers per shared sub-expression) must be at least 2")
     t = {"start": time.perf_counter()}
     batch = as_batch(sqls)
+    store, key = None, ""
+    if cache_dir is not None:
+        from .plancache import PlanningCache
+        store = PlanningCache(cache_dir, spark)
+        params = {"budget": budget, "k": k, "K": K, "timeout_ms": timeout_ms, "cost": dataclasses.asdict(cost),
+                  "view_prefix": view_prefix, "proof_budget_s": proof_budget_s, "narrow": narrow,
+                  "restrict": restrict, "schema": schema}
+        key = store.plan_key([(q.name, q.sql) for q in batch], batch_tables(batch), params)
+        hit = _cached_plan(store, key, spark, budget)
+        if hit is not None:
+            hit.seconds = {"cache": time.perf_counter() - t["start"]}
+            return hit
     plan = SharingPlan(_lower_all(batch, spark, schema))
     t["lower"] = time.perf_counter()
     forests = [units_of_plan(q.plan, q.index) if q.plan is not None and not q.excluded else []
                for q in plan.queries]
     prefix = view_prefix or f"_superop_ce_{uuid.uuid4().hex[:8]}_"
     builder = Builder(prefix)
-    prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark), budget_s=proof_budget_s)
-    est = Estimator(spark, cost) if spark is not None else None
+    prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark), budget_s=proof_budget_s,
+                    store=store)
+    est = Estimator(spark, cost, store=store) if spark is not None else None
     if spark is not None:
         plan.budget, plan.budget_source = (int(budget), "given") if budget is not None else storage_budget(spark)
     blocked: set = set()
@@ -242,10 +280,12 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
         b.ce.proved = True
 
     cands: list[_Built] = []
-    for _ in range(6):
+    extra: dict[tuple, SimilarSubexpression] = {}     # restricted SEs offered so far
+    for _ in range(10):
         ses = identify(forests, k, frozenset(blocked))
         if narrow:
             ses += [n for se in ses for n in narrower(se, k, blocked=frozenset(blocked))]
+        ses += [se for key, se in extra.items() if key not in blocked]
         cands, changed = [], False
         for se in ses:
             bkey = (se.members[0].key, tuple(id(m) for m in se.members))
@@ -282,6 +322,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                                         f"consumer(s) of {len(b.proofs)} ({bad})"))
                 blocked.add(b.key)
                 changed = True
+        if not changed and est is not None and restrict:
+            changed = _restrict(plan, cands, ses, extra, k, frozenset(blocked))
         if not changed:
             break
     plan.ses = ses
@@ -299,7 +341,28 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
         plan.estimator_stats = dict(est.stats)
     keys = list(t)
     plan.seconds = {keys[i]: t[keys[i]] - t[keys[i - 1]] for i in range(1, len(keys))}
+    if store is not None:
+        if any(p.status == UNKNOWN for p in plan.proofs):
+            plan.cache = "not stored (a proof is unknown: it may be decided with more time)"
+        else:
+            plan.cache = f"stored {key[:16]}"
+            store.put_plan(key, plan)
     return plan
+
+
+def _cached_plan(store, key: str, spark, budget: Optional[int]) -> Optional[SharingPlan]:
+    """The stored plan for ``key``, if what it caches fits this run's budget (a budget
+    derived from Spark's free storage memory is not part of the key)."""
+    hit = store.get_plan(key)
+    if not isinstance(hit, SharingPlan):
+        return None
+    if budget is None and spark is not None:
+        now, how = storage_budget(spark)
+        if hit.selection is not None and hit.selection.total_weight > now:
+            return None
+        hit.budget, hit.budget_source = now, f"{how}; plan chosen under {hit.budget} bytes"
+    hit.cache = f"hit {key[:16]}"
+    return hit
 
 
 @dataclass
@@ -354,6 +417,33 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: boo
             plan.selection.decisions[c.id] = dataclasses.replace(d, reason=f"{d.reason}: "
                                                                  f"{plan.estimates[c.id].reason()}")
     plan.decisions = [plan.selection.decisions[c.id] for c in ces]
+
+
+def _restrict(plan: SharingPlan, cands: list[_Built], ses: list[SimilarSubexpression],
+              extra: dict[tuple, SimilarSubexpression], k: int, blocked: frozenset) -> bool:
+    """Add to ``extra`` the restriction (``similar.restricted``) of every CE the current
+    choice passed over to the members its chosen CEs leave unserved; True when one is new
+    (the planner then builds, proves and chooses again)."""
+    chosen = set(plan.selection.chosen) if plan.selection is not None else set()
+    served: dict[int, frozenset] = {}
+    for b in cands:
+        if b.ce is not None and b.ce.id in chosen:
+            for c in b.ce.consumers:     # as ``_conflict`` counts them: every consumer
+                served[c.query] = served.get(c.query, frozenset()) | c.unit.footprint()
+    if not served:
+        return False
+    have = {frozenset(id(m) for m in se.members) for se in ses}
+    new = False
+    for b in cands:
+        if b.ce is None or b.ce.id in chosen:
+            continue
+        r = restricted(b.ce.se, served, k, blocked)
+        if r is None or r.narrow_key in extra or frozenset(id(m) for m in r.members) in have:
+            continue
+        extra[r.narrow_key] = r
+        have.add(frozenset(id(m) for m in r.members))
+        new = True
+    return new
 
 
 def _conflict(a: CoveringExpression, b: CoveringExpression) -> bool:

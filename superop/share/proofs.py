@@ -132,7 +132,7 @@ class Prover:
 
     def __init__(self, K: int = DEFAULT_K, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  leaf_types: Optional[Callable[[Node], Sequence[str]]] = None,
-                 budget_s: Optional[float] = None):
+                 budget_s: Optional[float] = None, store=None):
         if K < 1:
             raise ValueError("K must be at least 1")
         self.K = K
@@ -140,12 +140,13 @@ class Prover:
         self.leaf_types = leaf_types
         self.budget_s = budget_s
         self.cache: dict[str, Obligation] = {}
+        self.store = store          # a plancache.PlanningCache: decided obligations across processes
         self.stats = {"solved": 0, "cached": 0, "solver_s": 0.0, "over_budget": 0}
 
     def _check(self, method: str, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
         from ..verify.plans import check_plans_equivalent, prove_spj_equivalent
         key = pair_fingerprint(method, self.K, a, b)
-        hit = self.cache.get(key) or _SHARED_CACHE.get(key)
+        hit = self.cache.get(key) or _SHARED_CACHE.get(key) or self._stored(key)
         if hit is not None:
             self.stats["cached"] += 1
             self.cache[key] = hit
@@ -166,6 +167,23 @@ class Prover:
             if len(_SHARED_CACHE) >= _SHARED_CACHE_MAX:
                 _SHARED_CACHE.pop(next(iter(_SHARED_CACHE)))
             _SHARED_CACHE[key] = ob
+            if self.store is not None:
+                self.store.put_json("proofs", self.store.proof_key(key), ob.to_json())
+        return ob
+
+    def _stored(self, key: str) -> Optional[Obligation]:
+        """A decided obligation another planning run stored for the same problem."""
+        if self.store is None:
+            return None
+        doc = self.store.get_json("proofs", self.store.proof_key(key))
+        try:
+            ob = Obligation(doc["name"], doc["status"], doc["method"], float(doc["seconds"]),
+                            doc.get("reason", ""), dict(doc.get("certificate") or {})) if doc else None
+        except (KeyError, TypeError, ValueError):
+            return None
+        if ob is None or ob.status == UNKNOWN:
+            return None
+        _SHARED_CACHE[key] = ob
         return ob
 
     def _bounded(self, *args) -> Obligation:

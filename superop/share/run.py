@@ -154,19 +154,14 @@ def analyze(spark, sqls: Sequence) -> list[str]:
     from sqlglot import exp
 
     from ..ir.lower import parse
-    from .planner import as_batch
-    tables, names = [], set()
+    from .planner import as_batch, batch_tables
+    names = set()
     for q in as_batch(sqls):
         try:
-            tree = parse(q.sql)
+            names |= {c.name.lower() for c in parse(q.sql).find_all(exp.Column)}
         except Exception:
             continue
-        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        names |= {c.name.lower() for c in tree.find_all(exp.Column)}
-        for t in tree.find_all(exp.Table):
-            full = ".".join(p for p in (t.catalog, t.db, t.name) if p)
-            if t.name and t.name.lower() not in ctes and full not in tables:
-                tables.append(full)
+    tables = batch_tables(sqls)
     done = []
     temp = {x.name for x in spark.catalog.listTables() if x.isTemporary}
     for full in tables:

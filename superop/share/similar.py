@@ -42,13 +42,15 @@ class SimilarSubexpression:
     parent: str = ""                # a narrower SE: the SE whose members it keeps
     shared: tuple[str, ...] = ()    # ... the filter conjuncts those members all have
     narrow_key: Optional[tuple] = None   # the planner's key of a narrower SE (blocking)
+    restricted: bool = False        # a narrower SE of the members a chosen CE leaves unserved
 
     @property
     def queries(self) -> list[int]:
         return sorted({m.query for m in self.members})
 
     def describe(self) -> str:
-        sub = f" ⊂ {self.parent} sharing {' AND '.join(self.shared)}" if self.parent else ""
+        sub = (f" ⊂ {self.parent} restricted to the queries no chosen CE serves" if self.restricted
+               else f" ⊂ {self.parent} sharing {' AND '.join(self.shared)}" if self.parent else "")
         return f"{self.id} {self.kind}[{', '.join(self.tables)}] x{len(self.members)} (queries {self.queries}){sub}"
 
 
@@ -147,3 +149,23 @@ def narrower(se: SimilarSubexpression, k: int = 2, limit: int = NARROWER_PER_SE,
                                         [se.members[i] for i in sorted(idx)], parent=se.id,
                                         shared=tuple(sorted(conj)), narrow_key=key))
     return out
+
+
+def restricted(se: SimilarSubexpression, served: dict[int, frozenset], k: int = 2,
+               blocked: frozenset = frozenset()) -> Optional[SimilarSubexpression]:
+    """The SE cut down to the members that no chosen CE serves: ``served[q]`` is the
+    footprint (``Unit.footprint``) that query q's chosen consumers replace. A member
+    that meets it cannot read this SE's CE as well, so the whole CE conflicts with the
+    chosen one and the knapsack could take only one of them. Its CE built over the
+    other members alone (a smaller OR of filters, fewer columns) conflicts with nothing
+    chosen, and is built, proved, valued and gated like any SE. None when fewer than
+    ``k`` members are left or none is cut."""
+    keep = [m for m in se.members if not (served.get(m.query, frozenset()) & m.footprint())]
+    if len(keep) < k or len(keep) == len(se.members):
+        return None
+    key = ("restricted", se.members[0].key, tuple(sorted(id(m) for m in keep)))
+    if key in blocked:
+        return None
+    tag = ".".join(str(q) for q in sorted({m.query for m in keep}))
+    return SimilarSubexpression(f"{se.id}/r{tag}", se.kind, se.fingerprint, se.tables,
+                                keep, parent=se.id, narrow_key=key, restricted=True)

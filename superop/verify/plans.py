@@ -317,7 +317,10 @@ class _RowEval:
 
     def pred(self, e: exp.Expression, fields, vals) -> z3.BoolRef:
         ctx = self.ctx(fields, vals)
-        return is_true(ev(self.atoms.atomize(e, ctx), ctx))
+        try:       # modelled as a whole (the usual case): encode it once, not check-then-encode
+            return is_true(ev(e, ctx))
+        except Unsupported:
+            return is_true(ev(self.atoms.atomize(e, ctx), ctx))
 
     def rows(self, node: Node, leaf_vals) -> tuple[z3.BoolRef, list[V]]:
         """(keep, values) of ``node`` for the product tuple ``leaf_vals`` (an iterator over

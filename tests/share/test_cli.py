@@ -24,16 +24,19 @@ def test_share_sql_dir_runs_and_writes_json(spark, tables, tmp_path, capsys):
     (q / "q2.sql").write_text("SELECT a, b, c FROM cli_t WHERE b = 'x'")
     (q / "q3.sql").write_text("SELECT a FROM cli_t WHERE rand() < 2")
     out = tmp_path / "out.json"
+    pc = ["--plan-cache", str(tmp_path / "plan-cache")]
     rc = main(["share", "--sql-dir", str(q), "--tables-dir", str(tables), "--budget", "64m",
-               "--consume", "count", "--out", str(out)])
+               "--consume", "count", "--out", str(out), *pc])
+    text = capsys.readouterr().out
+    assert "similar sub-expressions" in text and "q1:" in text and "total" in text
+    assert "planning cache: stored" in text
     assert main(["share", "--sql-dir", str(q), "--tables-dir", str(tables), "--budget", "64m",
-                 "--results-dir", str(tmp_path / "res")]) == 0
+                 "--results-dir", str(tmp_path / "res"), *pc]) == 0
+    assert "planning cache: hit" in capsys.readouterr().out      # the same batch: planned once
     from superop.sparkutil import bag
     assert bag(spark.read.parquet(str(tmp_path / "res" / "q2")).collect()) == \
         bag(spark.sql("SELECT a, b, c FROM cli_t WHERE b = 'x'").collect())
-    text = capsys.readouterr().out
     assert rc == 0
-    assert "similar sub-expressions" in text and "q1:" in text and "total" in text
     doc = json.loads(out.read_text())
     assert [r["name"] for r in doc["runs"]] == ["q1", "q2", "q3"]
     assert doc["runs"][0]["row_count"] == 3 and doc["runs"][1]["row_count"] == 2
@@ -45,8 +48,9 @@ def test_share_sql_dir_runs_and_writes_json(spark, tables, tmp_path, capsys):
 def test_plan_only_and_bad_input(spark, tables, tmp_path, capsys):
     f = tmp_path / "batch.sql"
     f.write_text("SELECT a, c FROM cli_t WHERE c > 3; SELECT a, c FROM cli_t WHERE c < 0;")
-    assert main(["share", "--sql-file", str(f), "--tables-dir", str(tables), "--plan-only"]) == 0
-    assert "batch: 2 queries" in capsys.readouterr().out
+    assert main(["share", "--sql-file", str(f), "--tables-dir", str(tables), "--plan-only", "--no-plan-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "batch: 2 queries" in text and "planning cache" not in text
     assert main(["share", "--sql-dir", str(tmp_path / "missing")]) == 2
     assert "SQL directory not found" in capsys.readouterr().err
     assert main(["share", "--sql-file", str(f), "--budget", "lots"]) == 2
