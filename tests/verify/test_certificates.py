@@ -168,8 +168,11 @@ def test_cli_verify_templates(capsys, monkeypatch):
     assert out.startswith("verified  DJ/semi") and "4/4 obligations" in out
     assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min"]) == 0
     lines = capsys.readouterr().out.splitlines()
+    # the window form's two parts, then the partition-wide form's (its own instances)
     assert [ln.split()[:2] for ln in lines] == [["verified", "MJ/full/agg-left/min"],
-                                                ["verified", "MJ/full/agg-left/min/residual"]]
+                                                ["verified", "MJ/full/agg-left/min/residual"],
+                                                ["verified", "MJ/full/agg-left/min/partition-wide"],
+                                                ["verified", "MJ/full/agg-left/min/partition-wide/residual"]]
     # the flag of the template as it was (the residual on every row): refuted, exit 1
     from superop.families import mj
     from superop.synth.dsl import e
