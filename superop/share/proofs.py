@@ -108,6 +108,15 @@ def _obligation(name: str, r: Result, a: Node, b: Node, what_a: str, what_b: str
 # log windows of the same queries): key = a fingerprint of the normalized plan pair.
 _SHARED_CACHE: dict[str, Obligation] = {}
 _SHARED_CACHE_MAX = 4096
+
+
+def _share(key: str, ob: Obligation) -> None:
+    """Keep a decided obligation for the process's later planning runs (bounded: oldest out)."""
+    if key not in _SHARED_CACHE and len(_SHARED_CACHE) >= _SHARED_CACHE_MAX:
+        _SHARED_CACHE.pop(next(iter(_SHARED_CACHE)))
+    _SHARED_CACHE[key] = ob
+
+
 BUDGET_EXHAUSTED = "the planning run's proof time budget is spent (not proved, so not used)"
 
 
@@ -164,9 +173,7 @@ class Prover:
         ob = _obligation(name, r, a, b, what_a, what_b)
         self.cache[key] = ob
         if ob.status != UNKNOWN:          # an unknown may be decided with more time later
-            if len(_SHARED_CACHE) >= _SHARED_CACHE_MAX:
-                _SHARED_CACHE.pop(next(iter(_SHARED_CACHE)))
-            _SHARED_CACHE[key] = ob
+            _share(key, ob)
             if self.store is not None:
                 self.store.put_json("proofs", self.store.proof_key(key), ob.to_json())
         return ob
@@ -183,7 +190,7 @@ class Prover:
             return None
         if ob is None or ob.status == UNKNOWN:
             return None
-        _SHARED_CACHE[key] = ob
+        _share(key, ob)
         return ob
 
     def _bounded(self, *args) -> Obligation:

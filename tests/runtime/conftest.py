@@ -6,6 +6,7 @@ import pytest
 from .runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
                               catalog_rules, values_view, verifier_certificates)
 from superop.rules_out.catalog import make_catalog
+from superop.runtime.rewriter import Rewriter
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +35,9 @@ def so(spark, ops, catalog):
     # (test_gate.py) on tables whose statistics Spark reports at production size.
     from superop.runtime import SuperOpSession
     return SuperOpSession(spark, catalog, gate="exchanges")
+
+
+@pytest.fixture(scope="module")
+def rw(catalog):
+    """A structural rewriter over the test catalog (no Spark: the form suites' matcher)."""
+    return Rewriter(catalog)

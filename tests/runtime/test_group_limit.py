@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from superop.ir import lower
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.runtime.rewriter import rewrite_structural
 from superop.sparkutil import bag_of
 from superop.verify.certificate import check_and_certify
 from superop.verify.check import check_plans_outcomes
@@ -35,10 +35,6 @@ NOT_ADMITTED = {
     "agg-left-outer": f"SELECT m.a, m.mn, o.d FROM {_MIN} m LEFT JOIN ops o ON m.a = o.a AND o.s = m.mn",
 }
 
-
-@pytest.fixture(scope="module")
-def rw(catalog):
-    return Rewriter(catalog)
 
 
 @pytest.mark.parametrize("name", sorted(ADMITTED))

@@ -11,7 +11,7 @@ import pytest
 
 from superop.families import TemplateError
 from superop.families.mj import PARTITION_WIDE, PartitionWideReason, partition_wide_program
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.runtime.rewriter import rewrite_structural
 from superop.sparkutil import bag_of
 from superop.synth.dsl import BUFFERING, STREAMING, e
 from superop.verify.certificate import check_and_certify
@@ -39,10 +39,6 @@ ADMITTED = {
 # running MIN, the window form already folds whole partitions
 NOT_ADMITTED = f"SELECT m.* FROM {_MIN} m LEFT SEMI JOIN ops o ON m.a = o.a"
 
-
-@pytest.fixture(scope="module")
-def rw(catalog):
-    return Rewriter(catalog)
 
 
 @pytest.mark.parametrize("name", sorted(ADMITTED))
