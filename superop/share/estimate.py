@@ -52,6 +52,7 @@ from sqlglot import exp
 
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Rename, Scan, Select, expressions_of, walk
+from ..runtime.tablestats import is_connect
 
 UNKNOWN_SIZE = "unknown"
 # Spark's size of a relation it knows nothing about (an RDD): spark.sql.defaultSizeInBytes
@@ -201,13 +202,29 @@ class PlanStats:
 
 def plan_stats(spark, sql: str) -> PlanStats:
     """Rows, decoded bytes and row width of Spark's optimized logical plan for ``sql``."""
-    return _stats_of(spark.sql(sql))
+    df = spark.sql(sql)
+    if is_connect(spark):
+        from ..runtime.plan import explain_text, parse_explain
+        return _stats_of(df, parse_explain(explain_text(spark, sql)))
+    return _stats_of(df)
 
 
-def _stats_of(df) -> PlanStats:
+def _stats_of(df, info=None) -> PlanStats:
+    """The statistics of ``df``'s optimized plan: through the JVM on a classic session
+    (exact), or from the root of the ``EXPLAIN COST`` text (``info``, a parsed
+    :class:`superop.runtime.plan.PlanInfo`) where there is none, e.g. Spark Connect —
+    the text prints sizes to 2-3 significant digits and row counts to 3."""
+    w = width(info.types if info is not None and info.types else
+              [f.dataType.simpleString() for f in df.schema.fields])
+    if info is not None:
+        root = info.logical
+        if root is None or root.size is None:
+            raise ValueError("EXPLAIN COST printed no statistics for the optimized plan")
+        if root.rows is not None:
+            return PlanStats(root.rows, root.rows * w, w, True)
+        return PlanStats(root.size / w, root.size, w, False)
     st = df._jdf.queryExecution().optimizedPlan().stats()
     size = float(str(st.sizeInBytes()))
-    w = width([f.dataType.simpleString() for f in df.schema.fields])
     rc = st.rowCount()
     if rc.isDefined():
         rows = float(str(rc.get()))
@@ -251,8 +268,9 @@ def plan_cost(spark, sql: str) -> SubPlanCost:
     planning time; measured in ``superop/share/README.md``, "Planning time")."""
     from ..runtime.plan import analyze_plan
     df = spark.sql(sql)
-    st = _stats_of(df)
     info = analyze_plan(spark, sql, df=df)
+    # classic: the exact statistics of the same QueryExecution; Connect: its EXPLAIN COST text
+    st = _stats_of(df, info if is_connect(spark) else None)
     work = work_bytes(info.estimate) if info.estimate is not None else 0.0
     return SubPlanCost(st, float(info.shuffled_bytes), info.exchanges, work)
 

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..cliutil import atomic_write_bytes, atomic_write_json
+from ..runtime.plan import explain_text
+from ..runtime.tablestats import is_connect
 
 CACHE_FORMAT = 1
 DEFAULT_DIR = ".superop/share-cache"
@@ -75,15 +77,24 @@ def planning_conf(spark) -> str:
 
 
 def table_fingerprint(spark, table: str) -> str:
-    """What Spark knows of ``table``: its typed schema, its analyzed plan (view text;
-    expression ids removed), the optimized plan's statistics (size; row count after ANALYZE) and the
-    size and mtime of each of its input files. A table Spark cannot resolve gets a
+    """What Spark knows of ``table``: its typed schema, its plan (classic: the analyzed plan
+    with view text; Spark Connect, where no JVM object is reachable: the ``EXPLAIN COST``
+    text of ``SELECT * FROM table`` — the optimized plan of the view or relation), the
+    optimized plan's statistics (size; row count after ANALYZE) and the size and mtime of
+    each of its input files (``df.inputFiles()``; a file the client cannot stat, e.g. on a
+    remote Connect server, counts by its name, its changes seen through Spark's size
+    statistic). Expression ids are removed. A table Spark cannot resolve gets a
     fingerprint of its name only (the planner leaves its queries out anyway)."""
     try:
         df = spark.table(table)
-        qe = df._jdf.queryExecution()
-        st = qe.optimizedPlan().stats()
-        rows = str(st.rowCount().get()) if st.rowCount().isDefined() else "?"
+        if is_connect(spark):
+            plan = explain_text(spark, f"SELECT * FROM {table}")   # statistics included
+            size = rows = ""
+        else:
+            qe = df._jdf.queryExecution()
+            st = qe.optimizedPlan().stats()
+            plan, size = qe.analyzed().toString(), str(st.sizeInBytes())
+            rows = str(st.rowCount().get()) if st.rowCount().isDefined() else "?"
         files = []
         for f in sorted(df.inputFiles()):
             p = f[len("file:"):] if f.startswith("file:") else f
@@ -92,8 +103,7 @@ def table_fingerprint(spark, table: str) -> str:
                 files.append(f"{f}:{s.st_size}:{s.st_mtime_ns}")
             except OSError:
                 files.append(f)
-        return sha(df.schema.simpleString(), _EXPR_ID.sub("", qe.analyzed().toString()), str(st.sizeInBytes()),
-                   rows, *files)
+        return sha(df.schema.simpleString(), _EXPR_ID.sub("", plan), size, rows, *files)
     except Exception as e:   # unresolvable: the name and the error, never a failure
         return sha("unresolved", table.lower(), type(e).__name__)
 

@@ -1,17 +1,14 @@
 """The runtime on Spark Connect: the differential matrix through a real Connect server.
 
 The server is Spark's own ``SparkConnectService`` from the PySpark distribution's jars
-(``pyspark/jars/spark-connect_*.jar``), started once for this module inside the test
-session's JVM (what ``SparkSession.builder.remote("local")`` does, but on the JVM the
-classic ``spark`` fixture already runs, so no second JVM) on a free loopback port, and
-stopped at the end. The client is PySpark's gRPC Connect client: nothing the runtime does
-can reach the JVM through py4j. ``SUPEROP_TEST_CONNECT_URL=sc://host:port`` runs the same
-tests against an external server instead (e.g. ``$SPARK_HOME/sbin/start-connect-server.sh``).
+(``pyspark/jars/spark-connect_*.jar``), started once per test session inside its JVM
+(``connect_url`` of ``tests/conftest.py``: what ``SparkSession.builder.remote("local")``
+does, but on the JVM the classic ``spark`` fixture already runs, so no second JVM).
+The client is PySpark's gRPC Connect client: nothing the runtime does can reach the JVM
+through py4j. ``SUPEROP_TEST_CONNECT_URL=sc://host:port`` runs the same tests against
+an external server instead (e.g. ``$SPARK_HOME/sbin/start-connect-server.sh``).
 """
 from __future__ import annotations
-
-import os
-import socket
 
 import pytest
 
@@ -23,37 +20,18 @@ pytest.importorskip("grpc", reason="Spark Connect needs the connect extra (grpci
                                    "googleapis-common-protos)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def connect(spark):
+def connect(connect_url):
     from pyspark.sql.connect.session import SparkSession as ConnectSession
-    url = os.environ.get("SUPEROP_TEST_CONNECT_URL")
-    service = None
-    if not url:
-        port = _free_port()
-        sc = spark._jsc.sc()
-        sc.conf().set("spark.connect.grpc.binding.address", "127.0.0.1")
-        sc.conf().set("spark.connect.grpc.binding.port", str(port))
-        service = spark._jvm.org.apache.spark.sql.connect.service.SparkConnectService
-        service.start(sc)
-        url = f"sc://127.0.0.1:{port}"
     # the Connect client directly (the classic builder would switch this whole process to
     # Connect mode through SPARK_CONNECT_MODE_ENABLED)
-    c = ConnectSession.builder.remote(url).create()
+    c = ConnectSession.builder.remote(connect_url).create()
     c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     c.conf.set("spark.sql.shuffle.partitions", "4")
     values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
     values_view(c, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
     yield c
     c.stop()
-    if service is not None:
-        none = spark._jvm.scala.Option.empty()
-        service.stop(none, none)
 
 
 @pytest.fixture(scope="module")

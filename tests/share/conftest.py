@@ -20,12 +20,17 @@ SCHEMA = {"st": {"a": "int", "b": "string", "c": "int", "f": "double"},
           "sv": {"a": "int", "w": "int"}}
 
 
-@pytest.fixture(scope="session")
-def share_tables(spark):
+def register_views(spark) -> None:
+    """st, su, sv as temp views of ``spark`` (classic or Connect)."""
     spark.sql(f"SELECT a, b, c, CAST(f AS DOUBLE) AS f FROM VALUES {T_ROWS} AS st(a, b, c, f)"
               ).createOrReplaceTempView("st")
     spark.sql(f"SELECT * FROM VALUES {U_ROWS} AS su(a, d, e)").createOrReplaceTempView("su")
     spark.sql(f"SELECT * FROM VALUES {V_ROWS} AS sv(a, w)").createOrReplaceTempView("sv")
+
+
+@pytest.fixture(scope="session")
+def share_tables(spark):
+    register_views(spark)
     return SCHEMA
 
 
