@@ -1,7 +1,7 @@
 """``superop share`` — run a batch of queries with work sharing.
 
     superop share --sql-dir DIR [--tables-dir DIR] [--budget 2g] [--cost-model FILE] [--plan-only]
-                  [--plan-cache DIR | --no-plan-cache] [--out FILE.json] [--json]
+                  [--plan-cache DIR | --no-plan-cache] [--plan-cache-max-mb MB] [--out FILE.json] [--json]
     superop share --sql-file FILE            (statements separated by ';')
     superop share --log PATH --start T --end T [--format auto]   (a window of a query log)
 
@@ -17,6 +17,7 @@ import sys
 
 def register(sub) -> None:
     from ..cliutil import add_json_arg, add_spark_args, deprecated, plain, seconds_as_ms
+    from .plancache import DEFAULT_MAX_BYTES
     p = sub.add_parser("share", help="run a batch of queries with work sharing (cached covering expressions)",
                        description=plain(__doc__.split("\n\n")[0]))
     src = p.add_mutually_exclusive_group(required=True)
@@ -46,6 +47,9 @@ def register(sub) -> None:
                    help="on-disk planning cache: a batch planned before with the same queries, tables and "
                         "settings is not planned again; proofs and estimates are reused (default %(default)s)")
     p.add_argument("--no-plan-cache", action="store_true", help="plan from scratch, store nothing")
+    p.add_argument("--plan-cache-max-mb", type=float, default=DEFAULT_MAX_BYTES / 2 ** 20, metavar="MB",
+                   help="bound of the planning cache: the oldest records are evicted past it "
+                        "(default %(default)g; 0 keeps nothing)")
     p.add_argument("--analyze", action="store_true", help="ANALYZE the catalog tables first (CBO estimates)")
     p.add_argument("--consume", choices=["collect", "count", "noop"], default="noop",
                    help="what running a query means (default noop: computed, not shipped)")
@@ -89,6 +93,7 @@ def run(args) -> int:
     plan = plan_batch(batch, spark, budget=budget, k=args.min_consumers, K=args.proof_rows,
                       timeout_ms=args.timeout_ms, cost=cost,
                       cache_dir=None if args.no_plan_cache else args.plan_cache,
+                      cache_max_bytes=int(args.plan_cache_max_mb * 2 ** 20),
                       **({} if args.proof_budget_s is None else {"proof_budget_s": args.proof_budget_s}))
     say(plan.report())
     out = {"plan": plan.to_json()}

@@ -17,6 +17,11 @@ see a partial record, and the same key always holds the same content):
 * ``costs/``  — what Spark's planning of a sub-plan told the estimator, keyed by the
   sub-plan's SQL, the fingerprints of the tables it reads and the planning settings.
 
+The store is bounded (``max_bytes``, default :data:`DEFAULT_MAX_BYTES` = 256 MiB; ``None`` =
+unbounded): after a planning run stores its plan, :meth:`PlanningCache.prune` removes the
+oldest records (by modification time; a plan read from the store is touched, so a plan in
+use is the last to go) until the store fits. A removed record is a miss, never an error.
+
 The code version (:func:`code_version`) is a hash of every source file of the
 ``superop`` package, so a changed prover, encoder or estimator never reads a record an
 older one wrote. A stored plan is unpickled only when the current user owns it and
@@ -34,11 +39,13 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..cliutil import atomic_write_bytes, atomic_write_json
-from ..runtime.plan import explain_text
-from ..runtime.tablestats import is_connect
 
 CACHE_FORMAT = 1
 DEFAULT_DIR = ".superop/share-cache"
+# a dashboard's plan is ~0.1-1 MB pickled and its proofs and costs a few hundred small
+# files: room for some hundred batches
+DEFAULT_MAX_BYTES = 256 * 2 ** 20
+STORES = ("plans", "proofs", "costs")
 # Spark settings that change the plans (and so the estimates) of the same SQL.
 PLANNING_CONF = ("spark.sql.cbo.enabled", "spark.sql.cbo.joinReorder.enabled",
                  "spark.sql.autoBroadcastJoinThreshold", "spark.sql.shuffle.partitions",
@@ -85,6 +92,8 @@ def table_fingerprint(spark, table: str) -> str:
     remote Connect server, counts by its name, its changes seen through Spark's size
     statistic). Expression ids are removed. A table Spark cannot resolve gets a
     fingerprint of its name only (the planner leaves its queries out anyway)."""
+    from ..runtime.plan import explain_text
+    from ..runtime.tablestats import is_connect
     try:
         df = spark.table(table)
         if is_connect(spark):
@@ -112,11 +121,14 @@ class PlanningCache:
     """The three stores of the module doc under ``root``. Every read that fails (missing,
     truncated, written by another format) is a miss; every write is atomic."""
 
-    def __init__(self, root: str | os.PathLike = DEFAULT_DIR, spark=None):
+    def __init__(self, root: str | os.PathLike = DEFAULT_DIR, spark=None,
+                 max_bytes: Optional[int] = DEFAULT_MAX_BYTES):
         self.root = Path(root)
         self.spark = spark
+        self.max_bytes = max_bytes
         self._tables: dict[str, str] = {}
-        self.stats = {"plan_hit": 0, "proof_hit": 0, "proof_put": 0, "cost_hit": 0, "cost_put": 0}
+        self.stats = {"plan_hit": 0, "proof_hit": 0, "proof_put": 0, "cost_hit": 0, "cost_put": 0,
+                      "evicted": 0}
 
     # -- keys ----------------------------------------------------------------------
     def table(self, name: str) -> str:
@@ -157,6 +169,10 @@ class PlanningCache:
         except Exception:
             return None
         self.stats["plan_hit"] += 1
+        try:               # in use: the last to be evicted
+            os.utime(path)
+        except OSError:
+            pass
         return plan
 
     def put_plan(self, key: str, plan) -> None:
@@ -165,6 +181,36 @@ class PlanningCache:
         except Exception:      # a plan that does not pickle is simply not cached
             return
         atomic_write_bytes(self._path("plans", key), data)
+
+    def prune(self) -> int:
+        """Remove the oldest records until the store holds at most ``max_bytes``; returns
+        how many were removed. Temp files of writes in progress (``.name.tmp``) are left
+        alone; a record another process removed first is skipped."""
+        if self.max_bytes is None:
+            return 0
+        records = []
+        for store in STORES:
+            for f in (self.root / store).glob("*/*"):
+                if f.name.startswith("."):
+                    continue
+                try:
+                    st = f.stat()
+                except OSError:
+                    continue
+                records.append((st.st_mtime_ns, st.st_size, f))
+        total = sum(size for _, size, _ in records)
+        removed = 0
+        for _, size, f in sorted(records, key=lambda r: (r[0], str(r[2]))):
+            if total <= self.max_bytes:
+                break
+            try:
+                f.unlink()
+                removed += 1
+            except OSError:
+                pass
+            total -= size
+        self.stats["evicted"] += removed
+        return removed
 
     def get_json(self, store: str, key: str) -> Optional[dict]:
         data = self._read(store, key)

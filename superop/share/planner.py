@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
 from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
+from .plancache import DEFAULT_MAX_BYTES
 from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
@@ -86,11 +88,31 @@ class SharingPlan:
     prover_stats: dict = field(default_factory=dict)
     estimator_stats: dict = field(default_factory=dict)   # Spark plannings, cost look-ups
     cache: str = ""                     # the planning cache: "" (none), "hit KEY" or "stored KEY"
+    view_prefix: str = ""               # the CEs' temp views are view_prefix + their number
+    fresh_views: bool = False           # the prefix was generated (not given): renamed per load
 
     @property
     def cached(self) -> list[CoveringExpression]:
         """The CEs that are persisted: chosen, and read by at least one rewritten query."""
         return [c for c in self.ces if self.used.get(c.id)]
+
+    def rename_views(self, prefix: str) -> None:
+        """Name the CEs' temp views ``prefix`` + their number, in the CEs and in the SQL that
+        runs. A plan loaded from the planning cache gets a fresh prefix, so two runs of one
+        stored plan in one Spark session (each loads its own copy) never share a view.
+        Views are no part of any proof (obligations inline the CE plan), so this changes
+        nothing proved. ``view_scan`` and the extractions (the IR the proofs read) keep
+        the planning-time name."""
+        old = self.view_prefix
+        if not old or prefix == old:
+            return
+        pat = re.compile(r"(?<![\w$])" + re.escape(old) + r"(?=\d+(?![\w$]))")
+        for ce in self.ces:
+            ce.view = pat.sub(prefix, ce.view)
+        for r in self.rewrites:
+            if r.changed:
+                r.sql = pat.sub(prefix, r.sql)
+        self.view_prefix = prefix
 
     def decision(self, ce_id: str) -> Optional[CEDecision]:
         return next((d for d in self.decisions if d.ce == ce_id), None)
@@ -231,7 +253,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                k: int = 2, K: int = 3, timeout_ms: int = 20000, cost: CostModel = DEFAULT_COST,
                view_prefix: Optional[str] = None,
                proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True,
-               restrict: bool = True, cache_dir=None) -> SharingPlan:
+               restrict: bool = True, cache_dir=None,
+               cache_max_bytes: Optional[int] = DEFAULT_MAX_BYTES) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
     ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
@@ -240,7 +263,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     ``restrict``: also offer each CE cut down to the queries no chosen CE serves
     (``similar.restricted``), so the knapsack can take it next to the chosen ones.
     ``cache_dir``: the on-disk planning cache (``plancache.py``): a batch planned before
-    with the same inputs is returned from it, proofs and Spark's estimates are reused."""
+    with the same inputs is returned from it, proofs and Spark's estimates are reused;
+    ``cache_max_bytes`` bounds it (oldest records evicted first; None = unbounded)."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
@@ -250,20 +274,23 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     store, key = None, ""
     if cache_dir is not None:
         from .plancache import PlanningCache
-        store = PlanningCache(cache_dir, spark)
+        store = PlanningCache(cache_dir, spark, max_bytes=cache_max_bytes)
         params = {"budget": budget, "k": k, "K": K, "timeout_ms": timeout_ms, "cost": dataclasses.asdict(cost),
                   "view_prefix": view_prefix, "proof_budget_s": proof_budget_s, "narrow": narrow,
                   "restrict": restrict, "schema": schema}
         key = store.plan_key([(q.name, q.sql) for q in batch], batch_tables(batch), params)
         hit = _cached_plan(store, key, spark, budget)
         if hit is not None:
+            if hit.fresh_views:
+                hit.rename_views(_fresh_prefix())
             hit.seconds = {"cache": time.perf_counter() - t["start"]}
             return hit
     plan = SharingPlan(_lower_all(batch, spark, schema))
     t["lower"] = time.perf_counter()
     forests = [units_of_plan(q.plan, q.index) if q.plan is not None and not q.excluded else []
                for q in plan.queries]
-    prefix = view_prefix or f"_superop_ce_{uuid.uuid4().hex[:8]}_"
+    prefix = view_prefix or _fresh_prefix()
+    plan.view_prefix, plan.fresh_views = prefix, view_prefix is None
     builder = Builder(prefix)
     prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark), budget_s=proof_budget_s,
                     store=store)
@@ -347,7 +374,12 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
         else:
             plan.cache = f"stored {key[:16]}"
             store.put_plan(key, plan)
+        store.prune()
     return plan
+
+
+def _fresh_prefix() -> str:
+    return f"_superop_ce_{uuid.uuid4().hex[:8]}_"
 
 
 def _cached_plan(store, key: str, spark, budget: Optional[int]) -> Optional[SharingPlan]:
