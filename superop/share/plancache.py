@@ -127,6 +127,7 @@ class PlanningCache:
         self.spark = spark
         self.max_bytes = max_bytes
         self._tables: dict[str, str] = {}
+        self._conf: Optional[str] = None
         self.stats = {"plan_hit": 0, "proof_hit": 0, "proof_put": 0, "cost_hit": 0, "cost_put": 0,
                       "evicted": 0}
 
@@ -138,9 +139,15 @@ class PlanningCache:
             self._tables[key] = table_fingerprint(self.spark, name) if self.spark is not None else sha(key)
         return self._tables[key]
 
+    def conf(self) -> str:
+        """:func:`planning_conf`, read once per cache object (one planning run): every
+        estimate's key holds it, and each setting is a round trip to Spark."""
+        if self._conf is None:
+            self._conf = planning_conf(self.spark) if self.spark is not None else ""
+        return self._conf
+
     def plan_key(self, queries: Iterable[tuple[str, str]], tables: Iterable[str], params: dict) -> str:
-        conf = planning_conf(self.spark) if self.spark is not None else ""
-        return sha("plan", code_version(), conf, json.dumps(params, sort_keys=True, default=str),
+        return sha("plan", code_version(), self.conf(), json.dumps(params, sort_keys=True, default=str),
                    *(f"{n}\x01{s}" for n, s in queries), *(f"{t}\x01{self.table(t)}" for t in sorted(set(tables))))
 
     # -- records -------------------------------------------------------------------
@@ -232,5 +239,4 @@ class PlanningCache:
         return sha("proof", code_version(), pair_key)
 
     def cost_key(self, sql: str, tables: Iterable[str]) -> str:
-        conf = planning_conf(self.spark) if self.spark is not None else ""
-        return sha("cost", code_version(), conf, sql, *(f"{t}\x01{self.table(t)}" for t in sorted(set(tables))))
+        return sha("cost", code_version(), self.conf(), sql, *(f"{t}\x01{self.table(t)}" for t in sorted(set(tables))))
