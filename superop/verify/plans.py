@@ -81,18 +81,21 @@ class Atoms:
     def atomize(self, e: exp.Expression, ctx0: Ctx) -> exp.Expression:
         """``e`` with every maximal predicate the encoder cannot evaluate replaced by an
         atom column (AND/OR/NOT are kept, so their 3-valued logic stays exact). ``ctx0``
-        evaluates one representative row (kinds are the same for every row)."""
+        evaluates one representative row (kinds are the same for every row). AND/OR/NOT and
+        parentheses are rebuilt over their atomized operands without evaluating them as a
+        whole first: a connective is modelled exactly when its operands are, and trying the
+        whole of a long OR of conjunctions at every level made this quadratic."""
+        if isinstance(e, (exp.Paren, exp.Not)):
+            x = self.atomize(e.this, ctx0)
+            return e if x is e.this else type(e)(this=x)       # unchanged: the same object
+        if isinstance(e, (exp.And, exp.Or)):
+            a, b = self.atomize(e.this, ctx0), self.atomize(e.expression, ctx0)
+            return e if a is e.this and b is e.expression else type(e)(this=a, expression=b)
         try:
             ev(e, ctx0)
             return e
         except Unsupported:
             pass
-        if isinstance(e, exp.Paren):
-            return exp.Paren(this=self.atomize(e.this, ctx0))
-        if isinstance(e, (exp.And, exp.Or)):
-            return type(e)(this=self.atomize(e.this, ctx0), expression=self.atomize(e.expression, ctx0))
-        if isinstance(e, exp.Not):
-            return exp.Not(this=self.atomize(e.this, ctx0))
         if isinstance(e, exp.Predicate) and not isinstance(e, exp.SubqueryPredicate) \
                 and e.find(exp.Query) is None:
             from ..ir.nodes import is_nondeterministic_expr
