@@ -74,3 +74,30 @@ def test_unknown_and_never_are_not_chosen():
     assert sel.chosen == []
     assert sel.decisions["a"].verdict is Verdict.NO_ESTIMATE
     assert sel.decisions["b"].verdict is Verdict.NOT_PROVED
+
+
+def test_group_options_are_the_free_combinations_in_order():
+    """The pruned enumeration gives exactly the options of the definition: every
+    combination (by size, in ``itertools.combinations`` order) without a conflicting pair,
+    singles first, cut at MAX_OPTIONS."""
+    import itertools
+
+    from superop.share.select import MAX_OPTIONS
+
+    def reference(group, conflicts, value, weight):
+        singles = sorted(group, key=lambda c: -value[c])
+        out = [Item((c,), value[c], weight[c]) for c in singles]
+        for size in range(2, len(group) + 1):
+            for combo in itertools.combinations(singles, size):
+                if len(out) >= MAX_OPTIONS:
+                    return out
+                if not any(frozenset(p) in conflicts for p in itertools.combinations(combo, 2)):
+                    out.append(Item(combo, sum(value[c] for c in combo), sum(weight[c] for c in combo)))
+        return out
+    rng = random.Random(7)
+    for n, density in [(n, d) for n in (1, 3, 6, 12, 16) for d in (0.0, 0.3, 0.7, 1.0)]:
+        group = [f"ce{i}" for i in range(n)]
+        conflicts = {frozenset(p) for p in itertools.combinations(group, 2) if rng.random() < density}
+        value = {c: rng.choice([1.0, 2.0, 5.0]) for c in group}     # ties: the sort's order counts
+        weight = {c: float(rng.randint(1, 9)) for c in group}
+        assert group_options(group, conflicts, value, weight) == reference(group, conflicts, value, weight)
