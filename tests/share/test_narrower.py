@@ -55,3 +55,40 @@ def test_the_estimator_plans_each_sub_plan_once(spark, share_schema):
     first = est.cost(plan)
     assert est.cost(plan) == first and est.cost(lower(Q[0], SCHEMA).plan) == first
     assert est.stats == {"spark_plans": 1, "cost_calls": 3}
+
+
+def test_prefetched_estimates_equal_the_one_by_one_ones(spark, share_schema):
+    """``Estimator.prefetch`` plans in pool threads: the same numbers as planning one by
+    one. Trap: Spark computes plan statistics with the settings of the thread's active
+    session — a JVM thread without one plans with the defaults (CBO off: no row counts)."""
+    import threading
+
+    from superop.share import detect
+    from superop.share.estimate import _activate, plan_cost
+
+    def in_thread(f):
+        out: list = []
+        t = threading.Thread(target=lambda: out.append(f()))
+        t.start()
+        t.join()
+        return out[0]
+    clear = spark._jvm.org.apache.spark.sql.SparkSession.clearActiveSession
+    _, ces, _ = detect([lower(q, SCHEMA).plan for q in Q])
+    old = spark.conf.get("spark.sql.cbo.enabled")
+    spark.conf.set("spark.sql.cbo.enabled", "true")
+    try:
+        sql = "SELECT st.a, su.d FROM st JOIN su ON st.a = su.a WHERE st.c > 3"
+        here = plan_cost(spark, sql)
+        assert here.stats.has_rows
+        assert not in_thread(lambda: (clear(), plan_cost(spark, sql))[1]).stats.has_rows      # the trap
+        assert in_thread(lambda: (clear(), _activate(spark), plan_cost(spark, sql))[2]) == here
+        one, many = Estimator(spark, FREE), Estimator(spark, FREE)
+        many.prefetch(ces)
+        assert many._planned                   # planned ahead, in the pool
+        for ce in ces:
+            assert many.cost(ce.plan) == one.cost(ce.plan)
+            for c in ce.consumers:
+                assert many.own_cost(c) == one.own_cost(c)
+        assert many.stats == one.stats and not many._planned
+    finally:
+        spark.conf.set("spark.sql.cbo.enabled", old)
