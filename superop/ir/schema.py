@@ -18,6 +18,7 @@ the table's resolved **identity** — what Spark would read. Sharing uses the id
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
@@ -166,8 +167,30 @@ def _view_volatility(df: Any) -> str:
                 return f"its definition has {what}"
             kids = n.children()
             stack.extend(kids.apply(i) for i in range(kids.size()))
-    except Exception:  # noqa: BLE001 - no JVM access: nothing known
+    except Exception:  # noqa: BLE001 - no JVM access (Spark Connect): read the plan's text
+        return _view_volatility_text(df)
+    return ""
+
+
+def _view_volatility_text(df: Any) -> str:
+    """:func:`_view_volatility` from the analyzed plan as ``EXPLAIN EXTENDED`` prints it
+    (Spark Connect): a LIMIT/TABLESAMPLE operator or a call of one of Spark's
+    nondeterministic functions. Conservative: the name followed by ``(`` anywhere in the
+    text counts. "" when the text cannot be read."""
+    from ..runtime.plan import parse_tree, sections
+    from .functions import NONDETERMINISTIC
+    try:
+        text = sections(df._explain_string(extended=True)).get("Analyzed Logical Plan", "")
+    except Exception:  # noqa: BLE001 - neither API: nothing known
         return ""
+    root = parse_tree(text)
+    for n in root.walk() if root is not None else ():
+        what = _VOLATILE_NODES.get(n.name)
+        if what is not None:
+            return f"its definition has {what}"
+    calls = set(re.findall(r"\b([a-z_][a-z0-9_]*)\(", text.lower()))
+    if calls & NONDETERMINISTIC:
+        return "its definition is nondeterministic"
     return ""
 
 
