@@ -1,6 +1,7 @@
 """The multiple-choice knapsack solver against brute force, and the choice's reasons."""
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -39,8 +40,34 @@ def test_compounds_only_of_non_conflicting():
     conflicts = {frozenset(("a", "b"))}
     opts = group_options(["a", "b", "c"], conflicts, {"a": 3, "b": 2, "c": 1}, {"a": 1, "b": 1, "c": 1})
     sets = {it.ces for it in opts}
-    assert ("a", "c") in sets and ("b", "c") in sets
+    assert ("a", "c") in sets and ("a",) in sets and ("b",) in sets
+    assert ("b", "c") not in sets        # same weight as (a, c), less value: never needed
     assert not any({"a", "b"} <= set(s) for s in sets)
+
+
+def test_the_best_compound_is_offered_in_a_large_group():
+    """Fifteen CEs, each conflicting with one partner; the four most valuable partners
+    only conflict with one of the twelve others: the best option has several members,
+    found although the pairs and triples alone exceed MAX_OPTIONS."""
+    names = [f"c{i:02d}" for i in range(16)]
+    conflicts = {frozenset((names[i], names[i + 1])) for i in range(0, 16, 2)}
+    conflicts |= {frozenset((names[i], names[i + 2])) for i in range(0, 14, 2)}   # one component
+    value = {c: 100.0 - i for i, c in enumerate(names)}
+    weight = {c: 1.0 for c in names}
+    opts = group_options(names, conflicts, value, weight)
+    best = max(opts, key=lambda it: it.value)
+    assert len(best.ces) >= 4
+    assert not any(frozenset(p) in conflicts for p in itertools.combinations(best.ces, 2))
+    assert best.value == brute_force_independent(names, conflicts, value)
+
+
+def brute_force_independent(names, conflicts, value):
+    best = 0.0
+    for r in range(1, len(names) + 1):
+        for combo in itertools.combinations(names, r):
+            if not any(frozenset(p) in conflicts for p in itertools.combinations(combo, 2)):
+                best = max(best, sum(value[c] for c in combo))
+    return best
 
 
 def test_choose_explains_every_ce():
