@@ -69,3 +69,24 @@ def test_lost_checkpoint_blocks_fall_back_to_the_query_as_written(spark, share_t
     first = next(r for r in res.runs if r.name == lost[0])
     assert first.fallback and "not found" in first.fallback.lower() and not first.rewritten, first
     assert ex.cached_bytes(spark) <= before          # release after a loss does not fail
+
+
+def test_a_failed_fill_releases_the_stores_already_filled(spark, share_tables, monkeypatch):
+    sqls = SQLS + ["SELECT a, d FROM su WHERE d > 5", "SELECT a, e FROM su WHERE e = 'q'"]
+    plan = plan_batch(sqls, spark, budget=10 ** 9, cost=FREE)
+    assert len(plan.cached) >= 2, plan.report()
+    bad = plan.cached[-1].view
+    real, filled = ex.store, []
+
+    def flaky(spark_, sql, view, *args, **kw):
+        if view == bad:
+            raise RuntimeError("fill failed")
+        filled.append(real(spark_, sql, view, *args, **kw))
+        return filled[-1]
+    monkeypatch.setattr(ex, "store", flaky)
+    before = ex.cached_bytes(spark)
+    with pytest.raises(RuntimeError, match="fill failed"):
+        ex.execute(spark, plan, "collect")
+    assert filled and all(s.df is None for s in filled)          # stored, then released
+    assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
+    assert ex.cached_bytes(spark) == before
