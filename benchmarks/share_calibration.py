@@ -1,23 +1,26 @@
 """Calibrate the sharing cost model (superop/share/estimate.py ``CostModel``) on this machine.
 
     python benchmarks/share_calibration.py --data-dir /tmp/sharegate-sf1 [--table store_sales]
-        [--repeat 3] [--driver-memory 4g] [--out DIR]
+        [--storage checkpoint|cache] [--repeat 3] [--driver-memory 4g] [--out DIR]
 
 The value model prices everything in *decoded bytes* (rows x Spark's default width of the
 columns): a parquet scan decodes ``b`` bytes at cost ``b``; filling a CE of ``s`` bytes
-costs its plan (a scan) plus ``W·s``; a consumer reading ``r`` bytes of the cached
-(in-memory columnar) relation costs ``R·r``. This script measures the three on one real
+costs its plan (a scan) plus ``W·s``; a consumer reading ``r`` bytes of the stored CE
+costs ``R·r``; it holds ``M·s`` bytes of storage memory. Each store of
+``superop/share/store.py`` (``--storage``: a local checkpoint, the default, or the
+in-memory columnar cache) has its own constants. This script measures the three on one real
 table (TPC-DS ``store_sales`` by default) for several column sets, each side timed
 ``--repeat`` times (median), every query's result written to Spark's ``noop`` sink (all
 rows and columns computed, nothing shipped — as the benchmark runs its queries):
 
 * scan:   ``SELECT cols FROM parquet``                      (b = rows x width(cols))
-* fill:   ``SELECT cols FROM parquet`` persisted MEMORY_AND_DISK, then ``count()``
-* read:   ``SELECT sub FROM <cached>`` for sub ⊆ cols        (r = rows x width(sub))
+* fill:   ``SELECT cols FROM parquet`` stored (``store.keep``: filled now), and the
+  memory + disk bytes it holds (``M`` = their median ratio to the decoded bytes)
+* read:   ``SELECT sub FROM <stored>`` for sub ⊆ cols        (r = rows x width(sub))
 * the same scan and read with a filter each consumer could have (``ss_quantity < 20``:
   parquet pushes it down, the cache prunes by its batch statistics);
 * the fixed cost of filling a CE whatever its size (a Spark job, cache blocks to
-  register): fill minus scan of a tiny table (``--tiny-table``, TPC-DS ``store``).
+  register): the fill of a tiny table (``--tiny-table``, TPC-DS ``store``).
 
 Fitted by least squares through the origin (seconds per decoded byte): ``s_scan``,
 ``s_fill``, ``s_read``; then ``R = s_read / s_scan``, the same ratio of the filtered
@@ -25,7 +28,7 @@ read and scan (``filtered_read_factor`` R_σ: a consumer that filters the CE, sh
 ``filter_read_ratio`` = R_σ / R) and
 ``W = (s_fill − s_scan) / s_scan``
 (the fill's own scan is the CE's plan cost C_E(τ*), already counted apart). The fixed
-fill cost ``F`` (seconds of the tiny table's fill minus its scan) is priced in decoded
+fill cost ``F`` (seconds of the tiny table's fill) is priced in decoded
 bytes, ``fill_fixed = F / s_scan``. The intercepts of the per-byte fits are reported, not
 used.
 The result (``share_calibration.json``) holds ``cost_model`` — load it with
@@ -83,19 +86,18 @@ def _path(data_dir: Path, table: str) -> Path:
     sys.exit(f"share_calibration: no {table}.parquet or {table}/ in {data_dir}")
 
 
-def measure_fixed(spark, src: Path, repeat: int) -> dict:
-    """Seconds to fill a tiny table's CE beyond scanning it (the per-CE fixed cost)."""
-    from pyspark import StorageLevel
+def measure_fixed(spark, src: Path, repeat: int, storage: str) -> dict:
+    """Seconds to fill a tiny table's CE (the per-CE fixed cost: a job's start-up)."""
+    from superop.share.store import free, keep
     base = spark.read.parquet(str(src))
     _noop(base)
     scan, fill = [], []
     for _ in range(repeat):
         scan.append(_noop(base))
-        df = base.persist(StorageLevel.MEMORY_AND_DISK)
         t = time.perf_counter()
-        df.count()
+        df = keep(base, storage)
         fill.append(time.perf_counter() - t)
-        df.unpersist(blocking=True)
+        free(df, storage)
     out = {"table": src.name, "rows": base.count(), "scan_s": statistics.median(scan),
            "fill_s": statistics.median(fill), "scan_runs": [round(x, 3) for x in scan],
            "fill_runs": [round(x, 3) for x in fill]}
@@ -104,10 +106,10 @@ def measure_fixed(spark, src: Path, repeat: int) -> dict:
     return out
 
 
-def measure(spark, src: Path, table: str, repeat: int) -> list[dict]:
-    from pyspark import StorageLevel
-
+def measure(spark, src: Path, table: str, repeat: int, storage: str) -> list[dict]:
     from superop.share.estimate import width
+    from superop.share.run import cached_bytes
+    from superop.share.store import free, keep
     base = spark.read.parquet(str(src))
     types = {f.name: f.dataType.simpleString() for f in base.schema.fields}
     rows = base.count()
@@ -124,20 +126,21 @@ def measure(spark, src: Path, table: str, repeat: int) -> list[dict]:
     _noop(base.select(COLUMN_SETS[table][0]))        # warm the JVM and the file cache
     for cols in COLUMN_SETS[table]:
         sub = cols[:3]
-        scan, fill, read, read_sub, fscan, fread = [], [], [], [], [], []
+        scan, fill, read, read_sub, fscan, fread, held = [], [], [], [], [], [], []
         for _ in range(repeat):
             scan.append(_noop(base.select(cols)))
             fscan.append(_noop(base.where(pred).select(sub)))
-            df = base.select(cols).persist(StorageLevel.MEMORY_AND_DISK)
             t = time.perf_counter()
-            df.count()
+            df = keep(base.select(cols), storage)
             fill.append(time.perf_counter() - t)
+            held.append(cached_bytes(spark))
             read.append(_noop(df.select(cols)))
             read_sub.append(_noop(df.select(sub)))
             fread.append(_noop(df.where(pred).select(sub)))
-            df.unpersist(blocking=True)
+            free(df, storage)
         point("scan", cols, scan)
         point("fill", cols, fill)
+        points[-1]["stored_bytes"] = statistics.median(held)
         point("read", cols, read)
         point("read", sub, read_sub)
         point("scan", sub, fscan, filtered=True)
@@ -163,7 +166,10 @@ def fit(points: list[dict], fixed: dict | None = None) -> dict:
     by = {k: [p for p in points if p["kind"] == k and not p["filtered"]] for k in ("scan", "fill", "read")}
     s = {k: slope(v) for k, v in by.items()}
     filt = {k: slope([p for p in points if p["kind"] == k and p["filtered"]]) for k in ("scan", "read")}
-    fixed_s = max(0.0, fixed["fill_s"] - fixed["scan_s"]) if fixed else 0.0
+    # the tiny table's whole fill: its bytes are negligible, so its time is the job's
+    # start-up, which C_E(τ*) (bytes) does not count (session 7 subtracted the tiny scan,
+    # itself mostly start-up, and got 0 for a checkpoint)
+    fixed_s = fixed["fill_s"] if fixed else 0.0
     return {
         "fixed_fill_s": fixed_s,
         "per_byte_s": s, "with_intercept": {k: line(v) for k, v in by.items() if len(v) > 1},
@@ -172,7 +178,9 @@ def fit(points: list[dict], fixed: dict | None = None) -> dict:
         "cost_model": {"read_factor": round(s["read"] / s["scan"], 3),
                        "filter_read_ratio": round((filt["read"] / filt["scan"]) / (s["read"] / s["scan"]), 3),
                        "write_factor": round((s["fill"] - s["scan"]) / s["scan"], 3),
-                       "memory_factor": 1.0,
+                       "memory_factor": round(statistics.median(
+                           p["stored_bytes"] / p["bytes"] for p in by["fill"] if p.get("stored_bytes", -1) > 0), 3)
+                       if any(p.get("stored_bytes", -1) > 0 for p in by["fill"]) else 1.0,
                        "fill_fixed": float(f"{fixed_s / s['scan']:.3g}")},
     }
 
@@ -183,6 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("--table", default="store_sales", choices=sorted(COLUMN_SETS))
     ap.add_argument("--tiny-table", default="store", help="table whose fill measures the fixed cost")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--storage", default="checkpoint", choices=["checkpoint", "cache"],
+                    help="how CEs are stored (superop/share/store.py; default checkpoint)")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--master", help="Spark master (default local[2])")
     ap.add_argument("--out", default="out/bench/share-calibration")
@@ -195,12 +205,15 @@ def main(argv=None) -> int:
     spark = get_spark(app_name="superop-share-calibration", master=args.master,
                       conf={"spark.driver.memory": args.driver_memory})
     try:
-        doc["fixed"] = measure_fixed(spark, _path(Path(args.data_dir), args.tiny_table), args.repeat)
-        doc["points"] = measure(spark, _path(Path(args.data_dir), args.table), args.table, args.repeat)
+        doc["fixed"] = measure_fixed(spark, _path(Path(args.data_dir), args.tiny_table), args.repeat,
+                                     args.storage)
+        doc["points"] = measure(spark, _path(Path(args.data_dir), args.table), args.table, args.repeat,
+                                 args.storage)
     finally:
         spark.stop()
     doc["load_end"] = _load()
     doc.update(fit(doc["points"], doc["fixed"]))
+    doc["cost_model"]["storage"] = args.storage
     out = Path(args.out)
     atomic_write_json(out / "share_calibration.json", doc)
     print(f"per decoded byte: {doc['per_byte_s']}; filtered: {doc['filtered_per_byte_s']}")

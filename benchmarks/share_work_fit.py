@@ -83,7 +83,7 @@ def consumer_fit(plan_cache: str, runs: list[dict]) -> list[dict]:
         fills: dict[str, tuple[float, float]] = {}
         for ce in plan.cached:
             sc, sh, wk, size, _ = costs[to_sql(ce.plan)]
-            fills[ce.id] = (sc + sh + m.write_factor * m.memory_factor * size + m.fill_fixed, wk)
+            fills[ce.id] = (sc + sh + m.write_factor * size + m.fill_fixed, wk)
             est._by_node[ce.plan] = (0.0, size, True)     # read_bytes needs only the CE's size
             for c in plan.used[ce.id]:
                 csc, csh, cwk, _, _ = costs[to_sql(c.original)]

@@ -32,16 +32,20 @@ The per-consumer test (never slower): consumer j reads τ* only when
 when its extraction filters the CE. A consumer with v_j <= 0 does not read the CE
 (:class:`ConsumerValue` says why); a CE with fewer than k gaining consumers is not cached.
 
-Defaults (``CostModel``, measured by ``benchmarks/share_calibration.py --data-dir
-<TPC-DS SF 1> --repeat 3`` on the project's 2-core machine, TPC-DS SF 1 ``store_sales``,
-3/9/19 columns; see ``CALIBRATION``): reading the in-memory cache costs R = 0.425 of a
-parquet scan per decoded byte when the consumer reads rows as they are, but R_σ = 1.02
-(ratio 2.4) when it filters them (parquet pushes the filter down, the cache only prunes
-batches by their min/max); filling costs the CE's plan plus W = 2.93 per byte (building
-compressed column batches: a fill took ~4x the scan of the same columns) plus a fixed
-F ≈ 2.4 s per CE (a tiny table's fill minus its scan), i.e. 7.5e7 scan bytes. Hence an
-unfiltered whole-table projection whose consumers each filter differently is refused:
-every consumer still reads all the rows, at about the price of its own scan.
+Every constant belongs to one way of storing a CE (``CostModel.storage``, ``store.py``).
+Defaults (``CostModel``: a local checkpoint; measured by ``benchmarks/share_calibration.py
+--data-dir <TPC-DS SF 1> --repeat 3 --storage checkpoint`` on the project's 2-core
+machine, TPC-DS SF 1 ``store_sales``, 3/9/19 columns; see ``CALIBRATION``): filling costs
+the CE's plan plus W = 0.32 per decoded byte (copying rows) plus F = 6e6 scan bytes (a
+tiny table's fill, 0.04 s: a job's start-up); reading costs R = 0.50 of a parquet scan
+per decoded byte the consumer reads, R_σ = 0.37 (ratio 0.73) when it filters (fewer
+rows go on); the rows hold M = 2.7 bytes of storage memory per decoded byte (binary
+rows, deserialized). ``CACHE_COST`` holds session 7's constants of the in-memory columnar
+cache: R = 0.425, R_σ = 1.02 (parquet pushes a filter down, the cache only prunes batches
+by their min/max), W = 2.93 (building compressed column batches: a fill took ~4x the scan
+of the same columns), F = 7.5e7; with it an unfiltered whole-table projection whose
+consumers each filter differently is refused: every consumer still reads all the rows,
+at about the price of its own scan.
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ from sqlglot import exp
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Rename, Scan, Select, expressions_of, walk
 from ..runtime.tablestats import is_connect
+from .store import CACHE, CHECKPOINT, STORAGES
 
 UNKNOWN_SIZE = "unknown"
 # Spark's size of a relation it knows nothing about (an RDD): spark.sql.defaultSizeInBytes
@@ -65,13 +70,14 @@ class CostModel:
     """The constants of Eq. 1-3, in units of one decoded byte of a parquet scan. The
     defaults are measured on the project's 2-core machine (``CALIBRATION``); measure yours
     with ``benchmarks/share_calibration.py`` and load its result with :meth:`from_json`."""
-    write_factor: float = 2.93       # W: cost of caching one byte, relative to decoding it in a scan
-    read_factor: float = 0.425       # R: cost of reading one cached byte (no filter)
-    memory_factor: float = 1.0       # M: storage-memory bytes per estimated byte
-    filter_read_ratio: float = 2.4   # R_σ / R: a read that filters the CE, relative to a plain one
-    fill_fixed: float = 7.5e7        # F: fixed cost of filling one CE (jobs, cache blocks), in scan bytes
+    write_factor: float = 0.319      # W: cost of storing one byte, relative to decoding it in a scan
+    read_factor: float = 0.501       # R: cost of reading one stored byte (no filter)
+    memory_factor: float = 2.692     # M: storage-memory bytes per estimated byte
+    filter_read_ratio: float = 0.729  # R_σ / R: a read that filters the CE, relative to a plain one
+    fill_fixed: float = 6.0e6        # F: fixed cost of filling one CE (a job's start-up), in scan bytes
     work_factor: float = 1.0         # K: weight of a sub-plan's other work (joins, broadcasts, stages,
                                      # aggregates) priced by the runtime cost model; 0 = scans and shuffles only
+    storage: str = CHECKPOINT        # how chosen CEs are stored (store.py); the constants are measured for it
 
     @classmethod
     def from_json(cls, path) -> "CostModel":
@@ -94,14 +100,20 @@ class CostModel:
         if bad:
             raise SuperopError(f"{path}: unknown cost model field(s) {', '.join(bad)} "
                                f"(known: {', '.join(sorted(known))})")
-        return cls(**{k: float(v) for k, v in fields.items()})
+        if fields.get("storage", CHECKPOINT) not in STORAGES:
+            raise SuperopError(f"{path}: unknown storage {fields['storage']!r} (known: {', '.join(STORAGES)})")
+        return cls(**{k: (str(v) if k == "storage" else float(v)) for k, v in fields.items()})
 
 
 DEFAULT_COST = CostModel()
 # Where the defaults come from (benchmarks/share_calibration.py; the JSON is under
-# benchmarks/results/share_calibration.json).
-CALIBRATION = ("python benchmarks/share_calibration.py --data-dir /tmp/sharegate-sf1 --repeat 3 "
-               "(2026-11-23, load 4-16; F from a second run at load 18)")
+# benchmarks/results/share_calibration_checkpoint.json).
+CALIBRATION = ("python benchmarks/share_calibration.py --data-dir /tmp/sharegate-sf1 --repeat 3 --storage checkpoint "
+               "(2026-11-24, load 0.9-2.6)")
+# The columnar cache's constants (session 7: same command with the cache, load 4-16; F
+# from a second run at load 18; M not measured then, 1.0).
+CACHE_COST = CostModel(write_factor=2.93, read_factor=0.425, memory_factor=1.0, filter_read_ratio=2.4,
+                       fill_fixed=7.5e7, storage=CACHE)
 
 
 @dataclass
@@ -450,7 +462,7 @@ class Estimator:
         m = self.model
         filters = any(isinstance(n, Select) for n in walk(consumer.extraction))
         factor = m.read_factor * (m.filter_read_ratio if filters else 1.0)
-        return factor * m.memory_factor * self.read_bytes(ce, consumer)
+        return factor * self.read_bytes(ce, consumer)
 
     def own_cost(self, consumer) -> float:
         """C_E(τ_j) of a consumer's own sub-plan. It depends on its unit (and the columns
@@ -482,7 +494,7 @@ class Estimator:
             return Estimate(ce.id, k, consumer_cost, ce_cost, size, 0.0, float("inf"), UNKNOWN_SIZE)
         mem = m.memory_factor * size
         reads = sum(self.read_cost(ce, c) for c in consumers)
-        fill = ce_cost + m.write_factor * mem + m.fill_fixed
+        fill = ce_cost + m.write_factor * size + m.fill_fixed   # W is per decoded byte, M per held byte
         value = consumer_cost - (fill + reads)
         return Estimate(ce.id, k, consumer_cost, ce_cost, size, value, mem,
                         "statistics" if stats else "sizes only", reads, fill)

@@ -38,6 +38,7 @@ from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimato
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
 from .similar import SimilarSubexpression, identify, narrower, restricted, units_of_plan
+from .store import CHECKPOINT
 
 
 DEFAULT_PROOF_BUDGET_S = 300.0     # solver seconds per planning run (module doc)
@@ -90,6 +91,7 @@ class SharingPlan:
     cache: str = ""                     # the planning cache: "" (none), "hit KEY" or "stored KEY"
     view_prefix: str = ""               # the CEs' temp views are view_prefix + their number
     fresh_views: bool = False           # the prefix was generated (not given): renamed per load
+    storage: str = CHECKPOINT           # how the chosen CEs are stored (the cost model's, store.py)
 
     @property
     def cached(self) -> list[CoveringExpression]:
@@ -167,6 +169,7 @@ class SharingPlan:
                           "reason": r.reason, "sql": r.sql} for r in self.rewrites],
             "budget": self.budget, "budget_source": self.budget_source,
             "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "cache": self.cache,
+            "storage": self.storage,
         }
 
 
@@ -285,7 +288,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                 hit.rename_views(_fresh_prefix())
             hit.seconds = {"cache": time.perf_counter() - t["start"]}
             return hit
-    plan = SharingPlan(_lower_all(batch, spark, schema))
+    plan = SharingPlan(_lower_all(batch, spark, schema), storage=cost.storage)
     t["lower"] = time.perf_counter()
     forests = [units_of_plan(q.plan, q.index) if q.plan is not None and not q.excluded else []
                for q in plan.queries]

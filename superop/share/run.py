@@ -3,26 +3,30 @@
     result = run_batch(spark, sqls, budget="2g")        # plan + execute
     result.runs[i].rows                                  # query i's rows (consume="collect")
 
-Each cached CE is ``spark.sql(<CE SQL>).persist(MEMORY_AND_DISK)`` (what does not fit in
-memory spills to disk instead of failing) registered as a temp view; the consumers read
-the view through their extraction SQL. The cache is filled eagerly, before the first
-query (``materialize=True``, timed apart in ``BatchResult.materialize_seconds``): with
-``cache()``'s lazy filling the first consumer would pay for computing and writing the
-whole CE and run slower than alone (q7 at 1.58x in the first TPC-DS run), which the
-never-slower gate forbids; the batch pays it once instead. Queries run one after the
-other in batch order. Every view is dropped and every CE unpersisted at the end, also
-when a query fails. A rewritten query that fails at run time is run again as written
+Each chosen CE is stored the way the plan's cost model priced it (``store.py``; by
+default a local checkpoint of its rows in memory, spilling to disk rather than failing,
+or Spark's columnar cache, ``persist(MEMORY_AND_DISK)``) and registered as a temp view;
+the consumers read the view through their extraction SQL. The store is filled eagerly,
+two CEs at a time (``FILL_THREADS``), before the first query (``materialize=True``, timed apart in
+``BatchResult.materialize_seconds``): filled lazily, the first consumer would pay for
+computing and writing the whole CE and run slower than alone (q7 at 1.58x in the first
+TPC-DS run), which the never-slower gate forbids; the batch pays it once instead. Queries
+run one after the other in batch order. Every view is dropped and every stored CE
+released at the end, also when a query fails. A rewritten query that fails at run time
+(e.g. a checkpoint block lost with its executor) is run again as written
 (and counted), never lost.
 """
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
 from ..ir.generate import to_sql
 from .estimate import DEFAULT_COST, CostModel, parse_budget
 from .planner import SharingPlan, plan_batch
+from .store import StoredCE, store
 
 COLLECT, NOOP, COUNT = "collect", "noop", "count"
 
@@ -79,6 +83,45 @@ def _consume(df, how: Union[str, Callable], name: str):
     raise ValueError(f"unknown consume mode {how!r}")
 
 
+def _fill(spark, plan: SharingPlan, fill: bool, threads: int, seconds: dict) -> list[StoredCE]:
+    """Store every cached CE of ``plan`` (``threads`` at once); ``seconds``: CE id -> its
+    fill time. Every store that succeeded is returned even when another failed — the
+    caller releases them — and the first failure is raised after."""
+    def one(ce) -> tuple[str, StoredCE, float]:
+        t = time.perf_counter()
+        s = store(spark, to_sql(ce.plan, names=ce.columns), ce.view, plan.storage, fill=fill)
+        return ce.id, s, time.perf_counter() - t
+
+    if not plan.cached:
+        return []
+    with ThreadPoolExecutor(max(1, min(threads, len(plan.cached)))) as pool:
+        futures = [pool.submit(one, ce) for ce in plan.cached]
+    out: list[StoredCE] = []
+    failed: Optional[BaseException] = None
+    for f in futures:                    # all done: the pool waited for them
+        try:
+            ce_id, s, sec = f.result()
+        except BaseException as e:
+            failed = failed or e
+            continue
+        out.append(s)
+        if fill:                         # filled now (module doc)
+            seconds[ce_id] = sec
+    if failed is not None:
+        for s in out:
+            s.release(spark)
+        raise failed
+    return out
+
+
+def _why(e: BaseException) -> str:
+    """One line on why a query failed; a JVM error by its Java message (py4j's own first
+    line only names the call)."""
+    java = getattr(e, "java_exception", None)
+    text = str(java) if java is not None else str(e)
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:500]
+
+
 def cached_bytes(spark) -> int:
     """Memory + disk bytes of every cached RDD/DataFrame of the session's context."""
     try:
@@ -88,25 +131,25 @@ def cached_bytes(spark) -> int:
         return -1
 
 
+# CEs filled at once: one fill's driver work (planning a wide OR filter, starting jobs)
+# overlaps another's tasks — five SF 1 dashboard CEs filled in 0.88x the time of one after
+# the other on 2 cores (session 8, /tmp/lead8/exp/parfill.py, medians of 3-4 at load 4-8)
+FILL_THREADS = 2
+
+
 def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
-            materialize: bool = True) -> BatchResult:
-    """Run the plan's (rewritten) queries with its cached CEs (module doc). ``consume``:
-    "collect" (rows kept in ``QueryRun.rows``), "count", "noop", or a callable
-    ``f(df)`` / ``f(df, query_name)`` whose return value is kept in ``QueryRun.rows``."""
-    from pyspark import StorageLevel
+            materialize: bool = True, fill_threads: int = FILL_THREADS) -> BatchResult:
+    """Run the plan's (rewritten) queries with its CEs stored (module doc) the way its
+    cost model priced them (``plan.storage``, ``store.py``), ``fill_threads`` CEs filled
+    at once. ``consume``: "collect" (rows kept in ``QueryRun.rows``), "count", "noop", or
+    a callable ``f(df)`` / ``f(df, query_name)`` whose return value is kept in
+    ``QueryRun.rows``."""
     result = BatchResult(plan)
-    frames = []
+    stored: list[StoredCE] = []
     before = cached_bytes(spark)
     t0 = time.perf_counter()
     try:
-        for ce in plan.cached:
-            df = spark.sql(to_sql(ce.plan, names=ce.columns)).persist(StorageLevel.MEMORY_AND_DISK)
-            df.createOrReplaceTempView(ce.view)
-            frames.append((ce.view, df))
-            if materialize:          # fill the cache now (module doc)
-                tm = time.perf_counter()
-                df.count()
-                result.materialized[ce.id] = time.perf_counter() - tm
+        stored += _fill(spark, plan, materialize, fill_threads, result.materialized)
         result.materialize_seconds = time.perf_counter() - t0
         for r in plan.rewrites:
             t = time.perf_counter()
@@ -116,7 +159,7 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
             except Exception as e:
                 if not r.changed:
                     raise
-                fallback = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                fallback = _why(e)
                 rows, n = _consume(spark.sql(plan.queries[r.index].sql), consume, r.name)
             result.runs.append(QueryRun(r.index, r.name, time.perf_counter() - t, r.changed and not fallback,
                                         r.ces if not fallback else [], rows, n, fallback))
@@ -124,11 +167,8 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
         after = cached_bytes(spark)
         result.cache_bytes = max(0, after - before) if after >= 0 and before >= 0 else -1
     finally:
-        for view, df in frames:
-            try:
-                spark.catalog.dropTempView(view)
-            finally:
-                df.unpersist(blocking=True)
+        for s in stored:
+            s.release(spark)
     return result
 
 

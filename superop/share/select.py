@@ -4,8 +4,9 @@ Algorithm 2) and a dynamic-programming solver of the multiple-choice knapsack (M
 Groups. Two CEs *conflict* when some query has a consumer of each and the two consumers
 overlap (one replaces a part of the plan the other reads: an aggregate over a block and
 a table of that block, or two CEs over the same table). A group is a connected component
-of the conflict relation, and its options are the single CEs and every compound of
-pairwise non-conflicting CEs of the component. This is the paper's Algorithm 2 ("the
+of the conflict relation, and its options are the single CEs and the compounds of
+pairwise non-conflicting CEs of the component that are not beaten in both value and
+weight by another compound (``group_options``). This is the paper's Algorithm 2 ("the
 largest CE, its descendants and the compounds of disjoint descendants") with the group
 closed under conflicts, so that picking at most one option per group can never put two
 conflicting CEs in the cache. As in the paper, a compound's value and weight are the
@@ -24,6 +25,7 @@ from enum import Enum
 from typing import Optional, Sequence
 
 MAX_OPTIONS = 256
+MAX_SETS = 1 << 14      # independent sets the compound search visits per group
 
 
 @dataclass(frozen=True)
@@ -104,35 +106,40 @@ def conflict_groups(ces: Sequence[str], conflicts: set[frozenset]) -> list[list[
 
 def group_options(group: Sequence[str], conflicts: set[frozenset], value: dict[str, float],
                   weight: dict[str, float]) -> list[Item]:
-    """Single CEs first (largest value first), then compounds of pairwise
-    non-conflicting CEs, at most MAX_OPTIONS options."""
+    """Every single CE (largest value first), then the compounds worth offering: the sets
+    of two or more pairwise non-conflicting CEs of positive value (a member worth <= 0
+    never makes a compound better) that no other set beats in both value and weight —
+    picking one option per group, the knapsack never needs a dominated one. At most
+    MAX_OPTIONS options; the search visits at most MAX_SETS sets, most valuable members
+    first. (Session 7 took the first compounds in combination order, so a group of ~15
+    CEs never offered a compound of four: the dashboard batch's best plan.)"""
     singles = sorted(group, key=lambda c: -value[c])
     out = [Item((c,), value[c], weight[c]) for c in singles]
-    n = len(singles)
-    ok = [[frozenset((a, b)) not in conflicts for b in singles] for a in singles]
+    pos = [c for c in singles if value[c] > 0]
+    clash = {c: {d for d in pos if frozenset((c, d)) in conflicts} for c in pos}
+    found: list[Item] = []
+    left = [MAX_SETS]
 
-    def free(size: int, start: int, picked: list[int]):
-        """The conflict-free ``size``-combinations extending ``picked``, in the order of
-        ``itertools.combinations`` (a prefix with a conflict is not extended: a group of
-        30 CEs has millions of combinations and few free ones)."""
-        if len(picked) == size:
-            yield tuple(singles[i] for i in picked)
+    def grow(i: int, members: tuple, banned: frozenset, v: float, w: float) -> None:
+        if left[0] <= 0:
             return
-        for i in range(start, n - (size - len(picked)) + 1):
-            if all(ok[j][i] for j in picked):
-                picked.append(i)
-                yield from free(size, i + 1, picked)
-                picked.pop()
-    for size in range(2, n + 1):
-        found = False
-        for combo in free(size, 0, []):
-            if len(out) >= MAX_OPTIONS:
-                return out
-            found = True
-            out.append(Item(combo, sum(value[c] for c in combo), sum(weight[c] for c in combo)))
-        if not found:        # no free combination of this size: none of a larger one
-            break
-    return out
+        if i == len(pos):
+            left[0] -= 1
+            if len(members) > 1:
+                found.append(Item(members, v, w))
+            return
+        c = pos[i]
+        if c not in banned:             # with c first: the valuable sets are found first
+            grow(i + 1, members + (c,), banned | clash[c], v + value[c], w + weight[c])
+        grow(i + 1, members, banned, v, w)
+
+    grow(0, (), frozenset(), 0.0, 0.0)
+    frontier: list[Item] = []
+    for it in sorted(found, key=lambda x: (x.weight, -x.value)):
+        if not frontier or it.value > frontier[-1].value:
+            frontier.append(it)
+    frontier.sort(key=lambda x: -x.value)
+    return out + frontier[:max(0, MAX_OPTIONS - len(out))]
 
 
 # ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The multiple-choice knapsack solver against brute force, and the choice's reasons."""
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -39,8 +40,34 @@ def test_compounds_only_of_non_conflicting():
     conflicts = {frozenset(("a", "b"))}
     opts = group_options(["a", "b", "c"], conflicts, {"a": 3, "b": 2, "c": 1}, {"a": 1, "b": 1, "c": 1})
     sets = {it.ces for it in opts}
-    assert ("a", "c") in sets and ("b", "c") in sets
+    assert ("a", "c") in sets and ("a",) in sets and ("b",) in sets
+    assert ("b", "c") not in sets        # same weight as (a, c), less value: never needed
     assert not any({"a", "b"} <= set(s) for s in sets)
+
+
+def test_the_best_compound_is_offered_in_a_large_group():
+    """Fifteen CEs, each conflicting with one partner; the four most valuable partners
+    only conflict with one of the twelve others: the best option has several members,
+    found although the pairs and triples alone exceed MAX_OPTIONS."""
+    names = [f"c{i:02d}" for i in range(16)]
+    conflicts = {frozenset((names[i], names[i + 1])) for i in range(0, 16, 2)}
+    conflicts |= {frozenset((names[i], names[i + 2])) for i in range(0, 14, 2)}   # one component
+    value = {c: 100.0 - i for i, c in enumerate(names)}
+    weight = {c: 1.0 for c in names}
+    opts = group_options(names, conflicts, value, weight)
+    best = max(opts, key=lambda it: it.value)
+    assert len(best.ces) >= 4
+    assert not any(frozenset(p) in conflicts for p in itertools.combinations(best.ces, 2))
+    assert best.value == brute_force_independent(names, conflicts, value)
+
+
+def brute_force_independent(names, conflicts, value):
+    best = 0.0
+    for r in range(1, len(names) + 1):
+        for combo in itertools.combinations(names, r):
+            if not any(frozenset(p) in conflicts for p in itertools.combinations(combo, 2)):
+                best = max(best, sum(value[c] for c in combo))
+    return best
 
 
 def test_choose_explains_every_ce():
@@ -74,30 +101,3 @@ def test_unknown_and_never_are_not_chosen():
     assert sel.chosen == []
     assert sel.decisions["a"].verdict is Verdict.NO_ESTIMATE
     assert sel.decisions["b"].verdict is Verdict.NOT_PROVED
-
-
-def test_group_options_are_the_free_combinations_in_order():
-    """The pruned enumeration gives exactly the options of the definition: every
-    combination (by size, in ``itertools.combinations`` order) without a conflicting pair,
-    singles first, cut at MAX_OPTIONS."""
-    import itertools
-
-    from superop.share.select import MAX_OPTIONS
-
-    def reference(group, conflicts, value, weight):
-        singles = sorted(group, key=lambda c: -value[c])
-        out = [Item((c,), value[c], weight[c]) for c in singles]
-        for size in range(2, len(group) + 1):
-            for combo in itertools.combinations(singles, size):
-                if len(out) >= MAX_OPTIONS:
-                    return out
-                if not any(frozenset(p) in conflicts for p in itertools.combinations(combo, 2)):
-                    out.append(Item(combo, sum(value[c] for c in combo), sum(weight[c] for c in combo)))
-        return out
-    rng = random.Random(7)
-    for n, density in [(n, d) for n in (1, 3, 6, 12, 16) for d in (0.0, 0.3, 0.7, 1.0)]:
-        group = [f"ce{i}" for i in range(n)]
-        conflicts = {frozenset(p) for p in itertools.combinations(group, 2) if rng.random() < density}
-        value = {c: rng.choice([1.0, 2.0, 5.0]) for c in group}     # ties: the sort's order counts
-        weight = {c: float(rng.randint(1, 9)) for c in group}
-        assert group_options(group, conflicts, value, weight) == reference(group, conflicts, value, weight)

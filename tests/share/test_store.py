@@ -1,0 +1,92 @@
+"""Where chosen CEs live (``superop/share/store.py``): both stores hold exactly the CE's rows
+under its view and give everything back on release; a batch stored either way returns
+what its queries return alone; a checkpoint whose blocks are lost falls back to the query
+as written."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from superop.share import plan_batch
+from superop.share import run as ex
+from superop.share.estimate import CACHE_COST, CostModel
+from superop.share.store import CACHE, CHECKPOINT, keep, store
+from superop.sparkutil import bag
+
+from .conftest import alone, assert_same_results
+
+FREE = CostModel(write_factor=0.0, read_factor=0.0, fill_fixed=0.0)
+SQLS = ["SELECT a, c FROM st WHERE c > 3", "SELECT a, b FROM st WHERE b = 'x'",
+        "SELECT a, SUM(c) AS s FROM st WHERE b = 'y' GROUP BY a"]
+
+
+@pytest.mark.parametrize("storage", [CHECKPOINT, CACHE])
+def test_store_holds_the_rows_and_release_gives_everything_back(spark, share_tables, storage):
+    sql = "SELECT a, b, c FROM st WHERE c > 3 OR c IS NULL"
+    before = ex.cached_bytes(spark)
+    s = store(spark, sql, "_superop_ce_test_store", storage)
+    assert bag(spark.table("_superop_ce_test_store").collect()) == alone(spark, sql)
+    assert ex.cached_bytes(spark) > before            # filled now, held by the block manager
+    s.release(spark)
+    assert not spark.catalog.tableExists("_superop_ce_test_store")
+    assert ex.cached_bytes(spark) == before and s.df is None
+
+
+def test_unknown_storage_is_an_error(spark, share_tables):
+    with pytest.raises(ValueError, match="unknown CE storage 'disk'"):
+        keep(spark.table("st"), "disk")
+
+
+@pytest.mark.parametrize("cost", [FREE, dataclasses.replace(CACHE_COST, write_factor=0.0, read_factor=0.0,
+                                                             fill_fixed=0.0)], ids=["checkpoint", "cache"])
+def test_batch_results_equal_alone_with_either_store(spark, share_tables, cost):
+    plan = plan_batch(SQLS, spark, budget=10 ** 9, cost=cost)
+    assert plan.storage == cost.storage and plan.cached, plan.report()
+    res = ex.execute(spark, plan, "collect")
+    assert_same_results(spark, res, SQLS)
+    assert sum(r.rewritten for r in res.runs) >= 2 and not any(r.fallback for r in res.runs)
+
+
+def test_lost_checkpoint_blocks_fall_back_to_the_query_as_written(spark, share_tables):
+    plan = plan_batch(SQLS, spark, budget=10 ** 9, cost=FREE)
+    assert plan.storage == CHECKPOINT and plan.cached
+    lost: list[str] = []
+    jsc = spark.sparkContext._jsc
+    others = set(jsc.getPersistentRDDs().keys())
+
+    def consume(df, name):
+        if not lost:     # the executor holding the checkpoint is gone: its blocks with it
+            for rdd_id, rdd in jsc.getPersistentRDDs().items():
+                if rdd_id not in others:
+                    rdd.unpersist(True)
+            lost.append(name)
+        return df.collect()
+
+    before = ex.cached_bytes(spark)
+    res = ex.execute(spark, plan, consume)
+    assert_same_results(spark, res, SQLS)
+    first = next(r for r in res.runs if r.name == lost[0])
+    assert first.fallback and "not found" in first.fallback.lower() and not first.rewritten, first
+    assert ex.cached_bytes(spark) <= before          # release after a loss does not fail
+
+
+def test_a_failed_fill_releases_the_stores_already_filled(spark, share_tables, monkeypatch):
+    sqls = SQLS + ["SELECT a, d FROM su WHERE d > 5", "SELECT a, e FROM su WHERE e = 'q'"]
+    plan = plan_batch(sqls, spark, budget=10 ** 9, cost=FREE)
+    assert len(plan.cached) >= 2, plan.report()
+    bad = plan.cached[-1].view
+    real, filled = ex.store, []
+
+    def flaky(spark_, sql, view, *args, **kw):
+        if view == bad:
+            raise RuntimeError("fill failed")
+        filled.append(real(spark_, sql, view, *args, **kw))
+        return filled[-1]
+    monkeypatch.setattr(ex, "store", flaky)
+    before = ex.cached_bytes(spark)
+    with pytest.raises(RuntimeError, match="fill failed"):
+        ex.execute(spark, plan, "collect")
+    assert filled and all(s.df is None for s in filled)          # stored, then released
+    assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
+    assert ex.cached_bytes(spark) == before
