@@ -416,7 +416,6 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: boo
     read it, and a CE with fewer than ``k`` gaining consumers is not cached."""
     prior = plan.selection.decisions if final and plan.selection is not None else {}
     plan.estimates = {}
-    est.prefetch(ces)
     refused: dict[str, str] = {}
     for ce in ces:
         vals = [est.consumer_value(ce, c) for c in ce.consumers]
