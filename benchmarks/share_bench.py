@@ -274,6 +274,8 @@ def main(argv=None) -> int:
     ap.add_argument("--proof-budget-s", type=float, help="solver seconds for all proofs (default: plan_batch's)")
     ap.add_argument("--cost-model", metavar="FILE",
                     help="cost model JSON (benchmarks/share_calibration.py's output; default: the shipped one)")
+    ap.add_argument("--storage", choices=["checkpoint", "cache"],
+                    help="how chosen CEs are stored (superop/share/store.py; default: the cost model's, checkpoint)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
     ap.add_argument("--features", action="store_true",
                     help="record the value model's cost parts of every query (for share_work_fit.py; untimed)")
@@ -286,7 +288,7 @@ def main(argv=None) -> int:
     ap.add_argument("--master", help="Spark master (default local[2])")
     ap.add_argument("--out", default="out/bench/share", help="output directory (default out/bench/share)")
     args = ap.parse_args(argv)
-    from superop.share.estimate import DEFAULT_COST, CostModel, parse_budget
+    from superop.share.estimate import cost_model, parse_budget
     from superop.share.run import analyze
     from superop.sparkutil import get_spark
     from superop.workloads.bench.report import code_version, machine_info, now, spark_info
@@ -317,7 +319,7 @@ def main(argv=None) -> int:
             doc["features"] = query_features(spark, queries)
             doc["features_s"] = time.perf_counter() - t
         budget = parse_budget(args.budget) if args.budget else None
-        cost = CostModel.from_json(args.cost_model) if args.cost_model else DEFAULT_COST
+        cost = cost_model(args.cost_model, args.storage)
         repeats: list[dict[str, Any]] = []
         for _ in range(args.warmup):
             print("warm-up (not timed)", flush=True)

@@ -43,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--cost-model", metavar="FILE",
                    help="cost model JSON (benchmarks/share_calibration.py's share_calibration.json or "
                         "its cost_model fields; default: the constants calibrated on the project's machine)")
+    p.add_argument("--storage", choices=["checkpoint", "cache"],
+                   help="how chosen CEs are stored: a local checkpoint (default) or Spark's columnar cache "
+                        "(smaller, slower to fill); the shipped constants of that store unless --cost-model")
     p.add_argument("--plan-cache", metavar="DIR", default=".superop/share-cache",
                    help="on-disk planning cache: a batch planned before with the same queries, tables and "
                         "settings is not planned again; proofs and estimates are reused (default %(default)s)")
@@ -65,7 +68,7 @@ def run(args) -> int:
     from ..cliutil import atomic_write_json
     from ..errors import SuperopError
     from ..sparkutil import get_spark
-    from .estimate import DEFAULT_COST, CostModel, parse_budget
+    from .estimate import cost_model, parse_budget
     from .run import analyze, execute
     from .inputs import read_sql_dir, read_sql_file, register_tables_dir
     from .planner import plan_batch
@@ -74,7 +77,7 @@ def run(args) -> int:
     if args.proof_rows < 1:
         raise SuperopError("--bound must be at least 1")
     budget = parse_budget(args.budget) if args.budget else None
-    cost = CostModel.from_json(args.cost_model) if args.cost_model else DEFAULT_COST
+    cost = cost_model(args.cost_model, args.storage)
     if (args.start or args.end) and not args.log:
         raise SuperopError("--start/--end need --log")
     batch = read_sql_dir(args.sql_dir) if args.sql_dir else read_sql_file(args.sql_file) if args.sql_file else None

@@ -116,6 +116,19 @@ CACHE_COST = CostModel(write_factor=2.93, read_factor=0.425, memory_factor=1.0, 
                        fill_fixed=7.5e7, storage=CACHE)
 
 
+def cost_model(path=None, storage: Optional[str] = None) -> CostModel:
+    """The cost model of a run: the JSON at ``path`` (``CostModel.from_json``) or the
+    shipped constants of ``storage`` (default: a checkpoint); both given, they must
+    name the same store."""
+    from ..errors import SuperopError
+    if path is None:
+        return CACHE_COST if storage == CACHE else DEFAULT_COST
+    m = CostModel.from_json(path)
+    if storage is not None and m.storage != storage:
+        raise SuperopError(f"{path} is measured for storage {m.storage!r}, not {storage!r}")
+    return m
+
+
 @dataclass
 class Estimate:
     """Why a CE is worth caching (or not), in decoded bytes of work."""

@@ -14,7 +14,7 @@ import pytest
 from superop.errors import SuperopError
 from superop.ir.nodes import Select, walk
 from superop.share import plan_batch
-from superop.share.estimate import DEFAULT_COST, CostModel, Estimator
+from superop.share.estimate import CACHE_COST, DEFAULT_COST, CostModel, Estimator, cost_model
 from superop.share.select import Verdict
 
 FREE = CostModel(write_factor=0.0, read_factor=0.0, fill_fixed=0.0)   # caching costs nothing
@@ -89,3 +89,16 @@ def test_cost_model_from_json(tmp_path):
         CostModel.from_json(tmp_path / "bad.json")
     with pytest.raises(SuperopError, match="cannot read"):
         CostModel.from_json(tmp_path / "missing.json")
+
+
+def test_cost_model_names_its_store(tmp_path):
+    assert cost_model() is DEFAULT_COST and DEFAULT_COST.storage == "checkpoint"
+    assert cost_model(storage="cache") is CACHE_COST
+    f = tmp_path / "cache.json"
+    f.write_text(json.dumps({"cost_model": {"read_factor": 0.4, "storage": "cache"}}))
+    assert cost_model(f, "cache") == dataclasses.replace(DEFAULT_COST, read_factor=0.4, storage="cache")
+    with pytest.raises(SuperopError, match="measured for storage 'cache', not 'checkpoint'"):
+        cost_model(f, "checkpoint")
+    (tmp_path / "disk.json").write_text(json.dumps({"storage": "disk"}))
+    with pytest.raises(SuperopError, match="unknown storage 'disk'"):
+        CostModel.from_json(tmp_path / "disk.json")

@@ -48,9 +48,12 @@ def test_share_sql_dir_runs_and_writes_json(spark, tables, tmp_path, capsys):
 def test_plan_only_and_bad_input(spark, tables, tmp_path, capsys):
     f = tmp_path / "batch.sql"
     f.write_text("SELECT a, c FROM cli_t WHERE c > 3; SELECT a, c FROM cli_t WHERE c < 0;")
-    assert main(["share", "--sql-file", str(f), "--tables-dir", str(tables), "--plan-only", "--no-plan-cache"]) == 0
+    out = tmp_path / "plan.json"
+    assert main(["share", "--sql-file", str(f), "--tables-dir", str(tables), "--plan-only", "--no-plan-cache",
+                 "--storage", "cache", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "batch: 2 queries" in text and "planning cache" not in text
+    assert json.loads(out.read_text())["plan"]["storage"] == "cache"
     assert main(["share", "--sql-dir", str(tmp_path / "missing")]) == 2
     assert "SQL directory not found" in capsys.readouterr().err
     assert main(["share", "--sql-file", str(f), "--budget", "lots"]) == 2
