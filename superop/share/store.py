@@ -24,7 +24,6 @@ lost, a consumer fails, and ``run.execute`` runs that query as written instead (
 """
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +85,4 @@ def free(df, storage: str) -> None:
         jdf.queryExecution().logical().rdd().unpersist(True)
         return
     # Spark Connect: the server keeps the checkpoint while a client DataFrame refers to
-    # it; dropping the last reference sends the release (CachedRemoteRelation.__del__)
-    del df
-    gc.collect()
+    # it; the caller dropping its last reference sends the release (CachedRemoteRelation.__del__)
