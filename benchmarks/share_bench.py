@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from superop.cliutil import atomic_write_json, atomic_write_text  # noqa: E402
+from superop.share.store import STORAGES  # noqa: E402
 
 BATCH = ["q3", "q7", "q12", "q13", "q19", "q20", "q26", "q27", "q34", "q42", "q43", "q46", "q48",
          "q52", "q53", "q55", "q63", "q65", "q68", "q73", "q79", "q89", "q96", "q98"]
@@ -274,7 +275,7 @@ def main(argv=None) -> int:
     ap.add_argument("--proof-budget-s", type=float, help="solver seconds for all proofs (default: plan_batch's)")
     ap.add_argument("--cost-model", metavar="FILE",
                     help="cost model JSON (benchmarks/share_calibration.py's output; default: the shipped one)")
-    ap.add_argument("--storage", choices=["checkpoint", "cache"],
+    ap.add_argument("--storage", choices=STORAGES,
                     help="how chosen CEs are stored (superop/share/store.py; default: the cost model's, checkpoint)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
     ap.add_argument("--features", action="store_true",

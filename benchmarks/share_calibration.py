@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from superop.cliutil import atomic_write_json  # noqa: E402
+from superop.share.store import CHECKPOINT, STORAGES  # noqa: E402
 
 # Column sets of store_sales: 3, 9 and the 19 columns of the SF 1 run's whole-table CE.
 COLUMN_SETS = {
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
     ap.add_argument("--table", default="store_sales", choices=sorted(COLUMN_SETS))
     ap.add_argument("--tiny-table", default="store", help="table whose fill measures the fixed cost")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--storage", default="checkpoint", choices=["checkpoint", "cache"],
+    ap.add_argument("--storage", default=CHECKPOINT, choices=STORAGES,
                     help="how CEs are stored (superop/share/store.py; default checkpoint)")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--master", help="Spark master (default local[2])")

@@ -18,6 +18,7 @@ import sys
 def register(sub) -> None:
     from ..cliutil import add_json_arg, add_spark_args, deprecated, plain, seconds_as_ms
     from .plancache import DEFAULT_MAX_BYTES
+    from .store import STORAGES
     p = sub.add_parser("share", help="run a batch of queries with work sharing (cached covering expressions)",
                        description=plain(__doc__.split("\n\n")[0]))
     src = p.add_mutually_exclusive_group(required=True)
@@ -43,7 +44,7 @@ def register(sub) -> None:
     p.add_argument("--cost-model", metavar="FILE",
                    help="cost model JSON (benchmarks/share_calibration.py's share_calibration.json or "
                         "its cost_model fields; default: the constants calibrated on the project's machine)")
-    p.add_argument("--storage", choices=["checkpoint", "cache"],
+    p.add_argument("--storage", choices=STORAGES,
                    help="how chosen CEs are stored: a local checkpoint (default) or Spark's columnar cache "
                         "(smaller, slower to fill); the shipped constants of that store unless --cost-model")
     p.add_argument("--plan-cache", metavar="DIR", default=".superop/share-cache",
