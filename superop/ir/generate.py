@@ -16,7 +16,7 @@ from sqlglot import exp
 from .dialect import DIALECT, parse_one
 from .functions import is_nondeterministic_expr
 from .names import ident, needs_quotes
-from .nodes import (Aggregate, Field, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
+from .nodes import (Aggregate, Field, GroupingAggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
                     Sort, UnionAll, Window, is_nondeterministic, parents, resolve_field, walk)
 
 
@@ -219,6 +219,16 @@ class _Gen:
         names = self.unique_names(n.fields)
         extra: dict[str, exp.Expr] = {"group": exp.Group(expressions=keys)} if keys else {}
         return self.wrap(self.select_of(items, names, extra), n.fields, names, hint)
+
+    def g_GroupingAggregate(self, n: GroupingAggregate, hint: Optional[str]) -> _Rel:
+        rel = self.gen(n.child)
+        if rel.order is not None or rel.limit is not None:
+            rel = self.close(rel)
+        group = translate_columns(n.group, rel.fields, rel.cols)
+        items = _Rel(rel.source, rel.joins, rel.where,
+                     [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items], n.fields)
+        names = self.unique_names(n.fields)
+        return self.wrap(self.select_of(items, names, {"group": group}), n.fields, names, hint)
 
     def g_Window(self, n: Window, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child)

@@ -281,6 +281,59 @@ class Aggregate(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class GroupingAggregate(Node):
+    """γ over grouping sets: ``GROUP BY`` with ROLLUP / CUBE / GROUPING SETS, carried as the
+    clause the user wrote (``group``, an ``exp.Group`` whose columns resolve against the
+    child's fields, like every node expression) so that generation emits exactly it.
+    ``items`` may call ``grouping()`` / ``grouping_id()``. Only lowering and generation
+    model it: provers, matchers and key analyses treat it as unknown (a key is NULL in
+    a subtotal row, so no column is carried unchanged and the keys are no key); the plan
+    below it is lowered like any other, so it can still be rewritten and shared."""
+    child: Node
+    group: exp.Group
+    items: tuple[tuple[exp.Expr, str], ...]
+    qualifier: Optional[str] = None
+
+    @property
+    def keys(self) -> tuple[exp.Expr, ...]:
+        """The distinct grouping expressions, in the order written."""
+        return grouping_keys(self.group)
+
+    @property
+    def children(self) -> tuple["Node", ...]:
+        return (self.child,)
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(Field(self.qualifier, n) for _, n in self.items)
+
+    def with_children(self, children: Sequence["Node"]) -> "Node":
+        return GroupingAggregate(children[0], self.group, self.items, self.qualifier)
+
+
+GROUPING_CONSTRUCTS = (exp.Rollup, exp.Cube, exp.GroupingSets)
+
+
+def grouping_keys(group: exp.Group) -> tuple[exp.Expr, ...]:
+    """Every distinct expression a GROUP BY clause groups by, through ROLLUP / CUBE /
+    GROUPING SETS and their parenthesized sets, in the order written."""
+    out: list[exp.Expr] = []
+
+    def add(e: exp.Expr) -> None:
+        if isinstance(e, GROUPING_CONSTRUCTS) or isinstance(e, exp.Tuple):
+            for x in e.expressions:
+                add(x)
+        elif isinstance(e, exp.Paren):
+            add(e.this)
+        elif not any(e == o for o in out):
+            out.append(e)
+
+    for e in group.expressions:
+        add(e)
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
 class Sort(Node):
     """ORDER BY; ``order`` holds sqlglot ``exp.Ordered`` items."""
     child: Node
@@ -396,7 +449,7 @@ def binary_unions(u: UnionAll) -> UnionAll:
 
 
 UNARY_OPTIONAL = (Select, Project, Rename)  # the paper's optional (edge) operators
-CORE = (Aggregate, Join, UnionAll, Sort, Limit, Window)
+CORE = (Aggregate, Join, UnionAll, Sort, Limit, Window, GroupingAggregate)
 
 
 # ---------------------------------------------------------------------------
@@ -485,6 +538,8 @@ def expressions_of(node: Node) -> list[exp.Expr]:
         return [e for e, _ in node.items]
     if isinstance(node, Aggregate):
         return list(node.keys) + [e for e, _ in node.items]
+    if isinstance(node, GroupingAggregate):
+        return [node.group] + [e for e, _ in node.items]
     if isinstance(node, Sort):
         return list(node.order)
     if isinstance(node, Join):

@@ -6,7 +6,7 @@ from typing import Sequence
 from sqlglot import exp
 
 from .dialect import DIALECT
-from .nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
+from .nodes import (Aggregate, GroupingAggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                     UnionAll, Window, parents)
 
 JOIN_SYMBOL = {"inner": "⋈", "left": "⟕", "right": "⟖", "full": "⟗", "semi": "⋉", "anti": "▷",
@@ -40,6 +40,9 @@ def describe(node: Node) -> str:
         keys = ", ".join(sql_of(k) for k in node.keys)
         q = f" as {node.qualifier}" if node.qualifier else ""
         return f"Aggregate keys=[{keys}] {_items(node.items)}{q}"
+    if isinstance(node, GroupingAggregate):
+        q = f" as {node.qualifier}" if node.qualifier else ""
+        return f"GroupingAggregate {sql_of(node.group)} {_items(node.items)}{q}"
     if isinstance(node, Join):
         eq = " AND ".join(f"{sql_of(a)} = {sql_of(b)}" for a, b in node.equi)
         res = f" residual={sql_of(node.residual)}" if node.residual is not None else ""
@@ -106,6 +109,8 @@ def symbol(n: Node, counts: bool = False) -> str:
         s = "ρ"
     elif isinstance(n, Aggregate):
         s = "γ"
+    elif isinstance(n, GroupingAggregate):
+        s = "Γ"                    # γ over grouping sets: no family reads it
     elif isinstance(n, Sort):
         s = "τ"
     elif isinstance(n, Limit):

@@ -18,8 +18,8 @@ from typing import Callable
 
 from sqlglot import exp
 
-from ..ir import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
-                  UnionAll, Window, walk)
+from ..ir import (Aggregate, GroupingAggregate, Join, Limit, Node, Opaque, Project, Rename, Scan,
+                  Select, Sort, UnionAll, Window, walk)
 from ..ir.dialect import DIALECT
 from ..ir.nodes import Field
 
@@ -126,6 +126,11 @@ class Fingerprinter:
             keys = sorted(canon_expr(k, ref) for k in n.keys)
             items = [canon_expr(e, ref) for e, _ in n.items]
             return _h(f"γ|{keys}|{items}|{kid[0]}")
+        if isinstance(n, GroupingAggregate):
+            # the clause as written (set order and nesting are meaning: grouping_id())
+            group = canon_expr(n.group, ref)
+            items = [canon_expr(e, ref) for e, _ in n.items]
+            return _h(f"Γ|{group}|{items}|{kid[0]}")
         if isinstance(n, Window):
             return _h(f"ω|{[canon_expr(e, ref) for e, _ in n.items]}|{kid[0]}")
         if isinstance(n, Sort):

@@ -17,7 +17,8 @@ A *unit* is a candidate sub-expression for sharing (the paper's sub-tree τ):
 
 A block can be rewritten only at an *anchor*: a node whose output fields stay exactly the
 same when the block is regenerated (a π/ρ block root; the plan root or a UNION ALL input,
-which are positional; or the aggregate right above the block).
+which are positional; or the aggregate right above the block, also one over grouping
+sets, which is re-applied unchanged and never itself shared).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.nodes import (Aggregate, Field, Join, Node, Project, Rename, Scan, Select, UnionAll,
+from ..ir.nodes import (Aggregate, Field, GroupingAggregate, Join, Node, Project, Rename, Scan, Select, UnionAll,
                         parents, resolve_field, walk)
 from ..ir.safety import source_blocker
 
@@ -254,6 +255,8 @@ def flatten(root: Node, shared: frozenset = frozenset()) -> Flat:
 ANCHOR_PROJECTION = "projection"   # a π/ρ block root: regenerated with the same fields
 ANCHOR_POSITIONAL = "positional"   # plan root / UNION ALL input: names and order matter
 ANCHOR_AGGREGATE = "aggregate"     # the aggregate over the block (reads named block columns)
+ANCHOR_GROUPING = "grouping"       # the same for γ over grouping sets, never itself shared
+GROUPING_ANCHORS = {Aggregate: ANCHOR_AGGREGATE, GroupingAggregate: ANCHOR_GROUPING}
 
 
 @dataclass
@@ -332,7 +335,7 @@ def blocks_of(plan: Node, query: int) -> list[Block]:
                 roots.append(n)
         elif isinstance(n, Scan):
             par = ps.get(id(n), [])
-            if len(par) == 1 and isinstance(par[0], Aggregate):
+            if len(par) == 1 and type(par[0]) in GROUPING_ANCHORS:
                 roots.append(n)        # a trivial block: an aggregate straight over a scan
     out = []
     for r in reversed(roots):          # walk() is post-order: reversed = top-down-ish
@@ -344,14 +347,14 @@ def blocks_of(plan: Node, query: int) -> list[Block]:
             anchor, kind = r, ANCHOR_PROJECTION
         elif r is plan or (par and all(isinstance(p, UnionAll) for p in par)):
             anchor, kind = r, ANCHOR_POSITIONAL
-        elif len(par) == 1 and isinstance(par[0], Aggregate):
-            anchor, kind = par[0], ANCHOR_AGGREGATE
+        elif len(par) == 1 and type(par[0]) in GROUPING_ANCHORS:
+            anchor, kind = par[0], GROUPING_ANCHORS[type(par[0])]
             volatile = volatile or sharing_blocker(par[0])
         else:
             why = f"the block under {par[0].op if par else '?'} has no anchor that keeps its columns"
         used = list(range(len(r.fields))) if kind in (ANCHOR_PROJECTION, ANCHOR_POSITIONAL) else \
             (_used_outputs(anchor, r) if anchor is not None else [])
-        if kind == ANCHOR_AGGREGATE:
+        if kind in (ANCHOR_AGGREGATE, ANCHOR_GROUPING):
             names = [r.fields[k].name.lower() for k in used]
             if len(set(names)) != len(names):
                 why = "the aggregate reads two block columns of the same name"

@@ -30,8 +30,9 @@ from typing import Callable, Optional
 from sqlglot import exp
 
 from ..ir.nodes import Aggregate, Node, Project, Rename, Scan, Select, replace, resolve_field, walk
-from .blocks import (ANCHOR_AGGREGATE, ANCHOR_POSITIONAL, ANCHOR_PROJECTION, Block, Unit, and_all,
-                     columns_outside_queries, leaf_alias, needed_columns, or_all, rename_columns, text)
+from .blocks import (ANCHOR_AGGREGATE, ANCHOR_GROUPING, ANCHOR_POSITIONAL, ANCHOR_PROJECTION, Block,
+                     Unit, and_all, columns_outside_queries, leaf_alias, needed_columns, or_all,
+                     rename_columns, text)
 from .canonical import (agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts)
 from .similar import SimilarSubexpression
 
@@ -397,9 +398,10 @@ def rewrite_block(block: Block, consumers: list[Consumer],
     if block.anchor_kind == ANCHOR_POSITIONAL:
         new = Project(tree, tuple((outs[k], f.name) for k, f in enumerate(root.fields)), None)
         return BlockRewrite(new, root, new)
-    if block.anchor_kind != ANCHOR_AGGREGATE:
+    if block.anchor_kind not in (ANCHOR_AGGREGATE, ANCHOR_GROUPING):
         raise ValueError(f"block has no anchor ({block.why_not})")
-    a: Aggregate = block.anchor
+    a = block.anchor
+    assert a is not None
     pruned = Project(tree, tuple((outs[k], root.fields[k].name) for k in block.used), None)
     orig_items = []
     for k in block.used:
@@ -411,7 +413,7 @@ def rewrite_block(block: Block, consumers: list[Consumer],
     original = Project(root, tuple(orig_items), None)
     # the aggregate's own expressions, unchanged: they read the pruned block's columns
     # by name (every name is unique there; blocks.py refuses the block otherwise)
-    return BlockRewrite(Aggregate(pruned, a.keys, a.items, a.qualifier), original, pruned)
+    return BlockRewrite(a.with_children((pruned,)), original, pruned)
 
 
 def group_consumers(consumers) -> tuple[dict[int, tuple[Block, list[Consumer]]], dict[int, Consumer]]:

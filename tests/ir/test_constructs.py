@@ -93,6 +93,22 @@ CONSTRUCTS = [
     "SELECT ops.a, accounts.region FROM ops NATURAL LEFT JOIN accounts",
     "SELECT x.a FROM (SELECT a FROM ops UNION ALL SELECT a FROM accounts) x "
     "JOIN accounts ON x.a = accounts.a",
+    # grouping sets (GroupingAggregate): NULL keys next to subtotal rows, grouping() in
+    # the select list, HAVING, ORDER BY and windows (TPC-DS q27, q36 shapes)
+    "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
+    "SELECT a, d, COUNT(*) AS n, GROUPING_ID(a, d) AS gid FROM ops "
+    "GROUP BY GROUPING SETS ((a, d), (a), ())",
+    "SELECT a, COUNT(*) AS n FROM ops GROUP BY CUBE(a)",
+    "SELECT a, d, SUM(s) AS t FROM ops GROUP BY a, d WITH ROLLUP",
+    "SELECT a, d, GROUPING(d) AS g, SUM(s) AS t FROM ops WHERE b > 1 GROUP BY ROLLUP(a, d) "
+    "HAVING GROUPING(a) = 0 ORDER BY a, d LIMIT 5",
+    "SELECT ops.a, accounts.region, AVG(ops.s) AS m FROM ops JOIN accounts ON ops.a = accounts.a "
+    "WHERE accounts.tier > 0 GROUP BY ROLLUP(ops.a, accounts.region) ORDER BY ops.a, accounts.region",
+    "SELECT SUM(s) / NULLIF(SUM(b), 0) AS r, a, d, GROUPING(a) + GROUPING(d) AS lh, RANK() OVER "
+    "(PARTITION BY GROUPING(a) + GROUPING(d), CASE WHEN GROUPING(d) = 0 THEN a END "
+    "ORDER BY SUM(s) / NULLIF(SUM(b), 0)) AS rk FROM ops GROUP BY ROLLUP(a, d) "
+    "ORDER BY lh DESC, CASE WHEN lh = 0 THEN a END, rk, d",
+    "SELECT DISTINCT a FROM ops GROUP BY CUBE(a, d)",
 ]
 
 OPAQUE = [
@@ -102,7 +118,6 @@ OPAQUE = [
     "SELECT a FROM ops INTERSECT SELECT a FROM accounts",
     "SELECT a FROM ops EXCEPT SELECT a FROM accounts",
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
-    "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
     "SELECT x.a, SUM(x.s) AS t, y.a FROM ops x JOIN ops y ON x.a = y.a GROUP BY x.a, y.a "
     "ORDER BY x.a, y.a",                           # duplicate names + hidden sort columns
     "SELECT * FROM range(10)",                      # output unknown to the IR: passed as is

@@ -318,8 +318,8 @@ OPAQUE_SQL = [
     "SELECT a FROM ops INTERSECT SELECT a FROM accounts",
     "SELECT a FROM ops EXCEPT SELECT a FROM accounts",
     "SELECT a, x FROM ops LATERAL VIEW explode(array(b, c)) t AS x",
-    "SELECT a, d, COUNT(*) AS n FROM ops GROUP BY GROUPING SETS ((a), (d))",
-    "SELECT a, COUNT(*) AS n FROM ops GROUP BY CUBE(a)",
+    "SELECT a, COUNT(*) AS n FROM ops GROUP BY ROLLUP(1)",          # ordinal in a grouping set
+    "SELECT a, COUNT(*) AS n FROM ops GROUP BY ROLLUP(a + rand())",
     "SELECT 1 AS one",
     "SELECT * FROM VALUES (1, 2) AS v(x, y)",
     "SELECT a FROM ops QUALIFY ROW_NUMBER() OVER (PARTITION BY a ORDER BY s) = 1",

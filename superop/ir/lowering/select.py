@@ -2,11 +2,12 @@
 window functions (also over a GROUP BY), DISTINCT, ORDER BY (hidden items) and LIMIT."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from sqlglot import exp
 
-from ..nodes import Aggregate, Field, Node, Project, Rename, Select, Sort, Window, resolve_field
+from ..nodes import (GROUPING_CONSTRUCTS, Aggregate, Field, GroupingAggregate, Node, Project, Rename,
+                     Select, Sort, Window, grouping_keys, resolve_field)
 from .base import Unsupported
 from .exprs import (columns_outside_queries, has_agg, has_query, nondeterministic,
                     replace_outside_queries, strip_alias, windows_outside_queries)
@@ -40,11 +41,9 @@ class SelectLowering(SubqueryLowering):
         out_names = [n for _, n in items]
 
         if is_agg:
-            if group is not None and (
-                    any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals"))
-                    or any(isinstance(k, (exp.GroupingSets, exp.Cube, exp.Rollup))
-                           for k in group.expressions)):
-                raise Unsupported("GROUPING SETS/CUBE/ROLLUP")
+            sets = grouping_sets_clause(group) if group is not None else None
+            if sets is not None:
+                return self._grouping_sets(s, node, items, sets, having, order, windows)
             keys: list[exp.Expr] = []
             if group is not None and group.args.get("all"):
                 # GROUP BY ALL: every select item without an aggregate is a key.
@@ -54,22 +53,8 @@ class SelectLowering(SubqueryLowering):
             for k in (group.expressions if group is not None else []):
                 by: exp.Expr = items[int(k.this) - 1][0] if isinstance(k, exp.Literal) and not k.is_string else k
                 keys.append(by.copy())
-            if windows:
-                return self._aggregate_window(s, node, items, keys, having, order)
-            agg_items = list(items)
-            having_pred = self._hidden_refs(having.this, agg_items, keys) if having is not None else None
-            ords = self._order_refs(order, agg_items, keys) if order is not None else None
-            node = Aggregate(node, tuple(keys), tuple(agg_items))
-            if having_pred is not None:
-                node = Select(node, having_pred)
-            if s.args.get("distinct"):
-                if len(agg_items) != len(items):
-                    raise Unsupported("DISTINCT with hidden ORDER BY columns")
-                node = self._distinct(node)
-            if ords is not None:
-                node = Sort(node, ords)
-            node = self._limit(s, node)
-            return self._drop_hidden(node, len(items), out_names)
+            return self._grouped(s, node, items, keys, having, order, windows,
+                                 lambda child, its: Aggregate(child, tuple(keys), its))
 
         if windows:
             node, items = self._windows(node, items)
@@ -91,6 +76,66 @@ class SelectLowering(SubqueryLowering):
             node = Sort(node, ords)
         node = self._limit(s, node)
         return self._drop_hidden(node, len(items), out_names)
+
+    def _grouped(self, s: exp.Select, node: Node, items: Items, keys: Sequence[exp.Expr],
+                 having: Optional[exp.Having], order: Optional[exp.Order], windows: Sequence[exp.Expr],
+                 make: Callable[[Node, tuple[tuple[exp.Expr, str], ...]], Node]) -> Node:
+        """The rest of an aggregating SELECT block (HAVING, windows, DISTINCT, ORDER BY,
+        LIMIT) over the aggregate ``make(child, items)`` grouping by ``keys``."""
+        out_names = [n for _, n in items]
+        if windows:
+            return self._aggregate_window(s, node, items, keys, having, order, make)
+        agg_items = list(items)
+        having_pred = self._hidden_refs(having.this, agg_items, keys) if having is not None else None
+        ords = self._order_refs(order, agg_items, keys) if order is not None else None
+        node = make(node, tuple(agg_items))
+        if having_pred is not None:
+            node = Select(node, having_pred)
+        if s.args.get("distinct"):
+            if len(agg_items) != len(items):
+                raise Unsupported("DISTINCT with hidden ORDER BY columns")
+            node = self._distinct(node)
+        if ords is not None:
+            node = Sort(node, ords)
+        node = self._limit(s, node)
+        return self._drop_hidden(node, len(items), out_names)
+
+    def _grouping_sets(self, s: exp.Select, node: Node, items: Items, group: exp.Group,
+                       having: Optional[exp.Having], order: Optional[exp.Order],
+                       windows: Sequence[exp.Expr]) -> Node:
+        """GROUP BY ROLLUP / CUBE / GROUPING SETS over the lowered FROM/WHERE: one
+        :class:`GroupingAggregate` carrying the clause as written; the rest of the block
+        as over any aggregate (``grouping()`` calls are aggregate calls there)."""
+        keys = grouping_keys(group)
+        child = node
+        for k in keys:
+            if not list(columns_outside_queries(k)) or has_query(k) or nondeterministic(k):
+                raise Unsupported("GROUPING SETS key that is not a deterministic column expression")
+            if not all(resolves_strict(child.fields, c) for c in columns_outside_queries(k)):
+                raise Unsupported("GROUPING SETS key that is not an input column")
+        return self._grouped(s, node, items, keys, having, order, windows,
+                             lambda c, its: GroupingAggregate(c, group, its))
+
+    @staticmethod
+    def _over_outputs(e: exp.Expr, items: Items) -> exp.Expr:
+        """An ORDER BY expression over a windowed aggregate's select list (TPC-DS q36:
+        ``CASE WHEN lochierarchy = 0 THEN i_category END``): every column is an output
+        alias or a select item, whose value Spark sorts by. Anything else (an aggregate,
+        a window, a sub-query, an input column the select list does not carry) is
+        refused."""
+        if has_agg(e) or has_query(e) or e.find(exp.Window) is not None or nondeterministic(e):
+            raise Unsupported("ORDER BY over a windowed aggregate not in the select list")
+
+        def fix(n: exp.Expr) -> Optional[exp.Expr]:
+            if not isinstance(n, exp.Column):
+                return None
+            names = [nm for ie, nm in items
+                     if (not n.table and nm == n.name) or (isinstance(ie, exp.Column) and ie == n)]
+            if len(set(names)) != 1 or sum(nm == names[0] for _, nm in items) != 1:
+                raise Unsupported("ORDER BY over a windowed aggregate not in the select list")
+            return exp.column(names[0])
+
+        return replace_outside_queries(e, fix)
 
     @staticmethod
     def _order_on_input(order: exp.Order, node: Node) -> bool:
@@ -124,8 +169,9 @@ class SelectLowering(SubqueryLowering):
             new_items.append((e2, n))
         return Window(node, tuple(win_items)), new_items
 
-    def _aggregate_window(self, s: exp.Select, node: Node, items: Items, keys: list[exp.Expr],
-                          having: Optional[exp.Having], order: Optional[exp.Order]) -> Node:
+    def _aggregate_window(self, s: exp.Select, node: Node, items: Items, keys: Sequence[exp.Expr],
+                          having: Optional[exp.Having], order: Optional[exp.Order],
+                          make: Callable[[Node, tuple[tuple[exp.Expr, str], ...]], Node]) -> Node:
         """Window functions over a GROUP BY (SQL order: γ, HAVING, windows, SELECT,
         DISTINCT, ORDER BY, LIMIT): the aggregate computes the keys and aggregate
         calls the select list uses, the windows run over its output."""
@@ -155,7 +201,7 @@ class SelectLowering(SubqueryLowering):
         pred = replace_outside_queries(having.this, fix) if having is not None else None
         if not agg_items:
             raise Unsupported("window over an aggregate without grouped columns")
-        node = Aggregate(node, tuple(keys), tuple(agg_items))
+        node = make(node, tuple(agg_items))
         if pred is not None:
             node = Select(node, pred)
         node, new_items = self._windows(node, new_items)
@@ -173,9 +219,10 @@ class SelectLowering(SubqueryLowering):
                     name = e.name
                 else:
                     name = next((n for ie, n in items if ie == e), None)
-                if name is None:
-                    raise Unsupported("ORDER BY over a windowed aggregate not in the select list")
-                o.set("this", exp.column(name))
+                if name is not None:
+                    o.set("this", exp.column(name))
+                else:
+                    o.set("this", self._over_outputs(e, items))
                 ords.append(o)
             node = Sort(node, tuple(ords))
         return self._limit(s, node)
@@ -275,3 +322,26 @@ class SelectLowering(SubqueryLowering):
         name = f"_o{len(items)}"
         items.append((e.copy(), name))
         return exp.column(name)
+
+
+def grouping_sets_clause(group: exp.Group) -> Optional[exp.Group]:
+    """``group`` as one clause of plain keys and ROLLUP / CUBE / GROUPING SETS (``WITH
+    ROLLUP`` / ``WITH CUBE`` written inline), or None for a plain GROUP BY."""
+    if group.args.get("totals") or group.args.get("grouping_sets"):
+        raise Unsupported("GROUP BY WITH TOTALS")
+    with_ = [k for k in ("rollup", "cube") if group.args.get(k)]
+    inline = any(isinstance(k, GROUPING_CONSTRUCTS) for k in group.expressions)
+    if not with_ and not inline:
+        return None
+    if group.args.get("all"):
+        raise Unsupported("GROUP BY ALL with grouping sets")
+    for e in group.find_all(exp.Literal):
+        if not e.is_string and e.find_ancestor(exp.Query) is None:
+            raise Unsupported("ordinal in GROUPING SETS")
+    if not with_:
+        return group.copy()
+    marks = group.args[with_[0]]
+    if len(with_) > 1 or inline or len(marks) != 1 or marks[0].expressions:
+        raise Unsupported("GROUP BY ... WITH ROLLUP/CUBE combined with other grouping sets")
+    cls = exp.Rollup if with_[0] == "rollup" else exp.Cube
+    return exp.Group(expressions=[cls(expressions=[e.copy() for e in group.expressions])])
