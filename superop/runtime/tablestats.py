@@ -44,7 +44,7 @@ class CatalogStats:
     def __init__(self, spark):
         self.spark = spark
         self._rows: dict[str, Optional[float]] = {}
-        self._ndv: dict[tuple, Optional[float]] = {}
+        self._ndv: dict[tuple, dict[str, float]] = {}     # (table, column) -> its statistics
         self._lock = threading.Lock()
 
     def rows(self, table: str) -> Optional[float]:
@@ -64,15 +64,23 @@ class CatalogStats:
         return out
 
     def ndv(self, table: str, column: str) -> Optional[float]:
+        """The column's number of distinct values (``distinct_count``), if analysed."""
+        return self._column(table, column).get("distinct_count")
+
+    def avg_len(self, table: str, column: str) -> Optional[float]:
+        """The column's average value length in bytes (``avg_col_len``), if analysed."""
+        return self._column(table, column).get("avg_col_len")
+
+    def _column(self, table: str, column: str) -> dict[str, float]:
         key = (table, column.lower())
         with self._lock:
             if key in self._ndv:
                 return self._ndv[key]
-        out = None
+        out: dict[str, float] = {}
         try:
             for r in _rows(self.spark, f"DESCRIBE TABLE EXTENDED {table} `{column}`"):
-                if r[0] == "distinct_count" and r[1] not in (None, "NULL", ""):
-                    out = float(r[1])
+                if r[0] in ("distinct_count", "avg_col_len") and r[1] not in (None, "NULL", ""):
+                    out[r[0]] = float(r[1])
         except Exception as e:
             log.debug("superop: no column statistics for %s.%s: %s", table, column, str(e).splitlines()[0])
         with self._lock:

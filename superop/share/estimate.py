@@ -325,6 +325,7 @@ class Estimator:
         self._read: dict[tuple[Node, Node], float] = {}
         self._own: dict[tuple, tuple] = {}
         self.stats = {"spark_plans": 0, "cost_calls": 0}
+        self._catalog = None        # runtime.tablestats.CatalogStats, made on first use
 
     def table_rows(self, table: str) -> PlanStats:
         if table not in self._table:
@@ -350,11 +351,25 @@ class Estimator:
                 names |= {f.name for f, new in n.mapping if new in names}
         total, biggest = 0.0, 0.0
         for t, cols in types.items():
-            used = [ty for c, ty in cols.items() if c in names] or [next(iter(cols.values()))]
+            used = [(c, ty) for c, ty in cols.items() if c in names] or [next(iter(cols.items()))]
             st = self.table_rows(t)
-            total += st.rows * sum(type_width(ty) for ty in used)
+            total += st.rows * sum(self.column_width(t, c, ty) for c, ty in used)
             biggest = max(biggest, st.rows)
         return total, biggest
+
+    def column_width(self, table: str, column: str, ty: str) -> float:
+        """Decoded bytes of one value: a string's average length where ANALYZE TABLE
+        measured it (the width Spark's own size estimates use then: a one-letter
+        ``cd_gender`` is not 20 bytes), else the type's default size."""
+        default = type_width(ty)
+        t = ty.lower()
+        if self.spark is None or not (t == "string" or t.startswith(("varchar", "char"))):
+            return default
+        if self._catalog is None:
+            from ..runtime.tablestats import CatalogStats
+            self._catalog = CatalogStats(self.spark)
+        n = self._catalog.avg_len(table, column)
+        return default if n is None else max(1.0, n)
 
     def cost(self, plan: Node) -> tuple[float, float, bool]:
         """(C_E, output bytes, has row statistics) of a sub-plan; memoized per node and per

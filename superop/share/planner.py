@@ -116,6 +116,19 @@ class SharingPlan:
                 r.sql = pat.sub(prefix, r.sql)
         self.view_prefix = prefix
 
+    def for_run(self) -> "SharingPlan":
+        """The plan as one execution runs it: with generated view names (``fresh_views``),
+        a copy whose CE views get a fresh prefix, so two executions of one plan object at
+        once (two threads of one Spark session) never drop each other's views. Only the CE
+        and rewrite records are copied; the IR, proofs and estimates are shared, read-only.
+        Names the caller gave (``view_prefix=``) are kept."""
+        if not self.fresh_views:
+            return self
+        out = dataclasses.replace(self, ces=[dataclasses.replace(c) for c in self.ces],
+                                  rewrites=[dataclasses.replace(r) for r in self.rewrites])
+        out.rename_views(_fresh_prefix())
+        return out
+
     def decision(self, ce_id: str) -> Optional[CEDecision]:
         return next((d for d in self.decisions if d.ce == ce_id), None)
 

@@ -147,7 +147,9 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
     cost model priced them (``plan.storage``, ``store.py``), ``fill_threads`` CEs filled
     at once. ``consume``: "collect" (rows kept in ``QueryRun.rows``), "count", "noop", or
     a callable ``f(df)`` / ``f(df, query_name)`` whose return value is kept in
-    ``QueryRun.rows``."""
+    ``QueryRun.rows``. Each call stores its CEs under views of its own
+    (``SharingPlan.for_run``): one plan may run in two threads at once."""
+    plan = plan.for_run()
     result = BatchResult(plan)
     stored: list[StoredCE] = []
     before = cached_bytes(spark)

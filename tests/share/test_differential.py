@@ -140,3 +140,22 @@ def test_covering_aggregate_over_a_join(spark, share_tables):
     res = run(spark, sqls)
     assert_same_results(spark, res, sqls)
     assert shared_queries(res) == {0, 1}, res.plan.report()
+
+
+def test_grouping_sets_queries_read_the_shared_join(spark, share_tables):
+    """ROLLUP / CUBE / GROUPING SETS queries (TPC-DS q27, q36) take part: the join below
+    their GroupingAggregate is read from the CE, the grouping sets run over it as written
+    (NULL keys next to subtotal rows, grouping() values equal alone)."""
+    sqls = ["SELECT st.b, su.e, GROUPING(su.e) AS g, SUM(st.c) AS s, AVG(st.f) AS v FROM st "
+            "JOIN su ON st.a = su.a WHERE su.d > 1 GROUP BY ROLLUP(st.b, su.e) ORDER BY st.b, su.e",
+            "SELECT st.b, su.e, COUNT(*) AS n FROM st JOIN su ON st.a = su.a "
+            "WHERE su.d > 5 OR su.e IS NULL GROUP BY CUBE(st.b, su.e)",
+            "SELECT st.a, su.e, MAX(st.c) AS m FROM st JOIN su ON st.a = su.a WHERE st.c > 0 "
+            "GROUP BY GROUPING SETS ((st.a, su.e), (su.e), ()) HAVING GROUPING_ID(st.a, su.e) < 3",
+            "SELECT st.b, su.d FROM st JOIN su ON st.a = su.a WHERE su.d > 1"]
+    res = run(spark, sqls)
+    assert_same_results(spark, res, sqls)
+    assert shared_queries(res) >= {0, 1, 2}, res.plan.report()
+    # the aggregate over grouping sets is never itself a covering aggregate
+    assert not [ce for ce in res.plan.ces if ce.kind == "agg"
+                and {c.query for c in ce.consumers} & {0, 1, 2}], res.plan.report()

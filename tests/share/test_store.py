@@ -90,3 +90,19 @@ def test_a_failed_fill_releases_the_stores_already_filled(spark, share_tables, m
     assert filled and all(s.df is None for s in filled)          # stored, then released
     assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
     assert ex.cached_bytes(spark) == before
+
+
+def test_one_plan_runs_in_two_threads_at_once(spark, share_tables):
+    """Each execution stores its CEs under views of its own: the first to finish must not
+    drop the views the other still reads (both equal alone, nothing left behind)."""
+    from concurrent.futures import ThreadPoolExecutor
+    plan = plan_batch(SQLS, spark, budget=10 ** 9, cost=FREE)
+    assert plan.cached and plan.fresh_views, plan.report()
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: ex.execute(spark, plan, "collect"), range(2)))
+    for res in results:
+        assert_same_results(spark, res, SQLS)
+        assert not [r for r in res.runs if r.fallback]
+    views = [{ce.view for ce in res.plan.cached} for res in results]
+    assert views[0].isdisjoint(views[1]) and views[0].isdisjoint({ce.view for ce in plan.cached})
+    assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
