@@ -146,7 +146,7 @@ def run_alone(spark, queries: dict[str, str]) -> dict[str, float]:
 
 
 def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget_s=None, cost=None,
-               plan_cache=None):
+               plan_cache=None, grouping_sets=False):
     from superop.share import execute, plan_batch
     from superop.share.estimate import DEFAULT_COST
     from superop.share.planner import BatchQuery
@@ -154,6 +154,7 @@ def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget
     batch = [BatchQuery(n, s) for n, s in queries.items()]
     t = time.perf_counter()
     plan = plan_batch(batch, spark, budget=budget, cost=cost or DEFAULT_COST, cache_dir=plan_cache,
+                      grouping_sets=grouping_sets,
                       **({} if proof_budget_s is None else {"proof_budget_s": proof_budget_s}))
     planning = time.perf_counter() - t
     print(plan.report(), flush=True)
@@ -278,6 +279,8 @@ def main(argv=None) -> int:
     ap.add_argument("--storage", choices=STORAGES,
                     help="how chosen CEs are stored (superop/share/store.py; default: the cost model's, checkpoint)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
+    ap.add_argument("--grouping-sets", action="store_true",
+                    help="let GROUP BY ROLLUP/CUBE/GROUPING SETS queries take part (plan_batch(grouping_sets=True))")
     ap.add_argument("--features", action="store_true",
                     help="record the value model's cost parts of every query (for share_work_fit.py; untimed)")
     ap.add_argument("--plan-cache", metavar="DIR",
@@ -334,7 +337,8 @@ def main(argv=None) -> int:
                     rep["alone"] = run_alone(spark, queries)
                 else:
                     plan, res, planning, checks = run_shared(spark, queries, budget, args.check and i == 0,
-                                                             args.proof_budget_s, cost, args.plan_cache)
+                                                             args.proof_budget_s, cost, args.plan_cache,
+                                                             args.grouping_sets)
                     rep.update(plan=plan, res=res, planning=planning, checks=checks)
             repeats.append(rep)
     finally:

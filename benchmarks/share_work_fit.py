@@ -97,11 +97,16 @@ def consumer_fit(plan_cache: str, runs: list[dict]) -> list[dict]:
                 S[1] += parts[q["query"]][1]
                 S[2] += q["alone_s"] - q["shared_s"]
         F = [0.0, 0.0, 0.0]
-        for ce, sec in doc["summary"].get("materialized_s", {}).items():
+        mat = doc["summary"].get("materialized_s", {})
+        # fills run two at a time (run.FILL_THREADS): each CE's own seconds overlap, the
+        # batch pays the wall time (fill_cache_s) — share it out in proportion
+        wall = doc["summary"].get("fill_cache_s")
+        scale = wall / sum(mat.values()) if wall and sum(mat.values()) else 1.0
+        for ce, sec in mat.items():
             if ce in fills:
                 F[0] += fills[ce][0]
                 F[1] += fills[ce][1]
-                F[2] += sec
+                F[2] += sec * scale
         den = F[2] * S[1] - S[2] * F[1]
         K = (S[2] * F[0] - F[2] * S[0]) / den if den else float("nan")
         rec = {"started_at": doc.get("started_at"), "saved_s": S[2], "S_base": S[0], "S_work": S[1],

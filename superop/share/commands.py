@@ -59,6 +59,9 @@ def register(sub) -> None:
                    help="what running a query means (default noop: computed, not shipped)")
     p.add_argument("--results-dir", help="write each query's result as parquet to DIR/<query name>")
     p.add_argument("--plan-only", action="store_true", help="print the sharing plan, run nothing")
+    p.add_argument("--grouping-sets", action="store_true",
+                   help="let queries with GROUP BY ROLLUP/CUBE/GROUPING SETS take part (off by default: "
+                        "the value model over-prices their options; superop/share/README.md)")
     p.add_argument("--out", metavar="FILE", help="write the plan (and the run) as JSON to this file")
     add_json_arg(p, "the plan (and the run) instead of the text report")
     add_spark_args(p)
@@ -98,6 +101,7 @@ def run(args) -> int:
                       timeout_ms=args.timeout_ms, cost=cost,
                       cache_dir=None if args.no_plan_cache else args.plan_cache,
                       cache_max_bytes=int(args.plan_cache_max_mb * 2 ** 20),
+                      grouping_sets=args.grouping_sets,
                       **({} if args.proof_budget_s is None else {"proof_budget_s": args.proof_budget_s}))
     say(plan.report())
     out = {"plan": plan.to_json()}

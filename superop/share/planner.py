@@ -270,7 +270,8 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                view_prefix: Optional[str] = None,
                proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True,
                restrict: bool = True, cache_dir=None,
-               cache_max_bytes: Optional[int] = DEFAULT_MAX_BYTES) -> SharingPlan:
+               cache_max_bytes: Optional[int] = DEFAULT_MAX_BYTES,
+               grouping_sets: bool = False) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
     ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
@@ -280,7 +281,9 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     (``similar.restricted``), so the knapsack can take it next to the chosen ones.
     ``cache_dir``: the on-disk planning cache (``plancache.py``): a batch planned before
     with the same inputs is returned from it, proofs and Spark's estimates are reused;
-    ``cache_max_bytes`` bounds it (oldest records evicted first; None = unbounded)."""
+    ``cache_max_bytes`` bounds it (oldest records evicted first; None = unbounded).
+    ``grouping_sets``: let queries with GROUP BY ROLLUP / CUBE / GROUPING SETS take part
+    (``blocks.GROUPING_SETS_OFF`` says why they do not by default)."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
@@ -293,7 +296,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
         store = PlanningCache(cache_dir, spark, max_bytes=cache_max_bytes)
         params = {"budget": budget, "k": k, "K": K, "timeout_ms": timeout_ms, "cost": dataclasses.asdict(cost),
                   "view_prefix": view_prefix, "proof_budget_s": proof_budget_s, "narrow": narrow,
-                  "restrict": restrict, "schema": schema}
+                  "restrict": restrict, "schema": schema, "grouping_sets": grouping_sets}
         key = store.plan_key([(q.name, q.sql) for q in batch], batch_tables(batch), params)
         hit = _cached_plan(store, key, spark, budget)
         if hit is not None:
@@ -303,7 +306,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
             return hit
     plan = SharingPlan(_lower_all(batch, spark, schema), storage=cost.storage)
     t["lower"] = time.perf_counter()
-    forests = [units_of_plan(q.plan, q.index) if q.plan is not None and not q.excluded else []
+    forests = [units_of_plan(q.plan, q.index, grouping_sets) if q.plan is not None and not q.excluded else []
                for q in plan.queries]
     prefix = view_prefix or _fresh_prefix()
     plan.view_prefix, plan.fresh_views = prefix, view_prefix is None

@@ -180,16 +180,19 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
 
 def run_batch(spark, sqls: Sequence, budget: Union[None, int, str] = None, *,
               consume: Union[str, Callable] = COLLECT, k: int = 2, K: int = 3, timeout_ms: int = 20000,
-              cost: CostModel = DEFAULT_COST, analyze_tables: bool = False) -> BatchResult:
+              cost: CostModel = DEFAULT_COST, analyze_tables: bool = False,
+              grouping_sets: bool = False) -> BatchResult:
     """Plan and run a batch of SQL strings with work sharing. ``budget``: bytes for the
     cache (an int or '512m', '2g'); default: derived from Spark's storage memory.
     ``analyze_tables``: compute table and column statistics first (catalog tables only)
-    so the estimates use row counts and selectivities."""
+    so the estimates use row counts and selectivities. ``grouping_sets``: see
+    :func:`~superop.share.planner.plan_batch`."""
     if isinstance(budget, str):
         budget = parse_budget(budget)
     if analyze_tables:
         analyze(spark, sqls)
-    plan = plan_batch(sqls, spark, budget=budget, k=k, K=K, timeout_ms=timeout_ms, cost=cost)
+    plan = plan_batch(sqls, spark, budget=budget, k=k, K=K, timeout_ms=timeout_ms, cost=cost,
+                      grouping_sets=grouping_sets)
     return execute(spark, plan, consume)
 
 

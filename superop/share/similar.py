@@ -62,8 +62,8 @@ def all_units(forest: list[Unit]):
         stack.extend(u.children)
 
 
-def units_of_plan(plan: Node, query: int) -> list[Unit]:
-    return units_of(blocks_of(plan, query))
+def units_of_plan(plan: Node, query: int, grouping_sets: bool = False) -> list[Unit]:
+    return units_of(blocks_of(plan, query, grouping_sets))
 
 
 def label(units: list[Unit]) -> None:
