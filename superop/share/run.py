@@ -6,7 +6,8 @@
 Each chosen CE is stored the way the plan's cost model priced it (``store.py``; by
 default a local checkpoint of its rows in memory, spilling to disk rather than failing,
 or Spark's columnar cache, ``persist(MEMORY_AND_DISK)``) and registered as a temp view;
-the consumers read the view through their extraction SQL. The store is filled eagerly,
+the consumers read the view through their extraction SQL; a CE is released as soon as its
+last reader in batch order has run. The store is filled eagerly,
 two CEs at a time (``FILL_THREADS``), before the first query (``materialize=True``, timed apart in
 ``BatchResult.materialize_seconds``): filled lazily, the first consumer would pay for
 computing and writing the whole CE and run slower than alone (q7 at 1.58x in the first
@@ -55,7 +56,7 @@ class BatchResult:
     seconds: float = 0.0              # filling the cache + the queries (planning is in plan.seconds)
     materialize_seconds: float = 0.0  # filling the cache (part of ``seconds``)
     materialized: dict = field(default_factory=dict)   # CE id -> seconds to fill it
-    cache_bytes: int = 0              # memory + disk of the cached CEs, measured at the end
+    cache_bytes: int = 0              # memory + disk of the cached CEs, measured once all are filled
 
     def to_json(self) -> dict:
         return {"runs": [r.to_json() for r in self.runs], "seconds": round(self.seconds, 4),
@@ -157,7 +158,13 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
     try:
         stored += _fill(spark, plan, materialize, fill_threads, result.materialized)
         result.materialize_seconds = time.perf_counter() - t0
-        for r in plan.rewrites:
+        after = cached_bytes(spark)
+        result.cache_bytes = max(0, after - before) if after >= 0 and before >= 0 else -1
+        # a CE is held only until its last reader has run: the memory goes back to the
+        # queries after it (their execution memory, less GC)
+        last = {ce_id: i for i, r in enumerate(plan.rewrites) if r.changed for ce_id in r.ces}
+        view_of = {ce.id: ce.view for ce in plan.cached}
+        for i, r in enumerate(plan.rewrites):
             t = time.perf_counter()
             fallback = ""
             try:
@@ -169,9 +176,11 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
                 rows, n = _consume(spark.sql(plan.queries[r.index].sql), consume, r.name)
             result.runs.append(QueryRun(r.index, r.name, time.perf_counter() - t, r.changed and not fallback,
                                         r.ces if not fallback else [], rows, n, fallback))
+            done = {view_of[c] for c, j in last.items() if j == i and c in view_of}
+            for s in [s for s in stored if s.view in done]:
+                stored.remove(s)
+                s.release(spark)
         result.seconds = time.perf_counter() - t0
-        after = cached_bytes(spark)
-        result.cache_bytes = max(0, after - before) if after >= 0 and before >= 0 else -1
     finally:
         for s in stored:
             s.release(spark)

@@ -108,3 +108,25 @@ def test_one_plan_runs_in_two_threads_at_once(spark, share_tables):
     views = [{ce.view for ce in res.plan.cached} for res in results]
     assert views[0].isdisjoint(views[1]) and views[0].isdisjoint({ce.view for ce in plan.cached})
     assert not [t for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")]
+
+
+def test_a_ce_is_released_after_its_last_reader(spark, share_tables):
+    """A CE is held only until the last query that reads it has run: the queries after it
+    see its view gone (and the batch's results are still those alone)."""
+    sqls = ["SELECT a, d FROM su WHERE d > 5", "SELECT a, e FROM su WHERE e = 'q'",
+            "SELECT a, c FROM st WHERE c > 3", "SELECT a, b FROM st WHERE b = 'x'"]
+    plan = plan_batch(sqls, spark, budget=10 ** 9, cost=FREE)
+    su_ces = [ce for ce in plan.cached if ce.se.tables == ("su",)]
+    assert su_ces and {c.query for ce in su_ces for c in plan.used[ce.id]} == {0, 1}, plan.report()
+    seen: dict[str, set] = {}
+
+    def consume(df, name):
+        seen[name] = {t.name for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")}
+        return bag(df.collect())
+
+    res = ex.execute(spark, plan, consume)
+    su_views = {ce.view for ce in res.plan.cached if ce.se.tables == ("su",)}
+    assert su_views <= seen["q2"] and su_views.isdisjoint(seen["q3"]), (su_views, seen)
+    assert res.cache_bytes > 0
+    for r, sql in zip(res.runs, sqls):
+        assert r.rows == alone(spark, sql)
