@@ -3,6 +3,9 @@
     python benchmarks/share_work_fit.py --features RUN/share_bench.json [--times RUN2/share_bench.json ...]
         [--plan-cache DIR] [--out benchmarks/results/share_work_fit.json]
 
+With ``--plan-cache``, also each chosen CE's cost parts next to its measured fill and its
+consumers' savings (``per_ce``).
+
 ``--features``: a ``share_bench.py --features`` run (the model's cost parts of every whole
 query: scan bytes, shuffle bytes, other work in scan bytes — ``Estimator.parts``) whose
 alone times are used too; ``--times``: more runs of the same batch on the same data (their
@@ -122,6 +125,51 @@ def consumer_fit(plan_cache: str, runs: list[dict]) -> list[dict]:
     return out
 
 
+def per_ce(plan_cache: str, doc: dict) -> list[dict]:
+    """One run's chosen CEs side by side with what they did: each CE's cost parts (the
+    planning cache's scan+shuffle, W x size, work) and its fill at wall time, and each
+    rewritten query's own sub-plan parts and cache read against its measured saving
+    (alone - shared). Where the model and the machine disagree, CE by CE."""
+    import glob
+    import pickle
+
+    from superop.ir.generate import to_sql
+    from superop.share.estimate import DEFAULT_COST, Estimator
+    costs = {}
+    for f in glob.glob(f"{plan_cache}/costs/*/*.json"):
+        d = json.loads(Path(f).read_text())
+        costs[d["sql"]] = d["cost"]
+    key = ((doc.get("plan") or {}).get("cache") or "").split(" ")[-1]
+    files = glob.glob(f"{plan_cache}/plans/{key[:2]}/{key}*.pkl") if key else []
+    if not files:
+        return []
+    plan = pickle.loads(Path(files[0]).read_bytes())
+    m, pq = DEFAULT_COST, {q["query"]: q for q in doc["per_query"]}
+    est = Estimator(None, m)
+    mat = doc["summary"].get("materialized_s", {})
+    scale = (doc["summary"].get("fill_cache_s") or 0) / sum(mat.values()) if sum(mat.values()) else 1.0
+    out = []
+    for ce in plan.cached:
+        sc, sh, wk, size, _ = costs[to_sql(ce.plan)]
+        est._by_node[ce.plan] = (0.0, size, True)
+        rec = {"ce": ce.id, "base_mb": (sc + sh) / 1e6, "write_mb": m.write_factor * size / 1e6,
+               "work_mb": wk / 1e6, "fill_wall_s": mat.get(ce.id, 0.0) * scale, "consumers": []}
+        for c in plan.used[ce.id]:
+            n = plan.queries[c.query].name
+            csc, csh, cwk, _, _ = costs[to_sql(c.original)]
+            q = pq.get(n, {})
+            rec["consumers"].append({"query": n, "base_mb": (csc + csh) / 1e6, "work_mb": cwk / 1e6,
+                                     "read_mb": est.read_cost(ce, c) / 1e6,
+                                     "saved_s": q.get("alone_s", 0) - q.get("shared_s", 0), "ces": q.get("ces")})
+        out.append(rec)
+        print(f"{ce.id}: fill model {rec['base_mb']:.0f} MB scans + {rec['write_mb']:.0f} MB writing + "
+              f"{rec['work_mb']:.0f} MB work; measured {rec['fill_wall_s']:.2f} s (wall share)")
+        for c in rec["consumers"]:
+            print(f"   {c['query']:5s} own {c['base_mb']:.0f} MB + {c['work_mb']:.0f} MB work, reads "
+                  f"{c['read_mb']:.0f} MB; saved {c['saved_s']:.2f} s (reads {', '.join(c['ces'] or [])})")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--features", required=True, help="share_bench.json of a --features run")
@@ -177,10 +225,12 @@ def main(argv=None) -> int:
         print(f"\nrewritten queries: measured saving {m:.1f} s, predicted {p:.1f} s at the fitted price "
               f"(ratio measured / predicted {m / p if p else float('nan'):.2f})")
     consumer = consumer_fit(args.plan_cache, runs) if args.plan_cache else []
+    ces = [per_ce(args.plan_cache, doc) for doc in runs] if args.plan_cache else []
     if args.out:
         atomic_write_json(args.out, {"points": [dict(run=r[0], query=r[1], base=r[2], work=r[3], alone_s=ts)
                                                 for r, ts in zip(rows, T)],
                                      "fits": fits, "savings": savings, "consumer_fit": consumer,
+                                     "per_ce": ces,
                                      "sources": [args.features, *args.times]})
     return 0
 
