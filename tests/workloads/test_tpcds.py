@@ -99,7 +99,11 @@ def test_every_query_lowers_or_falls_back_to_opaque():
     assert not [n for n, rs in partial.items() if any("unresolved" in r for r in rs)], partial
 
 
-GROUPING_SETS = ["q5", "q18", "q22", "q27", "q36", "q67", "q70", "q77", "q80", "q86"]
+# one of each shape (the other four, q5 q18 q67 q80, lower the same way; the floor test
+# above checks that all ten lower): ROLLUP with grouping() in the select list (q27), windows
+# over ROLLUP sorted by an expression over aliases (q36, q86), four keys (q22), a sub-query
+# in WHERE (q70), UNION ALL under ROLLUP (q77)
+GROUPING_SETS = ["q22", "q27", "q36", "q70", "q77", "q86"]
 
 
 @pytest.mark.parametrize("name", GROUPING_SETS)

@@ -68,14 +68,20 @@ class SelectLowering(SubqueryLowering):
             node = self._limit(s, node)
             return self._projection(node, list(items))
         node = self._projection(node, proj_items)
+        return self._finish(s, node, len(proj_items), ords, out_names)
+
+    def _finish(self, s: exp.Select, node: Node, width: int, ords: Optional[tuple[exp.Ordered, ...]],
+                out_names: Sequence[str]) -> Node:
+        """DISTINCT, ORDER BY, LIMIT over a block's ``width`` items (the visible ones,
+        ``out_names``, then hidden sort columns), and the projection dropping the hidden."""
         if s.args.get("distinct"):
-            if len(proj_items) != len(items):
+            if width != len(out_names):
                 raise Unsupported("DISTINCT with hidden ORDER BY columns")
             node = self._distinct(node)
         if ords is not None:
             node = Sort(node, ords)
         node = self._limit(s, node)
-        return self._drop_hidden(node, len(items), out_names)
+        return self._drop_hidden(node, len(out_names), out_names)
 
     def _grouped(self, s: exp.Select, node: Node, items: Items, keys: Sequence[exp.Expr],
                  having: Optional[exp.Having], order: Optional[exp.Order], windows: Sequence[exp.Expr],
@@ -91,14 +97,7 @@ class SelectLowering(SubqueryLowering):
         node = make(node, tuple(agg_items))
         if having_pred is not None:
             node = Select(node, having_pred)
-        if s.args.get("distinct"):
-            if len(agg_items) != len(items):
-                raise Unsupported("DISTINCT with hidden ORDER BY columns")
-            node = self._distinct(node)
-        if ords is not None:
-            node = Sort(node, ords)
-        node = self._limit(s, node)
-        return self._drop_hidden(node, len(items), out_names)
+        return self._finish(s, node, len(agg_items), ords, out_names)
 
     def _grouping_sets(self, s: exp.Select, node: Node, items: Items, group: exp.Group,
                        having: Optional[exp.Having], order: Optional[exp.Order],
