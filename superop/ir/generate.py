@@ -210,25 +210,29 @@ class _Gen:
         return rel
 
     def g_Aggregate(self, n: Aggregate, hint: Optional[str]) -> _Rel:
-        rel = self.gen(n.child)
-        if rel.order is not None or rel.limit is not None:
-            rel = self.close(rel)
-        keys = [translate_columns(k, rel.fields, rel.cols) for k in n.keys]
-        items = _Rel(rel.source, rel.joins, rel.where,
-                     [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items], n.fields)
-        names = self.unique_names(n.fields)
-        extra: dict[str, exp.Expr] = {"group": exp.Group(expressions=keys)} if keys else {}
-        return self.wrap(self.select_of(items, names, extra), n.fields, names, hint)
+        return self._grouped(n, lambda tr: exp.Group(expressions=[tr(k) for k in n.keys]) if n.keys else None,
+                             hint)
 
     def g_GroupingAggregate(self, n: GroupingAggregate, hint: Optional[str]) -> _Rel:
+        return self._grouped(n, lambda tr: tr(n.group), hint)
+
+    def _grouped(self, n: Aggregate | GroupingAggregate,
+                 group: Callable[[Callable[[exp.Expr], exp.Expr]], Optional[exp.Expr]],
+                 hint: Optional[str]) -> _Rel:
+        """One SELECT ... GROUP BY over the child; ``group(tr)`` builds the clause with
+        ``tr`` moving an expression onto the child's columns (None: a global aggregate)."""
         rel = self.gen(n.child)
         if rel.order is not None or rel.limit is not None:
             rel = self.close(rel)
-        group = translate_columns(n.group, rel.fields, rel.cols)
-        items = _Rel(rel.source, rel.joins, rel.where,
-                     [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items], n.fields)
+
+        def tr(e: exp.Expr) -> exp.Expr:
+            return translate_columns(e, rel.fields, rel.cols)
+
+        items = _Rel(rel.source, rel.joins, rel.where, [tr(e) for e, _ in n.items], n.fields)
         names = self.unique_names(n.fields)
-        return self.wrap(self.select_of(items, names, {"group": group}), n.fields, names, hint)
+        clause = group(tr)
+        extra: dict[str, exp.Expr] = {"group": clause} if clause is not None else {}
+        return self.wrap(self.select_of(items, names, extra), n.fields, names, hint)
 
     def g_Window(self, n: Window, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child)

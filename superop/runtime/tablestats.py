@@ -44,7 +44,7 @@ class CatalogStats:
     def __init__(self, spark):
         self.spark = spark
         self._rows: dict[str, Optional[float]] = {}
-        self._ndv: dict[tuple, dict[str, float]] = {}     # (table, column) -> its statistics
+        self._cols: dict[tuple, dict[str, float]] = {}     # (table, column) -> its statistics
         self._lock = threading.Lock()
 
     def rows(self, table: str) -> Optional[float]:
@@ -74,8 +74,8 @@ class CatalogStats:
     def _column(self, table: str, column: str) -> dict[str, float]:
         key = (table, column.lower())
         with self._lock:
-            if key in self._ndv:
-                return self._ndv[key]
+            if key in self._cols:
+                return self._cols[key]
         out: dict[str, float] = {}
         try:
             for r in _rows(self.spark, f"DESCRIBE TABLE EXTENDED {table} `{column}`"):
@@ -84,7 +84,7 @@ class CatalogStats:
         except Exception as e:
             log.debug("superop: no column statistics for %s.%s: %s", table, column, str(e).splitlines()[0])
         with self._lock:
-            self._ndv[key] = out
+            self._cols[key] = out
         return out
 
 

@@ -208,9 +208,14 @@ def type_width(t: str) -> int:
         except ValueError:
             p = 38
         return 8 if p <= 18 else 16
-    if t in ("string",) or t.startswith(("varchar", "char")):
+    if is_string_type(t):
         return 20
     return 8
+
+
+def is_string_type(t: str) -> bool:
+    t = t.lower()
+    return t == "string" or t.startswith(("varchar", "char"))
 
 
 def width(types: Sequence[str]) -> int:
@@ -362,8 +367,7 @@ class Estimator:
         measured it (the width Spark's own size estimates use then: a one-letter
         ``cd_gender`` is not 20 bytes), else the type's default size."""
         default = type_width(ty)
-        t = ty.lower()
-        if self.spark is None or not (t == "string" or t.startswith(("varchar", "char"))):
+        if self.spark is None or not is_string_type(ty):
             return default
         if self._catalog is None:
             from ..runtime.tablestats import CatalogStats

@@ -163,7 +163,10 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
         # a CE is held only until its last reader has run: the memory goes back to the
         # queries after it (their execution memory, less GC)
         last = {ce_id: i for i, r in enumerate(plan.rewrites) if r.changed for ce_id in r.ces}
-        view_of = {ce.id: ce.view for ce in plan.cached}
+        release_after: dict[int, set[str]] = {}
+        for ce in plan.cached:
+            if ce.id in last:
+                release_after.setdefault(last[ce.id], set()).add(ce.view)
         for i, r in enumerate(plan.rewrites):
             t = time.perf_counter()
             fallback = ""
@@ -176,7 +179,7 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
                 rows, n = _consume(spark.sql(plan.queries[r.index].sql), consume, r.name)
             result.runs.append(QueryRun(r.index, r.name, time.perf_counter() - t, r.changed and not fallback,
                                         r.ces if not fallback else [], rows, n, fallback))
-            done = {view_of[c] for c, j in last.items() if j == i and c in view_of}
+            done = release_after.get(i, set())
             for s in [s for s in stored if s.view in done]:
                 stored.remove(s)
                 s.release(spark)

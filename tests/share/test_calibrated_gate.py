@@ -102,3 +102,19 @@ def test_cost_model_names_its_store(tmp_path):
     (tmp_path / "disk.json").write_text(json.dumps({"storage": "disk"}))
     with pytest.raises(SuperopError, match="unknown storage 'disk'"):
         CostModel.from_json(tmp_path / "disk.json")
+
+
+def test_a_string_is_as_wide_as_its_analysed_average_length(spark):
+    """Scan bytes price an analysed string column at its avg_col_len (what Spark's own size
+    estimates use), an unanalysed one at the type's default 20 bytes."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS share_width")
+    spark.sql("DROP TABLE IF EXISTS share_width.t")
+    spark.sql("CREATE TABLE share_width.t USING parquet AS SELECT * FROM VALUES "
+              "(1, 'M', 'College'), (2, 'F', NULL), (3, 'M', 'Primary') AS t(k, g, e)")
+    est = Estimator(spark)
+    assert est.column_width("share_width.t", "g", "string") == 20       # not analysed yet
+    spark.sql("ANALYZE TABLE share_width.t COMPUTE STATISTICS FOR COLUMNS g")
+    est = Estimator(spark)
+    assert est.column_width("share_width.t", "g", "string") == 1
+    assert est.column_width("share_width.t", "e", "string") == 20       # its column not analysed
+    assert est.column_width("share_width.t", "k", "int") == 4

@@ -106,11 +106,11 @@ class SelectLowering(SubqueryLowering):
         :class:`GroupingAggregate` carrying the clause as written; the rest of the block
         as over any aggregate (``grouping()`` calls are aggregate calls there)."""
         keys = grouping_keys(group)
-        child = node
         for k in keys:
-            if not list(columns_outside_queries(k)) or has_query(k) or nondeterministic(k):
+            cols = list(columns_outside_queries(k))
+            if not cols or has_query(k) or nondeterministic(k):
                 raise Unsupported("GROUPING SETS key that is not a deterministic column expression")
-            if not all(resolves_strict(child.fields, c) for c in columns_outside_queries(k)):
+            if not all(resolves_strict(node.fields, c) for c in cols):
                 raise Unsupported("GROUPING SETS key that is not an input column")
         return self._grouped(s, node, items, keys, having, order, windows,
                              lambda c, its: GroupingAggregate(c, group, its))
@@ -326,8 +326,10 @@ class SelectLowering(SubqueryLowering):
 def grouping_sets_clause(group: exp.Group) -> Optional[exp.Group]:
     """``group`` as one clause of plain keys and ROLLUP / CUBE / GROUPING SETS (``WITH
     ROLLUP`` / ``WITH CUBE`` written inline), or None for a plain GROUP BY."""
-    if group.args.get("totals") or group.args.get("grouping_sets"):
+    if group.args.get("totals"):
         raise Unsupported("GROUP BY WITH TOTALS")
+    if group.args.get("grouping_sets"):
+        raise Unsupported("GROUPING SETS outside the GROUP BY list")
     with_ = [k for k in ("rollup", "cube") if group.args.get(k)]
     inline = any(isinstance(k, GROUPING_CONSTRUCTS) for k in group.expressions)
     if not with_ and not inline:
