@@ -244,6 +244,9 @@ def markdown(doc: dict) -> str:
              f"control (same SQL on both sides): unchanged queries {_fmt(s.get('unchanged_ratio'))}, "
              f"rewritten queries {_fmt(s.get('rewritten_ratio'))} (shared / alone, without filling the cache); "
              f"warm-up runs {s.get('warmup', 0)}; first side {s.get('first_side', 'alone')}", "",
+             "weight charged to the budget vs bytes stored, per cached CE: " + (", ".join(
+                 f"{k} {v['weight'] / 1e6:.1f} MB vs {v['stored_bytes'] / 1e6:.1f} MB"
+                 for k, v in s.get("weight_vs_stored", {}).items()) or "–"), "",
              "| query | alone s | shared s | ratio | reads |", "|---|---:|---:|---:|---|"]
     for q in doc["per_query"]:
         lines.append(f"| {q['query']} | {q['alone_s']:.2f} | {q['shared_s']:.2f} | {q['ratio']:.2f} | "
@@ -369,6 +372,10 @@ def main(argv=None) -> int:
         "planning_steps_s": {k: round(v, 1) for k, v in plan.seconds.items()}, "prover": plan.prover_stats,
         "planning_runs": planning_runs,
         "fill_cache_s": fill, "materialized_s": {k: round(v, 2) for k, v in res.materialized.items()},
+        # the budget's accuracy: each cached CE's weight (what the knapsack charged) next to
+        # the bytes its rows took once filled
+        "weight_vs_stored": {k: {"weight": plan.estimates[k].weight, "stored_bytes": b}
+                             for k, b in res.stored_bytes.items() if k in plan.estimates},
         "load_avg_end": _load(),
         "alone_s": ta, "shared_s": ts, "ratio": ts / ta, "ratio_with_planning": (ts + planning) / ta,
         "max_query_ratio": max(q["ratio"] for q in doc["per_query"] if q["ratio"] is not None),

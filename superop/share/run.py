@@ -57,12 +57,15 @@ class BatchResult:
     materialize_seconds: float = 0.0  # filling the cache (part of ``seconds``)
     materialized: dict = field(default_factory=dict)   # CE id -> seconds to fill it
     cache_bytes: int = 0              # memory + disk of the cached CEs, measured once all are filled
+    # CE id -> memory + disk bytes its rows take once filled (-1: not measurable), next to
+    # the weight the plan gave it (``plan.estimates[id].weight``): the budget's accuracy
+    stored_bytes: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"runs": [r.to_json() for r in self.runs], "seconds": round(self.seconds, 4),
                 "materialize_seconds": round(self.materialize_seconds, 4),
                 "materialized": {k: round(v, 4) for k, v in self.materialized.items()},
-                "cache_bytes": self.cache_bytes, "plan": self.plan.to_json()}
+                "cache_bytes": self.cache_bytes, "stored_bytes": self.stored_bytes, "plan": self.plan.to_json()}
 
 
 def _consume(df, how: Union[str, Callable], name: str):
@@ -160,6 +163,9 @@ def execute(spark, plan: SharingPlan, consume: Union[str, Callable] = COLLECT,
         result.materialize_seconds = time.perf_counter() - t0
         after = cached_bytes(spark)
         result.cache_bytes = max(0, after - before) if after >= 0 and before >= 0 else -1
+        if materialize:
+            ids = {ce.view: ce.id for ce in plan.cached}
+            result.stored_bytes = {ids[s.view]: s.stored_bytes(spark) for s in stored if s.view in ids}
         # a CE is held only until its last reader has run: the memory goes back to the
         # queries after it (their execution memory, less GC)
         last = {ce_id: i for i, r in enumerate(plan.rewrites) if r.changed for ce_id in r.ces}

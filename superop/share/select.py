@@ -204,6 +204,8 @@ def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float
     cap = resolution if budget > 0 else 0
     scaled = [[Item(it.ces, it.value, math.ceil(it.weight / unit - 1e-9)) for it in g] for g in sel.groups]
     sol = solve_mckp(scaled, cap)
+    taken = sum(g[p].weight for g, p in zip(sel.groups, sol.picks) if p is not None)
+    cells = sum(g[p].weight for g, p in zip(scaled, sol.picks) if p is not None)   # as the solver counts
     for gi, (g, pick) in enumerate(zip(sel.groups, sol.picks)):
         chosen = g[pick] if pick is not None else None
         if chosen is not None:
@@ -229,9 +231,20 @@ def choose(ces: Sequence[str], conflicts: set[frozenset], value: dict[str, float
                                "than recomputing", v, w, gi)
             elif w > budget:
                 d = CEDecision(c, Verdict.TOO_LARGE, f"estimated size {w:.3g} bytes > budget {budget:.3g}", v, w, gi)
+            elif chosen is not None and any(frozenset((c, x)) in conflicts for x in chosen.ces):
+                clash = [x for x in chosen.ces if frozenset((c, x)) in conflicts]
+                d = CEDecision(c, Verdict.BETTER_IN_GROUP, f"conflicts with the chosen {', '.join(clash)} "
+                               f"(its option {', '.join(chosen.ces)}: value {chosen.value:.3g})", v, w, gi)
+            elif chosen is not None and cells + math.ceil(w / unit - 1e-9) > cap:
+                # it conflicts with none of the chosen CEs of its group: the budget kept it out
+                d = CEDecision(c, Verdict.OUT_OF_BUDGET, f"value {v:.3g} for {w:.3g} bytes conflicts with none of "
+                               f"the chosen {', '.join(chosen.ces)}, but the budget has no room for it "
+                               f"({taken:.3g} bytes chosen + {w:.3g} > {budget:.3g})", v, w, gi)
             elif chosen is not None:
-                d = CEDecision(c, Verdict.BETTER_IN_GROUP, f"conflicts with the chosen {', '.join(chosen.ces)} "
-                               f"(value {chosen.value:.3g})", v, w, gi)
+                d = CEDecision(c, Verdict.BETTER_IN_GROUP,
+                               f"conflicts with none of the chosen {', '.join(chosen.ces)}, but no option of "
+                               f"its group offered it with them (at most {MAX_OPTIONS} options, "
+                               f"{MAX_SETS} sets searched)", v, w, gi)
             else:
                 d = CEDecision(c, Verdict.OUT_OF_BUDGET, f"value {v:.3g} for {w:.3g} bytes did not make the "
                                f"cut (budget {budget:.3g} bytes)", v, w, gi)

@@ -37,6 +37,11 @@ class StoredCE:
     storage: str
     df: Any                      # the stored DataFrame (None once released)
 
+    def stored_bytes(self, spark) -> int:
+        """Memory + disk bytes its rows take in the block manager (-1 when it cannot be
+        told: released, Spark Connect, or a store whose RDD is not found)."""
+        return stored_bytes(spark, self.df, self.storage) if self.df is not None else -1
+
     def release(self, spark) -> None:
         """Drop the view and free the stored rows (also when either step fails)."""
         df, self.df = self.df, None
@@ -72,6 +77,22 @@ def keep(df, storage: str = CHECKPOINT, fill: bool = True):
     if fill:
         df.count()
     return df
+
+
+def stored_bytes(spark, df, storage: str) -> int:
+    """Memory + disk bytes of what :func:`keep` stored, from the context's RDD storage
+    info (a checkpoint: the RDD under its LogicalRDD; the columnar cache: the RDD of its
+    column batches); -1 without a JVM (Spark Connect) or when the RDD is not listed."""
+    try:
+        if storage == CACHE:
+            rel = spark._jsparkSession.sharedState().cacheManager().lookupCachedData(df._jdf).get()
+            rdd_id = rel.cachedRepresentation().cacheBuilder().cachedColumnBuffers().id()
+        else:
+            rdd_id = df._jdf.queryExecution().logical().rdd().id()
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        return next((int(i.memSize()) + int(i.diskSize()) for i in infos if int(i.id()) == int(rdd_id)), -1)
+    except Exception:
+        return -1
 
 
 def free(df, storage: str) -> None:

@@ -101,3 +101,19 @@ def test_unknown_and_never_are_not_chosen():
     assert sel.chosen == []
     assert sel.decisions["a"].verdict is Verdict.NO_ESTIMATE
     assert sel.decisions["b"].verdict is Verdict.NOT_PROVED
+
+
+def test_a_ce_left_out_by_the_budget_alone_says_so_not_that_it_conflicts():
+    # a - b - c: one conflict group, but c does not conflict with a. The budget takes a;
+    # c is left out for lack of room, b for its conflict with a: the reasons must differ.
+    conflicts = {frozenset(("a", "b")), frozenset(("b", "c"))}
+    value = {"a": 100.0, "b": 30.0, "c": 20.0}
+    weight = {"a": 50.0, "b": 10.0, "c": 20.0}
+    sel = choose(list(value), conflicts, value, weight, budget=60.0)
+    d = sel.decisions
+    assert sel.chosen == ["a"]
+    assert d["b"].verdict is Verdict.BETTER_IN_GROUP and "conflicts with the chosen a" in d["b"].reason
+    assert d["c"].verdict is Verdict.OUT_OF_BUDGET
+    assert "conflicts with none of the chosen a" in d["c"].reason and "> 60" in d["c"].reason
+    # with room for it, c is taken next to a
+    assert sorted(choose(list(value), conflicts, value, weight, budget=80.0).chosen) == ["a", "c"]

@@ -28,10 +28,12 @@ def test_store_holds_the_rows_and_release_gives_everything_back(spark, share_tab
     before = ex.cached_bytes(spark)
     s = store(spark, sql, "_superop_ce_test_store", storage)
     assert bag(spark.table("_superop_ce_test_store").collect()) == alone(spark, sql)
-    assert ex.cached_bytes(spark) > before            # filled now, held by the block manager
+    held = ex.cached_bytes(spark) - before
+    assert held > 0                                    # filled now, held by the block manager
+    assert s.stored_bytes(spark) == held               # what this one store holds, found by its RDD
     s.release(spark)
     assert not spark.catalog.tableExists("_superop_ce_test_store")
-    assert ex.cached_bytes(spark) == before and s.df is None
+    assert ex.cached_bytes(spark) == before and s.df is None and s.stored_bytes(spark) == -1
 
 
 def test_unknown_storage_is_an_error(spark, share_tables):
@@ -47,6 +49,9 @@ def test_batch_results_equal_alone_with_either_store(spark, share_tables, cost):
     res = ex.execute(spark, plan, "collect")
     assert_same_results(spark, res, SQLS)
     assert sum(r.rewritten for r in res.runs) >= 2 and not any(r.fallback for r in res.runs)
+    # each CE's stored bytes, measured apart; together they are what the cache held
+    assert set(res.stored_bytes) == {ce.id for ce in plan.cached}
+    assert all(b > 0 for b in res.stored_bytes.values()) and sum(res.stored_bytes.values()) == res.cache_bytes
 
 
 def test_lost_checkpoint_blocks_fall_back_to_the_query_as_written(spark, share_tables):
