@@ -146,7 +146,7 @@ def run_alone(spark, queries: dict[str, str]) -> dict[str, float]:
 
 
 def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget_s=None, cost=None,
-               plan_cache=None, grouping_sets=False):
+               plan_cache=None, grouping_sets=True):
     from superop.share import execute, plan_batch
     from superop.share.estimate import DEFAULT_COST
     from superop.share.planner import BatchQuery
@@ -282,8 +282,8 @@ def main(argv=None) -> int:
     ap.add_argument("--storage", choices=STORAGES,
                     help="how chosen CEs are stored (superop/share/store.py; default: the cost model's, checkpoint)")
     ap.add_argument("--check", action="store_true", help="compare every shared result with its result alone")
-    ap.add_argument("--grouping-sets", action="store_true",
-                    help="let GROUP BY ROLLUP/CUBE/GROUPING SETS queries take part (plan_batch(grouping_sets=True))")
+    ap.add_argument("--no-grouping-sets", dest="grouping_sets", action="store_false",
+                    help="keep GROUP BY ROLLUP/CUBE/GROUPING SETS queries out (plan_batch(grouping_sets=False))")
     ap.add_argument("--features", action="store_true",
                     help="record the value model's cost parts of every query (for share_work_fit.py; untimed)")
     ap.add_argument("--plan-cache", metavar="DIR",

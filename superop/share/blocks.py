@@ -323,19 +323,21 @@ def _used_outputs(anchor: Node, root: Node) -> list[int]:
     return sorted(used)
 
 
-# Why a block under GROUP BY ROLLUP / CUBE / GROUPING SETS is left out unless asked for
-# (``plan_batch(grouping_sets=True)``): sharing it is sound (the aggregate is re-applied
-# as written over the block read from the CE; tests/share/test_differential.py), but the
-# value model over-prices what its queries gain. On the TPC-DS SF 1 dashboard batch
-# (session 9) letting q27 and q36 in moved them into 3- and 4-table CEs the model rated
-# higher and ran the batch in 0.767x against 0.643x without them (BENCHMARKS, "Session 9").
-GROUPING_SETS_OFF = ("a GROUP BY ROLLUP/CUBE/GROUPING SETS query takes part only when asked "
-                     "(grouping_sets=True, --grouping-sets)")
+# Why a block under GROUP BY ROLLUP / CUBE / GROUPING SETS is left out when asked to
+# (``plan_batch(grouping_sets=False)``, ``--no-grouping-sets``). Sharing it is sound (the
+# aggregate is re-applied as written over the block read from the CE;
+# tests/share/test_differential.py) and on by default since session 10: in session 9 it
+# was off, because q36 widened the 4-table CE of q53/q63/q89 to every item (0.767x on the
+# SF 1 dashboard batch); narrower SEs of the members that filter a table and restrictions
+# that do not count their own SE's CE as a server gave the planner the better options
+# (BENCHMARKS, "Session 10").
+GROUPING_SETS_OFF = ("a GROUP BY ROLLUP/CUBE/GROUPING SETS query takes no part when turned off "
+                     "(grouping_sets=False, --no-grouping-sets)")
 
 
-def blocks_of(plan: Node, query: int, grouping_sets: bool = False) -> list[Block]:
+def blocks_of(plan: Node, query: int, grouping_sets: bool = True) -> list[Block]:
     """Every block of ``plan`` (top-down), with its anchor when it has one. A block under a
-    :class:`GroupingAggregate` is anchored by it only with ``grouping_sets``."""
+    :class:`GroupingAggregate` is anchored by it unless ``grouping_sets`` is off."""
     ps = parents(plan)
     shared = frozenset(i for i, p in ps.items() if len(p) >= 2)
     roots = []

@@ -59,9 +59,9 @@ def register(sub) -> None:
                    help="what running a query means (default noop: computed, not shipped)")
     p.add_argument("--results-dir", help="write each query's result as parquet to DIR/<query name>")
     p.add_argument("--plan-only", action="store_true", help="print the sharing plan, run nothing")
-    p.add_argument("--grouping-sets", action="store_true",
-                   help="let queries with GROUP BY ROLLUP/CUBE/GROUPING SETS take part (off by default: "
-                        "the value model over-prices their options; superop/share/README.md)")
+    p.add_argument("--no-grouping-sets", dest="grouping_sets", action="store_false",
+                   help="keep queries with GROUP BY ROLLUP/CUBE/GROUPING SETS out of sharing (they take "
+                        "part by default; superop/share/README.md)")
     p.add_argument("--out", metavar="FILE", help="write the plan (and the run) as JSON to this file")
     add_json_arg(p, "the plan (and the run) instead of the text report")
     add_spark_args(p)

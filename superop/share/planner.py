@@ -37,7 +37,7 @@ from .plancache import DEFAULT_MAX_BYTES
 from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
 from .proofs import ConsumerProof, Prover
 from .select import CEDecision, Selection, Verdict, choose
-from .similar import SimilarSubexpression, identify, narrower, restricted, units_of_plan
+from .similar import SimilarSubexpression, identify, narrower, restricted, served_by, units_of_plan
 from .store import CHECKPOINT
 
 
@@ -271,7 +271,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
                proof_budget_s: Optional[float] = DEFAULT_PROOF_BUDGET_S, narrow: bool = True,
                restrict: bool = True, cache_dir=None,
                cache_max_bytes: Optional[int] = DEFAULT_MAX_BYTES,
-               grouping_sets: bool = False) -> SharingPlan:
+               grouping_sets: bool = True) -> SharingPlan:
     """The sharing plan of a batch (module doc). ``spark`` plans and estimates (without
     it, given ``schema``, the plan stops after the proofs: no values, nothing chosen).
     ``timeout_ms`` bounds each proof, ``proof_budget_s`` all of them (None: no bound);
@@ -283,7 +283,7 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     with the same inputs is returned from it, proofs and Spark's estimates are reused;
     ``cache_max_bytes`` bounds it (oldest records evicted first; None = unbounded).
     ``grouping_sets``: let queries with GROUP BY ROLLUP / CUBE / GROUPING SETS take part
-    (``blocks.GROUPING_SETS_OFF`` says why they do not by default)."""
+    (default; ``blocks.GROUPING_SETS_OFF`` is the reason given when it is off)."""
     if spark is None and schema is None:
         raise SuperopError("plan_batch needs a SparkSession or a schema")
     if k < 2:
@@ -473,22 +473,19 @@ def _choose(plan: SharingPlan, est: Estimator, ces: list, k: int = 2, final: boo
 def _restrict(plan: SharingPlan, cands: list[_Built], ses: list[SimilarSubexpression],
               extra: dict[tuple, SimilarSubexpression], k: int, blocked: frozenset) -> bool:
     """Add to ``extra`` the restriction (``similar.restricted``) of every CE the current
-    choice passed over to the members its chosen CEs leave unserved; True when one is new
-    (the planner then builds, proves and chooses again)."""
+    choice passed over to the members that the chosen CEs of other SEs leave unserved
+    (``similar.served_by``); True when one is new (the planner then builds, proves and
+    chooses again)."""
     chosen = set(plan.selection.chosen) if plan.selection is not None else set()
-    served: dict[int, frozenset] = {}
-    for b in cands:
-        if b.ce is not None and b.ce.id in chosen:
-            for c in b.ce.consumers:     # as ``_conflict`` counts them: every consumer
-                served[c.query] = served.get(c.query, frozenset()) | c.unit.footprint()
-    if not served:
+    uses = [(b.ce.se, [c.unit for c in b.ce.consumers]) for b in cands if b.ce is not None and b.ce.id in chosen]
+    if not uses:
         return False
     have = {frozenset(id(m) for m in se.members) for se in ses}
     new = False
     for b in cands:
         if b.ce is None or b.ce.id in chosen:
             continue
-        r = restricted(b.ce.se, served, k, blocked)
+        r = restricted(b.ce.se, served_by(uses, b.ce.se), k, blocked)
         if r is None or r.narrow_key in extra or frozenset(id(m) for m in r.members) in have:
             continue
         extra[r.narrow_key] = r

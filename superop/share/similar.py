@@ -62,7 +62,7 @@ def all_units(forest: list[Unit]):
         stack.extend(u.children)
 
 
-def units_of_plan(plan: Node, query: int, grouping_sets: bool = False) -> list[Unit]:
+def units_of_plan(plan: Node, query: int, grouping_sets: bool = True) -> list[Unit]:
     return units_of(blocks_of(plan, query, grouping_sets))
 
 
@@ -113,8 +113,10 @@ NARROWER_PER_SE = 3      # narrower SEs offered per SE (the largest member group
 def narrower(se: SimilarSubexpression, k: int = 2, limit: int = NARROWER_PER_SE,
              blocked: frozenset = frozenset()) -> list[SimilarSubexpression]:
     """Narrower SEs of a select-project-join SE over a join: the groups of its members
-    that have a filter conjunct in common (``d_moy = 11``), at least ``k`` and fewer than
-    all of them, the ``limit`` largest groups (ties: more shared conjuncts first).
+    that have a filter conjunct in common (``d_moy = 11``) or that each filter one table
+    (``<a filter on item>``: q53, q63 and q89 without q36, which reads every item), at
+    least ``k`` and fewer than all of them, the ``limit`` largest groups (ties: more
+    shared conjuncts first).
 
     The CE of an SE ORs every member's filters: one member that reads a whole year makes
     the CE of a dozen one-month members hold that year. The CE of a narrower SE ORs only
@@ -126,10 +128,11 @@ def narrower(se: SimilarSubexpression, k: int = 2, limit: int = NARROWER_PER_SE,
     result is what one read of a cache replaces."""
     if se.kind != "spj" or len(se.tables) < 2 or len(se.members) <= k:
         return []
-    per = []
+    per, filtered = [], []
     for u in se.members:
         _, filters, _ = unit_parts(u)
         per.append({conjunct_text(f) for fs in filters.values() for f in fs})
+        filtered.append({j for j, fs in filters.items() if fs})
     if all(p == per[0] for p in per):
         return []                       # the SE's CE is exact already
     groups: dict[frozenset, set[str]] = {}
@@ -137,6 +140,13 @@ def narrower(se: SimilarSubexpression, k: int = 2, limit: int = NARROWER_PER_SE,
         idx = frozenset(i for i, p in enumerate(per) if c in p)
         if k <= len(idx) < len(se.members):
             groups.setdefault(idx, set()).add(c)
+    # The members that filter one table, each its own way (q53, q63, q89: three item
+    # predicates), without the member that reads that table whole (q36): its CE ORs
+    # their filters only instead of holding every row of the table.
+    for j, table in enumerate(se.tables):
+        idx = frozenset(i for i, f in enumerate(filtered) if j in f)
+        if k <= len(idx) < len(se.members):
+            groups.setdefault(idx, set()).add(f"<a filter on {table}>")
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[0]), -len(kv[1]), sorted(kv[1])))
     out = []
     for idx, conj in ranked:
@@ -149,6 +159,27 @@ def narrower(se: SimilarSubexpression, k: int = 2, limit: int = NARROWER_PER_SE,
                                         [se.members[i] for i in sorted(idx)], parent=se.id,
                                         shared=tuple(sorted(conj)), narrow_key=key))
     return out
+
+
+def root_of(se: SimilarSubexpression) -> str:
+    """The SE a narrower or restricted SE was cut from (itself otherwise)."""
+    return se.parent or se.id
+
+
+def served_by(chosen: list[tuple[SimilarSubexpression, list[Unit]]], se: SimilarSubexpression) -> dict[int, frozenset]:
+    """Per query, the footprint that the chosen CEs' consumer units replace (``chosen``:
+    each chosen CE's SE and its consumers' units), for cutting ``se`` down
+    (:func:`restricted`). A chosen CE of ``se``'s own SE (the same root: e.g. its
+    restriction to three queries) is left out: it is an alternative to a CE of ``se``,
+    not a reason to cut it — a query left unserved may join those three in a CE the
+    knapsack weighs against theirs (q36 with q43, q98 and q65)."""
+    served: dict[int, frozenset] = {}
+    for ce_se, units in chosen:
+        if root_of(ce_se) == root_of(se):
+            continue
+        for u in units:
+            served[u.query] = served.get(u.query, frozenset()) | u.footprint()
+    return served
 
 
 def restricted(se: SimilarSubexpression, served: dict[int, frozenset], k: int = 2,

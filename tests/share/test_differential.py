@@ -143,7 +143,7 @@ def test_covering_aggregate_over_a_join(spark, share_tables):
 
 
 def test_grouping_sets_queries_read_the_shared_join(spark, share_tables):
-    """ROLLUP / CUBE / GROUPING SETS queries (TPC-DS q27, q36) take part: the join below
+    """ROLLUP / CUBE / GROUPING SETS queries (TPC-DS q27, q36) take part by default: the join below
     their GroupingAggregate is read from the CE, the grouping sets run over it as written
     (NULL keys next to subtotal rows, grouping() values equal alone)."""
     sqls = ["SELECT st.b, su.e, GROUPING(su.e) AS g, SUM(st.c) AS s, AVG(st.f) AS v FROM st "
@@ -153,7 +153,7 @@ def test_grouping_sets_queries_read_the_shared_join(spark, share_tables):
             "SELECT st.a, su.e, MAX(st.c) AS m FROM st JOIN su ON st.a = su.a WHERE st.c > 0 "
             "GROUP BY GROUPING SETS ((st.a, su.e), (su.e), ()) HAVING GROUPING_ID(st.a, su.e) < 3",
             "SELECT st.b, su.d FROM st JOIN su ON st.a = su.a WHERE su.d > 1"]
-    res = run_batch(spark, sqls, budget=BUDGET, cost=EAGER, consume="collect", grouping_sets=True)
+    res = run(spark, sqls)
     assert_same_results(spark, res, sqls)
     assert shared_queries(res) >= {0, 1, 2}, res.plan.report()
     # the aggregate over grouping sets is never itself a covering aggregate
@@ -161,20 +161,20 @@ def test_grouping_sets_queries_read_the_shared_join(spark, share_tables):
                 and {c.query for c in ce.consumers} & {0, 1, 2}], res.plan.report()
 
 
-def test_grouping_sets_queries_run_as_written_unless_asked(spark, share_tables):
-    """Keep unchanged: by default a GROUP BY ROLLUP query takes no part (blocks.GROUPING_SETS_OFF),
-    the plain queries of the batch still share."""
+def test_grouping_sets_queries_run_as_written_when_turned_off(spark, share_tables):
+    """Keep unchanged: with grouping_sets=False a GROUP BY ROLLUP query takes no part
+    (blocks.GROUPING_SETS_OFF), the plain queries of the batch still share."""
     from superop.share.blocks import GROUPING_SETS_OFF
     sqls = ["SELECT st.b, su.e, SUM(st.c) AS s FROM st JOIN su ON st.a = su.a WHERE su.d > 1 "
             "GROUP BY ROLLUP(st.b, su.e)",
             "SELECT st.b, su.d FROM st JOIN su ON st.a = su.a WHERE su.d > 1",
             "SELECT st.a, su.e FROM st JOIN su ON st.a = su.a WHERE su.d > 5"]
-    res = run(spark, sqls)
+    res = run_batch(spark, sqls, budget=BUDGET, cost=EAGER, consume="collect", grouping_sets=False)
     assert_same_results(spark, res, sqls)
     assert 0 not in shared_queries(res) and shared_queries(res) == {1, 2}, res.plan.report()
     assert res.plan.rewrites[0].sql == sqls[0]
     from superop.ir import lower
     from superop.share.blocks import blocks_of
     plan = lower(sqls[0], share_tables).plan
-    assert [b.why_not for b in blocks_of(plan, 0)] == [GROUPING_SETS_OFF]
-    assert [b.anchor_kind for b in blocks_of(plan, 0, grouping_sets=True)] == ["grouping"]
+    assert [b.why_not for b in blocks_of(plan, 0, grouping_sets=False)] == [GROUPING_SETS_OFF]
+    assert [b.anchor_kind for b in blocks_of(plan, 0)] == ["grouping"]

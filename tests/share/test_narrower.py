@@ -1,7 +1,8 @@
 """Narrower similar sub-expressions and the planning-time memos.
 
-* the members of an SE over a join that share a filter conjunct form a narrower SE whose
-  CE ORs only their filters (``similar.narrower``); it conflicts with the SE's own CE;
+* the members of an SE over a join that share a filter conjunct, or that each filter one
+  table, form a narrower SE whose CE ORs only their filters (``similar.narrower``); it
+  conflicts with the SE's own CE;
 * a batch shared through a narrower CE returns what each query returns alone;
 * the estimator plans each distinct sub-plan with Spark once."""
 from __future__ import annotations
@@ -27,14 +28,27 @@ def _ses(sqls):
 def test_members_sharing_a_conjunct_form_a_narrower_se():
     (se,) = [s for s in _ses(Q) if len(s.tables) == 2]
     assert len(se.members) == 4
-    (sub,) = narrower(se, 2)
+    sub, by_table = narrower(se, 2)
     assert sub.parent == se.id and sub.queries == [0, 1, 2]
+    assert by_table.queries == [0, 1] and by_table.shared == ("<a filter on su>",)   # next test
     assert any("'x'" in c for c in sub.shared), sub.shared
-    assert narrower(se, 2, blocked=frozenset([sub.narrow_key])) == []
+    assert narrower(se, 2, blocked=frozenset([sub.narrow_key, by_table.narrow_key])) == []
     assert narrower(sub, 2) == [] or all(len(n.members) < 3 for n in narrower(sub, 2))
     # no narrower SE of one table, or of members that all filter alike
     assert all(narrower(s, 2) == [] for s in _ses(Q) if len(s.tables) == 1)
     assert narrower(next(s for s in _ses(Q[:1] * 3) if len(s.tables) == 2), 2) == []
+
+
+def test_members_that_filter_one_table_each_their_own_way_form_a_narrower_se():
+    # three members filter su, each differently (no conjunct in common); the fourth reads
+    # su whole: with it, the CE would hold every su row joined
+    sqls = [J + "su.d > 5", J + "su.d < 2", J + "su.d = 3", J + "st.c > 0"]
+    (se,) = [s for s in _ses(sqls) if len(s.tables) == 2]
+    (sub,) = narrower(se, 2)
+    assert sub.queries == [0, 1, 2] and sub.shared == ("<a filter on su>",)
+    assert "sharing <a filter on su>" in sub.describe()
+    # every member filters su: nothing to cut
+    assert narrower(next(s for s in _ses(sqls[:3]) if len(s.tables) == 2), 2) == []
 
 
 def test_a_batch_shared_through_a_narrower_ce_equals_each_query_alone(spark, share_schema):

@@ -6,9 +6,11 @@
 * a batch shared through a restricted CE returns what each query returns alone."""
 from __future__ import annotations
 
+import dataclasses
+
 from superop.ir import lower
 from superop.share.select import Verdict, choose
-from superop.share.similar import identify, restricted, units_of_plan
+from superop.share.similar import identify, restricted, served_by, units_of_plan
 
 from .conftest import SCHEMA
 
@@ -39,6 +41,29 @@ def test_a_restricted_se_keeps_the_members_no_chosen_ce_serves():
     # a chosen unit of another part of the query (sv alone) does not cut the st ⋈ su member
     (sv,) = [s for s in ses if s.tables == ("sv",)]
     assert restricted(pair, {m.query: m.footprint() for m in sv.members}, 2) is None
+
+
+def test_a_chosen_restriction_of_the_same_se_does_not_cut_it_again():
+    # chosen: the 3-table CE (q0, q1) and pair restricted to q2, q3. A fifth query with the
+    # same st ⋈ su is left unserved: pair restricted against the 3-table CE alone keeps
+    # q2, q3 and q4 (a CE the knapsack weighs against the chosen restriction); counting
+    # that restriction as a server would cut q2 and q3 and leave q4 alone (no SE)
+    sqls = Q + [PAIR + "st.c = 5"]
+    ses = identify([units_of_plan(lower(q, SCHEMA).plan, i) for i, q in enumerate(sqls)], 2)
+    (three,) = [s for s in ses if len(s.tables) == 3]
+    (pair,) = [s for s in ses if set(s.tables) == {"st", "su"}]
+    first = restricted(pair, served_by([(three, three.members)], pair), 2)
+    assert first is not None and first.queries == [2, 3, 4]
+    two = dataclasses.replace(first, members=[m for m in first.members if m.query in (2, 3)])
+    chosen = [(three, three.members), (two, two.members)]
+    served = served_by(chosen, pair)
+    assert set(served) == {0, 1}                       # only the other SE's CE serves
+    again = restricted(pair, served, 2)
+    assert again is not None and again.queries == [2, 3, 4]
+    # counted as a server, the restriction would leave a single member: nothing offered
+    assert restricted(pair, {**served, **{m.query: m.footprint() for m in two.members}}, 2) is None
+    # another SE's restriction does count: the 3-table SE cut by pair's chosen restriction
+    assert set(served_by(chosen, three)) == {2, 3}
 
 
 def test_the_knapsack_takes_a_restricted_ce_next_to_the_chosen_one():

@@ -135,3 +135,25 @@ def test_a_ce_is_released_after_its_last_reader(spark, share_tables):
     assert res.cache_bytes > 0
     for r, sql in zip(res.runs, sqls):
         assert r.rows == alone(spark, sql)
+
+
+def test_queries_that_read_no_ce_run_before_the_cache_is_filled(spark, share_tables):
+    """A query that reads no CE runs first, with no CE stored yet; the others run after
+    the fill in batch order, and the runs are reported in batch order."""
+    sqls = ["SELECT a, d FROM su WHERE d > 5", "SELECT COUNT(*) AS n FROM sv",
+            "SELECT a, e FROM su WHERE e = 'q'"]
+    plan = plan_batch(sqls, spark, budget=10 ** 9, cost=FREE)
+    assert [r.changed for r in plan.rewrites] == [True, False, True], plan.report()
+    order, views = [], {}
+
+    def consume(df, name):
+        order.append(name)
+        views[name] = {t.name for t in spark.catalog.listTables() if t.name.startswith("_superop_ce_")}
+        return bag(df.collect())
+
+    res = ex.execute(spark, plan, consume)
+    assert order == ["q2", "q1", "q3"]
+    assert views["q2"] == set() and views["q1"] and views["q1"] == views["q3"]
+    assert [r.name for r in res.runs] == ["q1", "q2", "q3"] and [r.rewritten for r in res.runs] == [True, False, True]
+    for r, sql in zip(res.runs, sqls):
+        assert r.rows == alone(spark, sql)
