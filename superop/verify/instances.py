@@ -8,12 +8,13 @@ path (``superop.families.first_match``) and built by the family's template
 Pure glue: no Z3 (the runtime's trust check recomputes a certificate's program hash)."""
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 from .. import families
 from ..families import Match
 from ..families.kit.family import ProofInstance
-from ..ir import lower
+from ..ir import Node, lower
 from ..synth.dsl import Program
 
 
@@ -46,12 +47,27 @@ def find_by(family: str, join_kind: Optional[str] = None, agg_left: bool = True,
     return find(name + (f"/{part}" if part else ""))
 
 
+# (instance SQL, schema) -> (opaque reasons, plan). An instance's SQL is fixed, so its
+# lowering (sqlglot qualification: most of program_of's cost, paid by every trust check of
+# every SuperOpSession) runs once per process. Plans are immutable (frozen, interned); the
+# match and the template's program are not kept, so a changed template is still seen.
+_LOWERED: dict[tuple[str, str], tuple[list[str], Node]] = {}
+
+
+def _lowered(inst: ProofInstance) -> tuple[list[str], Node]:
+    key = (inst.sql, json.dumps(inst.schema, sort_keys=True))
+    if key not in _LOWERED:
+        low = lower(inst.sql, inst.schema)
+        _LOWERED[key] = (list(low.opaque_reasons), low.plan)
+    return _LOWERED[key]
+
+
 def match_of(inst: ProofInstance) -> Match:
     """The instance's match: what the registry recognizes at the top of its plan."""
-    low = lower(inst.sql, inst.schema)
-    if not low.fully_lowered:
-        raise ValueError(f"instance {inst.name} does not lower: {low.opaque_reasons}")
-    m = families.first_match(low.plan)
+    reasons, plan = _lowered(inst)
+    if reasons:
+        raise ValueError(f"instance {inst.name} does not lower: {reasons}")
+    m = families.first_match(plan)
     if m is None or m.family != inst.family:
         raise ValueError(f"instance {inst.name} is not a {inst.family} match")
     return m

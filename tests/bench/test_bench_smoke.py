@@ -36,8 +36,11 @@ def micro_data(tmp_path_factory):
 
 @pytest.fixture()
 def small_view(spark):
-    rows = [(1, 10, None), (1, 20, "x"), (2, None, "y"), (None, 5, "y"), (2, 7, "y")]
-    spark.createDataFrame(rows, "a INT, b INT, d STRING").createOrReplaceTempView("bench_t")
+    # a VALUES view runs in the JVM; a createDataFrame of Python rows needs Python workers
+    # in every query (the equality checks run ~20)
+    spark.sql("CREATE OR REPLACE TEMP VIEW bench_t AS SELECT CAST(a AS INT) AS a, CAST(b AS INT) AS b, "
+              "CAST(d AS STRING) AS d FROM VALUES (1, 10, NULL), (1, 20, 'x'), (2, NULL, 'y'), "
+              "(NULL, 5, 'y'), (2, 7, 'y') AS v(a, b, d)")
     return "bench_t"
 
 

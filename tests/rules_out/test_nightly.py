@@ -35,7 +35,8 @@ def nightly(spark, small_log, tmp_path_factory, seed_mlflow_db):
     seed_mlflow_db(out / "mlflow.db")     # the job's default store, already migrated
     res = N.run_nightly(small_log, out, spark=spark, max_candidates=4, synth_timeout_s=40,
                         verify_timeout_s=15, synth_fn=flaky, progress=False,
-                        share_budget_s=20)    # the sharing step runs, bounded (tests/share covers it)
+                        # the sharing step runs on one window (tests/share covers the rest)
+                        share_max_windows=1, share_budget_s=20)
     return res
 
 

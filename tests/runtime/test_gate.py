@@ -36,13 +36,20 @@ def big(spark, ops):
     spark.sql("DROP VIEW IF EXISTS big")
 
 
+@pytest.fixture(scope="module")
+def cost_so(spark, catalog):
+    """The default cost-gated session without a decision cache: it keeps no state between
+    rewrites, so the tests share one (each construction re-checks the catalog, ~2 s)."""
+    return SuperOpSession(spark, catalog, cache=False)
+
+
 def _same_rows_on_tiny_data(spark, original: str, rewritten: str):
     spark.sql("CREATE OR REPLACE TEMP VIEW big AS SELECT * FROM ops")
     assert bag(spark.sql(rewritten).collect()) == bag(spark.sql(original).collect())
 
 
-def test_gate_applies_a_rewrite_its_cost_calls_faster(spark, catalog, big):
-    so = SuperOpSession(spark, catalog, cache=False)
+def test_gate_applies_a_rewrite_its_cost_calls_faster(spark, cost_so, big):
+    so = cost_so
     r = so.rewrite(DU_Q)
     assert r.changed and r.applied == ["du-2way"], r.explanation
     assert "benefit gate (cost)" in r.explanation and "predicted" in r.explanation
@@ -54,8 +61,8 @@ def test_gate_applies_a_rewrite_its_cost_calls_faster(spark, catalog, big):
     _same_rows_on_tiny_data(spark, DU_Q, r.sql)
 
 
-def test_gate_refuses_a_rewrite_its_cost_calls_slower(spark, catalog, big):
-    so = SuperOpSession(spark, catalog, cache=False)
+def test_gate_refuses_a_rewrite_its_cost_calls_slower(spark, catalog, cost_so, big):
+    so = cost_so
     r = so.rewrite(MJ_SIGMA_Q)
     # the σ on the rows runs before the original's shuffle, after the rewrite's: both forms
     # shuffle, sort and buffer all 50 M rows — refused, original kept
@@ -76,10 +83,10 @@ def test_gate_refuses_a_rewrite_its_cost_calls_slower(spark, catalog, big):
     assert bag(so.sql(MJ_SIGMA_Q).collect()) == bag(spark.sql(MJ_SIGMA_Q).collect())
 
 
-def test_gate_picks_the_partition_wide_form_of_a_min_join(spark, catalog, big):
+def test_gate_picks_the_partition_wide_form_of_a_min_join(cost_so, big):
     """The window form sorts all 50 M rows on (a, s) for a running MIN: refused; the
     partition-wide form (the final MIN, sort on a only) is applied, the explanation says why."""
-    so = SuperOpSession(spark, catalog, cache=False)
+    so = cost_so
     r = so.rewrite(MJ_Q)
     assert r.changed and "in its partition-wide form" in r.explanation, r.explanation
     window, wide = r.candidates
@@ -133,7 +140,7 @@ def test_plan_info_counts_exchanges_like_spark(spark, ops):
     assert p.estimate.features["stages"] == 2 and p.cost > 0
 
 
-def test_the_sessions_constants_price_the_plans(spark, catalog, big):
+def test_the_sessions_constants_price_the_plans(spark, catalog, cost_so, big):
     # the constants a session is given are the ones its decision uses (costs and threshold)
     strict = replace(CONSTANTS, min_speedup=50.0)
     r = SuperOpSession(spark, catalog, cache=False, cost_constants=strict).rewrite(DU_Q)
@@ -141,7 +148,7 @@ def test_the_sessions_constants_price_the_plans(spark, catalog, big):
     doubled = replace(CONSTANTS, **{k: 2 * getattr(CONSTANTS, k) for k in
                                     ("query_s", "stage_s", "scan_byte_s", "shuffle_byte_s", "agg_row_s")})
     r2 = SuperOpSession(spark, catalog, cache=False, cost_constants=doubled).rewrite(DU_Q)
-    base = SuperOpSession(spark, catalog, cache=False).rewrite(DU_Q)
+    base = cost_so.rewrite(DU_Q)
     assert r2.cost_before > base.cost_before
 
 
@@ -214,7 +221,7 @@ ARGMIN_Q = ("SELECT o.a, o.b, o.c, o.d, o.s FROM mid o "
             "JOIN (SELECT a, MIN(s) AS ms FROM mid GROUP BY a) m ON o.a = m.a AND o.s = m.ms")
 
 
-def test_the_session_refuses_the_argmin_rewrite_against_a_broadcast_join_and_explains(spark, catalog, ops):
+def test_the_session_refuses_the_argmin_rewrite_against_a_broadcast_join_and_explains(spark, cost_so, ops):
     # planning only: a view whose per-key minimum Spark broadcasts (10 MB threshold)
     spark.range(0, 500_000, 1, 4).selectExpr(
         "CAST(id % 50000 AS INT) AS a", "CAST(id % 1000 AS INT) AS b", "CAST(id % 97 AS INT) AS c",
@@ -223,7 +230,7 @@ def test_the_session_refuses_the_argmin_rewrite_against_a_broadcast_join_and_exp
     old = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
     try:
-        text = SuperOpSession(spark, catalog, cache=False).explain(ARGMIN_Q)
+        text = cost_so.explain(ARGMIN_Q)
         assert text.startswith("superop: unchanged") and "BroadcastHashJoin" in text, text
         # the group-limit candidate's line: both costs, the predicted ratio under the threshold
         [line] = [x for x in text.splitlines() if x.startswith("candidate mj-inner[group-limit]: cost ")]
