@@ -185,7 +185,8 @@ def served_by(chosen: list[tuple[SimilarSubexpression, list[Unit]]], se: Similar
 def restricted(se: SimilarSubexpression, served: dict[int, frozenset], k: int = 2,
                blocked: frozenset = frozenset()) -> Optional[SimilarSubexpression]:
     """The SE cut down to the members that no chosen CE serves: ``served[q]`` is the
-    footprint (``Unit.footprint``) that query q's chosen consumers replace. A member
+    footprint (``Unit.footprint``) that query q's chosen consumers replace (the planner
+    passes :func:`served_by`, which leaves out the chosen CEs of the SE's own root). A member
     that meets it cannot read this SE's CE as well, so the whole CE conflicts with the
     chosen one and the knapsack could take only one of them. Its CE built over the
     other members alone (a smaller OR of filters, fewer columns) conflicts with nothing
