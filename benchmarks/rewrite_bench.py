@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))    # the corpus is the runtime tests' queries (tes
 
 from superop.ir.lower import lower  # noqa: E402
 from superop.rules_out.catalog import certificate, make_catalog, make_rule  # noqa: E402
-from superop.runtime.rewriter import Rewriter, prepare, select_non_conflicting  # noqa: E402
+from superop.rewrite.rewriter import Rewriter, prepare, select_non_conflicting  # noqa: E402
 
 KINDS = ("inner", "left", "right", "full", "semi", "anti")
 OPS = ("Select", "Project", "Rename")

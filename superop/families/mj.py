@@ -22,7 +22,7 @@ from ..ir.conjuncts import filter_conjuncts
 from ..ir.dialect import DIALECT
 from ..ir.nodes import Select
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
+from ..dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
 from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import (Shape, find_field, key_sources, positions_carrying, source_dependencies,
                           trace)
@@ -295,6 +295,10 @@ class MinJoin(Family):
                 f"pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"MJ/{join_kind}/agg-{'left' if agg_left else 'right'}/{func}"
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         """MJ/<kind>/agg-<side>/<min|max>: ``min(a)`` (``max(a)``) per ``k`` filtered by
         ``q`` and projected by ``g``, joined back to the rows of ``t`` filtered by ``p`` and

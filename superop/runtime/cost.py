@@ -39,7 +39,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Optional, Protocol
 
-from .plan import BROADCAST, REUSED, SCANS, SHUFFLE, Node, PlanInfo
+from ..explain import BROADCAST, REUSED, SCANS, SHUFFLE, Node, PlanInfo
 
 
 # ---------------------------------------------------------------------------

@@ -44,8 +44,9 @@ from ..rules_out.catalog import load_catalog, validate
 from .cache import (PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of,
                     with_sentinels)
 from .cost import CONSTANTS, CostConstants, judge
-from .plan import PlanInfo, analyze_plan
-from .rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
+from ..explain import PlanInfo
+from .plan import analyze_plan
+from ..rewrite.rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")

@@ -35,8 +35,8 @@ from ..families.kit.diamond import PlanContext
 from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
-from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
-                  SortKey, accumulator_call, distinct_sort_obstacle, ref, sort_distinct)
+from ..dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
+                   SortKey, accumulator_call, distinct_sort_obstacle, ref, sort_distinct)
 
 
 class NotSupported(Exception):

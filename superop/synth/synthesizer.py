@@ -37,11 +37,11 @@ from ..ir.dialect import DIALECT
 from ..ir.keys import Determines
 from ..ir.nodes import Node, Scan, walk
 from ..sparkutil import bag
-from .dsl import STREAMING, Program
-from .expr_eval import EvalError, compile_expr, truth
-from .interpreter import Compiled, ProgramError
+from ..dsl import STREAMING, Program
+from ..dsl.expr_eval import EvalError, compile_expr, truth
+from ..dsl.interpreter import Compiled, ProgramError
 from .literals import plan_literals, value_kind
-from .plan_eval import PlanEvalError, eval_plan
+from ..dsl.plan_eval import PlanEvalError, eval_plan
 from .space import Choice, NotExpressible, NotSupported, Parts, analyze, build, choices, strip_order
 
 VERIFIED, REFUTED, NO_PROGRAM, UNSUPPORTED, UNKNOWN = (

@@ -47,11 +47,11 @@ from ..families import Match
 from ..families.kit.diamond import key_sources
 from ..families.kit.family import ProofInstance
 from ..ir.nodes import Aggregate, Scan, resolve_field
-from ..synth.dsl import STREAMING, Program
+from ..dsl import STREAMING, Program
 from . import folds
 from .bags import outcomes_differ
 from .exprs import Ctx, encoding
-from .instances import find_by, match_of, program_of
+from ..families.instances import find_by, match_of, program_of
 from .aggregates import agg_call_func, agg_calls
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import GUARDED, PartitionState, ProgramEncoder

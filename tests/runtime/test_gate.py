@@ -14,7 +14,8 @@ import pytest
 
 from superop.runtime import SuperOpSession
 from superop.runtime.cost import CONSTANTS, FEATURES, PlanCost, compare, estimate, judge, selectivity
-from superop.runtime.plan import analyze_plan, parse_explain
+from superop.runtime.plan import analyze_plan
+from superop.explain import parse_explain
 from superop.sparkutil import bag
 
 BIG = 50_000_000
