@@ -33,15 +33,15 @@ from typing import Any, Optional
 
 from sqlglot import exp
 
-from ..ir.dialect import DIALECT
-from ..ir.keys import Determines
-from ..ir.nodes import Node, Scan, walk
-from ..sparkutil import bag
 from ..dsl import STREAMING, Program
 from ..dsl.expr_eval import EvalError, compile_expr, truth
 from ..dsl.interpreter import Compiled, ProgramError
-from .literals import plan_literals, value_kind
 from ..dsl.plan_eval import PlanEvalError, eval_plan
+from ..ir.dependencies import Determines
+from ..ir.dialect import DIALECT
+from ..ir.nodes import Node, Scan, walk
+from ..sparkutil import bag
+from .literals import plan_literals, value_kind
 from .space import Choice, NotExpressible, NotSupported, Parts, analyze, build, choices, strip_order
 
 VERIFIED, REFUTED, NO_PROGRAM, UNSUPPORTED, UNKNOWN = (
@@ -284,7 +284,8 @@ class Synthesizer:
             return check_equivalence(self.plan, program, self.K,
                                      timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
         except Exception as e:  # a verifier crash is "not decided", never "verified"
-            from ..verify.result import UNKNOWN as _U, Result
+            from ..verify.result import UNKNOWN as _U
+            from ..verify.result import Result
             return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
     def _family_template(self, res: SynthResult, why: Optional[str] = None) -> bool:
