@@ -296,18 +296,6 @@ def file_format(name: str, path: str = "", head: Optional[bytes] = None) -> Opti
     return "csv" if ("," in line or "\t" in line) and line.isprintable() else None
 
 
-def detect_format(path: str, spark=None) -> str:
-    """The format of a log whose files all share one (kept for callers that want one name;
-    :func:`open_log` reads a mixed directory file by file)."""
-    from ..storage import filesystem
-    fs = filesystem(path, spark)
-    files = _list(fs, path)
-    fmts = {_format_of(fs, f) for f in files} - {None}
-    if len(fmts) != 1:
-        raise SuperopError(f"{path}: files of {len(fmts)} formats ({', '.join(sorted(fmts)) or 'none'})")
-    return fmts.pop()
-
-
 def _list(fs, path: str):
     if not fs.exists(path):
         raise SuperopError(f"log not found: {path}")

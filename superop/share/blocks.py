@@ -204,9 +204,6 @@ class Flat:
     outputs: list[exp.Expression]               # one per root field
     joins: list[tuple[frozenset, frozenset]]    # (left leaves, right leaves) per join, top-down
 
-    def leaf_col(self, i: int, j: int) -> exp.Column:
-        return exp.column(self.leaf_names[i][j], leaf_alias(i))
-
     def local(self, S: frozenset) -> list[exp.Expression]:
         """Conjuncts that read only (and at least one of) the leaves in S."""
         return [c for c in self.conjuncts if leaves_of(c) and leaves_of(c) <= S]

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Scan, Select
+from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Scan, Select
 from .blocks import Canon, Unit, and_all, columns_outside_queries, leaves_of, text
 
 _LEAF = re.compile(r"^_l(\d+)$")
@@ -191,7 +191,3 @@ def fingerprint_tree(u: Unit) -> Node:
         keys, _ = agg_parts(u)
         return normalized_plan(u.canon.tables, joins, truth, keys=keys, agg_items=())
     return normalized_plan(u.canon.tables, joins, truth, items=())
-
-
-def field_names(fields: Sequence[Field]) -> list[str]:
-    return [f.name for f in fields]
