@@ -18,7 +18,7 @@ Counting exchanges: ``Exchange`` (ShuffleExchangeExec) is a shuffle; ``ReusedExc
 NOT a new shuffle (Spark reads an exchange it already runs — its form of the paper's Spool);
 ``BroadcastExchange`` is reported but is not a shuffle.
 
-What the operators cost is :mod:`superop.runtime.cost`'s job; this module only parses.
+What the operators cost is :mod:`superop.runtime.plan_cost`'s job; this module only parses.
 """
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ class PlanInfo:
     exchanges: int = 0
     reused: int = 0
     broadcasts: int = 0
-    cost: float = 0.0                  # the cost model's estimate (superop.runtime.cost)
+    cost: float = 0.0                  # the cost model's estimate (superop.runtime.plan_cost)
     shuffled_bytes: float = 0.0        # the cost model's estimate of the bytes all shuffles move
     pushed_filters: list = field(default_factory=list)   # one string per file scan
     tree: str = ""                     # the physical plan text
@@ -133,7 +133,7 @@ class PlanInfo:
     types: list = field(default_factory=list)
     physical: Optional[Node] = None
     logical: Optional[Node] = None
-    estimate: Optional[object] = None  # superop.runtime.cost.PlanCost
+    estimate: Optional[object] = None  # superop.runtime.plan_cost.PlanCost
     explain: str = ""                  # the whole EXPLAIN COST text
 
     def to_json(self) -> dict:
@@ -179,12 +179,12 @@ def parse_explain(text: str) -> PlanInfo:
 
 def analyze_plan(spark, sql: str, stats=None, constants=None, df=None) -> PlanInfo:
     """Plan ``sql`` with Spark (analysis, optimization, physical planning; nothing runs),
-    with the cost model's estimate. ``stats``: a :class:`superop.runtime.cost.TableStats`
+    with the cost model's estimate. ``stats``: a :class:`superop.runtime.plan_cost.TableStats`
     source of row counts and grouping-key NDVs (ANALYZE TABLE results); None = Spark's
-    plan only. ``constants``: the :class:`superop.runtime.cost.CostConstants` that price
+    plan only. ``constants``: the :class:`superop.runtime.calibration.CostConstants` that price
     it (None = the shipped, calibrated ones). ``df``: the caller's ``spark.sql(sql)``, whose
     ``QueryExecution`` then gives the ``EXPLAIN COST`` text too (one planning, not two)."""
-    from .cost import estimate
+    from .plan_cost import estimate
     text = None
     if df is None:
         df = spark.sql(sql)

@@ -279,11 +279,11 @@ class SubPlanCost:
 def work_bytes(estimate) -> float:
     """The runtime cost model's estimate of a plan's work other than scans and shuffles
     (rows its joins probe, bytes it broadcasts, its stages, rows it aggregates or sorts),
-    in units of one scanned byte: each feature priced by ``superop.runtime.cost``'s fitted
+    in units of one scanned byte: each feature priced by ``superop.runtime.calibration``'s fitted
     constant relative to its scan price. A consumer that reads a CE holding a join result
     skips that join's probes and its broadcast stage; scans alone miss it (session 5:
     the dashboard's consumers saved 2-2.7x what the scan-only model predicted)."""
-    from ..runtime.cost import FEATURES
+    from ..runtime.calibration import FEATURES
     c = estimate.constants
     per = c.scan_byte_s
     return sum(estimate.features.get(f, 0.0) * getattr(c, k) / per

@@ -13,7 +13,9 @@ from dataclasses import replace
 import pytest
 
 from superop.runtime import SuperOpSession
-from superop.runtime.cost import CONSTANTS, FEATURES, PlanCost, compare, estimate, judge, selectivity
+from superop.runtime.calibration import CONSTANTS, FEATURES
+from superop.runtime.cost import compare, judge
+from superop.runtime.plan_cost import PlanCost, estimate, selectivity
 from superop.runtime.plan import analyze_plan, parse_explain
 from superop.sparkutil import bag
 
