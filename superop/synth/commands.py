@@ -45,7 +45,8 @@ def _cex_text(c: dict) -> str:
 def run(args) -> int:
     from ..ir import lower
     from .corpus import PAPER_SCHEMA
-    from .synthesizer import UNSUPPORTED, SynthResult, synthesize
+    from .result import UNSUPPORTED, SynthResult
+    from .synthesizer import synthesize
     if args.K < 1:
         raise SuperopError("--bound must be at least 1")
     sql = read_sql(args)
@@ -55,8 +56,8 @@ def run(args) -> int:
         res = SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))
     else:
         from ..ir import shape, to_sql
-        from .space import NotSupported, analyze
-        from .synthesizer import find_subplan
+        from .parts import NotSupported, analyze
+        from .subplan import find_subplan
         plan = low.plan
         sub_sql = None
         if not args.whole:
