@@ -1,4 +1,4 @@
-"""Super-operator families: each declared once (``du.py``, ``ga.py``, ``dj.py``, ``mj.py``,
+"""Super-operator families: each declared once (``du.py``, ``ga.py``, ``dj.py``, ``mj/``,
 ``nb.py``, ``pivot.py``), listed in
 one registry (:data:`REGISTRY`), read by every stage. See README.md.
 
