@@ -20,7 +20,8 @@ _EXPORTS = {
     "run_batch": "run", "execute": "run", "analyze": "run", "BatchResult": "run", "QueryRun": "run",
     "detect": "covering", "prove": "proofs",
     "SharingOpportunity": "opportunities", "sharing_opportunities": "opportunities",
-    "BatchQuery": "planner", "RewrittenQuery": "planner", "SharingPlan": "planner", "plan_batch": "planner",
+    "BatchQuery": "sharing_plan", "RewrittenQuery": "sharing_plan", "SharingPlan": "sharing_plan",
+    "plan_batch": "planner",
 }
 
 

@@ -16,7 +16,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .planner import BatchQuery, plan_batch
+from .planner import plan_batch
+from .sharing_plan import BatchQuery
 
 
 @dataclass

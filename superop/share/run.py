@@ -28,7 +28,8 @@ from typing import Callable, Optional, Sequence, Union
 
 from ..ir.generate import to_sql
 from .estimate import DEFAULT_COST, CostModel, parse_budget
-from .planner import SharingPlan, plan_batch
+from .planner import plan_batch
+from .sharing_plan import SharingPlan
 from .store import StoredCE, store
 
 COLLECT, NOOP, COUNT = "collect", "noop", "count"

@@ -167,36 +167,47 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
         why = s.reason_unknown() if timeout_ms - elapsed_ms() > 0 else "timeout"
         return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0, reason=f"solver: {why}")
     cex = _nice_cex(s, table, scan, a, b, timeout_ms)
+    if opaque[0]:
+        confirmed = _confirmed(cex, s, table, scan, a, b, confirm, timeout_ms - elapsed_ms())
+        if isinstance(confirmed, str):
+            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0, reason=confirmed)
+        cex = confirmed
+    why = _refuted_why(cex) + (_REDECIDED if opaque[0] else "")
+    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
+
+
+def _confirmed(cex: Counterexample, s: z3.Solver, table: Table, scan: Scan, a: Rel, b: Rel,
+               confirm: Optional[Callable[[Counterexample], Optional[bool]]],
+               remaining_ms: float) -> Counterexample | str:
+    """A counterexample found with stddev_samp / var_samp uninterpreted may be the
+    function's invention: keep it only if the reference semantics (``confirm``) confirm
+    it; else block that table and ask again (a few times, within ``remaining_ms``). The
+    confirmed counterexample, or why the difference stays undecided."""
+    t0 = time.perf_counter()
+    left = lambda: remaining_ms - (time.perf_counter() - t0) * 1000  # noqa: E731
     blocked: list = []
-    while opaque[0]:
-        # stddev_samp / var_samp are uninterpreted: the difference may be the function's
-        # invention. Keep it only if the reference semantics confirm it; else block that
-        # table and ask again (a few times, within the time limit)
+    while True:
         try:
             real = confirm(cex) if confirm is not None else None
         except Exception:                     # the reference cannot run it: not decided
             real = None
         if real:
-            break
-        if real is None or len(blocked) >= OPAQUE_RETRIES or timeout_ms - elapsed_ms() <= 0:
-            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
-                          reason="Z3 found a difference with stddev_samp/var_samp left uninterpreted; " + (
-                              f"on {len(blocked) + 1} tables the reference semantics give equal outcomes (the "
-                              "function invented the difference)" if real is False
-                              else "it was not re-decided concretely"))
+            return cex
+        if real is None or len(blocked) >= OPAQUE_RETRIES or left() <= 0:
+            return ("Z3 found a difference with stddev_samp/var_samp left uninterpreted; " + (
+                f"on {len(blocked) + 1} tables the reference semantics give equal outcomes (the "
+                "function invented the difference)" if real is False
+                else "it was not re-decided concretely"))
         blocked.append(z3.Not(z3.And(*_fix_rows(table, cex.rows))))
         for bounds in (_nice_bounds(table), []):    # readable values if any table has them
-            again = new_solver(max(1000, int(timeout_ms - elapsed_ms())))
+            again = new_solver(max(1000, int(left())))
             again.add(*s.assertions(), *blocked, *bounds)
             if again.check() == z3.sat:
                 break
         else:
-            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
-                          reason="Z3 found differences with stddev_samp/var_samp left uninterpreted; the "
-                                 "reference semantics give equal outcomes on each table tried")
+            return ("Z3 found differences with stddev_samp/var_samp left uninterpreted; the "
+                    "reference semantics give equal outcomes on each table tried")
         cex = counterexample_from_model(again.model(), table, scan, a, b)
-    why = _refuted_why(cex) + (_REDECIDED if opaque[0] else "")
-    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
 
 
 _REDECIDED = " (re-decided with the reference semantics: stddev_samp/var_samp are uninterpreted in Z3)"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from superop.share import sharing_opportunities
 from superop.share.opportunities import windows
-from superop.share.planner import BatchQuery
+from superop.share.sharing_plan import BatchQuery
 
 from .conftest import SCHEMA
 

@@ -12,7 +12,7 @@ import os
 
 from superop.share import execute, plan_batch, proofs
 from superop.share.estimate import CostModel
-from superop.share.planner import BatchQuery
+from superop.share.sharing_plan import BatchQuery
 from superop.share.plancache import PlanningCache, table_fingerprint
 from superop.sparkutil import bag
 
