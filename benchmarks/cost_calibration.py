@@ -2,7 +2,7 @@
 
     python benchmarks/cost_calibration.py [--rows 1m] [--repeat 3] [--out DIR] [--from-json FILE]
 
-For every micro-benchmark query (superop.workloads.bench.micro) the runtime's rewrite is
+For every micro-benchmark query (superop.bench.micro) the runtime's rewrite is
 generated with the gate OFF (so refused rewrites are measured too), and the original, the
 rewrite and the limit query are timed side by side (same harness as `superop bench micro`).
 Min-Join queries also run with broadcast joins off (the plan shape of large aggregates).
@@ -54,9 +54,9 @@ def measure(args) -> list[dict]:
     from superop.runtime import SuperOpSession
     from superop.runtime.plan import analyze_plan
     from superop.sparkutil import get_spark
-    from superop.workloads.bench.harness import check_equal
-    from superop.workloads.bench.micro import MICRO_QUERIES, measure_triple, ops_data, register_ops
-    from superop.workloads.bench.rewriters import default_catalog
+    from superop.bench.harness import check_equal
+    from superop.bench.micro import MICRO_QUERIES, measure_triple, ops_data, register_ops
+    from superop.bench.rewriters import default_catalog
 
     spark = get_spark("superop-cost-calibration", conf={})
     path = ops_data(spark, args.rows, args.data_dir)
@@ -118,8 +118,8 @@ def replan(args, points: list[dict]) -> None:
     from superop.runtime import SuperOpSession
     from superop.runtime.plan import analyze_plan
     from superop.sparkutil import get_spark
-    from superop.workloads.bench.micro import MICRO_QUERIES, ops_data, register_ops
-    from superop.workloads.bench.rewriters import default_catalog
+    from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
+    from superop.bench.rewriters import default_catalog
     spark = get_spark("superop-cost-calibration", conf={})
     register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()

@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from superop.cliutil import atomic_write_json, atomic_write_text  # noqa: E402
+from superop.storage import atomic_write_json, atomic_write_text  # noqa: E402
 from superop.share.store import STORAGES  # noqa: E402
 
 BATCH = ["q3", "q7", "q12", "q13", "q19", "q20", "q26", "q27", "q34", "q42", "q43", "q46", "q48",
@@ -150,7 +150,7 @@ def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget
     from superop.share import execute, plan_batch
     from superop.share.estimate import DEFAULT_COST
     from superop.share.sharing_plan import BatchQuery
-    from superop.workloads.bench.harness import fingerprint
+    from superop.bench.harness import fingerprint
     batch = [BatchQuery(n, s) for n, s in queries.items()]
     t = time.perf_counter()
     plan = plan_batch(batch, spark, budget=budget, cost=cost or DEFAULT_COST, cache_dir=plan_cache,
@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     from superop.share.estimate import cost_model, parse_budget
     from superop.share.run import analyze
     from superop.sparkutil import get_spark
-    from superop.workloads.bench.report import code_version, machine_info, now, spark_info
+    from superop.bench.report import code_version, machine_info, now, spark_info
 
     names = [n.strip() for n in args.queries.split(",")] if args.queries else list(BATCHES[args.batch])
     queries = load_queries(names, args.queries_dir)

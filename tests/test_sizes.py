@@ -12,9 +12,8 @@ MAX_FUNCTION_LINES = 100
 
 # being split on main
 ALLOWED = {
-    "superop/runtime/compile.py",
-    "superop/runtime/compile.py:compile_program",
-    "superop/synth/expr_eval.py:compile_expr",
+    "superop/rewrite/compile.py:compile_program",
+    "superop/dsl/expr_eval.py:compile_expr",
 }
 
 

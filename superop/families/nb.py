@@ -46,7 +46,7 @@ from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window
-from ..synth.dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
+from ..dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
 from .kit.covers import Covers
 from .kit.diamond import Shape, bare_column, find_field, trace, tree_positions
 from .kit.family import Family, Slot, Streamability, edge_op_names

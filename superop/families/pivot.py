@@ -62,7 +62,7 @@ from ..ir.generate import translate_columns
 from ..ir.functions import is_nondeterministic_expr
 from ..ir.keys import Determines, closure, dependencies
 from ..ir.nodes import Join, UnionAll
-from ..synth.dsl import AGG_FUNCS, STREAMING, Program
+from ..dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import PlanContext, Shape, bare_column, field_type, find_field
 from .kit.family import Family, ProofInstance, Slot, Streamability

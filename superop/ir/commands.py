@@ -5,7 +5,8 @@ import argparse
 import json
 from typing import Any
 
-from ..cliutil import add_sql_args, read_schema, read_sql
+from ..cliutil import add_sql_args, read_sql
+from .schema import load_schema_arg
 
 
 def register(sub: Any) -> None:
@@ -21,7 +22,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from . import lower, render, shape, to_sql
     sql = read_sql(args)
-    low = lower(sql, read_schema(args))
+    low = lower(sql, load_schema_arg(args.schema))
     out = {"tree": render(low.plan), "shape": shape(low.plan), "sql": to_sql(low.plan),
            "fully_lowered": low.fully_lowered, "opaque_reasons": low.opaque_reasons}
     if args.json:
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(out["tree"])
         print(f"shape: {out['shape']}")
-        from ..cliutil import pretty_sql
+        from .dialect import pretty_sql
         print("sql:   " + pretty_sql(str(out["sql"])).replace("\n", "\n       "))
         if low.opaque_reasons:
             print(f"opaque: {'; '.join(low.opaque_reasons)}")

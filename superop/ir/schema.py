@@ -177,7 +177,7 @@ def _view_volatility_text(df: Any) -> str:
     (Spark Connect): a LIMIT/TABLESAMPLE operator or a call of one of Spark's
     nondeterministic functions. Conservative: the name followed by ``(`` anywhere in the
     text counts. "" when the text cannot be read."""
-    from ..runtime.plan import parse_tree, sections
+    from ..explain import parse_tree, sections
     from .functions import NONDETERMINISTIC
     try:
         text = sections(df._explain_string(extended=True)).get("Analyzed Logical Plan", "")
@@ -250,3 +250,8 @@ def schema_from_spark(spark: Any, tables: list[str] | None = None) -> dict[str, 
         st = spark.table(name).schema
         out[name.lower()] = {f.name.lower(): f.dataType.simpleString() for f in st.fields}
     return out
+
+
+def load_schema_arg(path: Optional[str]) -> dict[str, Any]:
+    """The schema of a command's ``--schema FILE`` argument ({} when not given)."""
+    return load_schema(path) if path else {}

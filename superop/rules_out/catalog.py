@@ -165,19 +165,6 @@ def _rule_semantics(r: dict) -> list[str]:
     return out
 
 
-def admitted(rule: dict) -> list[Covers]:
-    """What a rule admits, as covers records: its ``admits`` list, or (a rule without one)
-    the product of its join kinds, aggregate sides, aggregates and edges."""
-    if rule.get("admits"):
-        return [Covers.from_json(a) for a in rule["admits"]]
-    fam = families.get(rule["family"])
-    sides = rule.get("agg_sides") or [s.value if s is not None else None for s in fam.sides]
-    aggs = rule["aggregates"] if rule.get("aggregates") is not None else fam.aggregates
-    edges = [e["optional"] for e in rule["abstract_edges"]]
-    return [Covers.make(fam.name, join_kinds=rule.get("join_kinds") or (), branches=rule.get("branches", 2),
-                        agg_side=s, aggregates=aggs, edges=edges) for s in sides]
-
-
 def validate(catalog: Any, require_verified: bool = True, where: str = "catalog") -> dict:
     """Raise :class:`CatalogError` listing what is wrong; return the catalog if fine."""
     ps = problems(catalog, require_verified)
@@ -236,7 +223,7 @@ def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True) 
 def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False) -> dict:
     """Set the checksum, validate, and write atomically (a failure leaves the old file).
     Returns the catalog as written."""
-    from ..cliutil import atomic_write_text
+    from ..storage import atomic_write_text
     cat = copy.deepcopy(catalog)
     cat["checksum"] = checksum(cat.get("rules", []))
     validate(cat, require_verified, where=f"catalog {path}")
@@ -340,7 +327,7 @@ def _now() -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python -m superop.rules_out.catalog``: rewrite catalog.schema.json with the enums
     of the family registry."""
-    from ..cliutil import atomic_write_text
+    from ..storage import atomic_write_text
     atomic_write_text(SCHEMA_PATH, json.dumps(generated_schema(), indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {SCHEMA_PATH}")
     return 0

@@ -54,7 +54,7 @@ def _load(path: str, verified: bool = True) -> dict:
 
 
 def _export(args) -> int:
-    from ..cliutil import atomic_write_text
+    from ..storage import atomic_write_text
     from .report import to_html, to_markdown
     cat = _load(args.catalog, not args.no_verify_certs)
     if args.format == "json":

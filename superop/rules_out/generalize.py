@@ -113,7 +113,7 @@ def _buffering_detail(program: Optional[dict]) -> str:
     """Why a buffering program's COUNT(DISTINCT)s keep a set (empty when that is not why)."""
     if not program:
         return ""
-    from ..synth.dsl import Program, distinct_sort_obstacle
+    from ..dsl import Program, distinct_sort_obstacle
     p = Program.from_json(program)
     why = distinct_sort_obstacle(p.accumulators, p.sort, bool(p.row_emits))
     return f": {why}" if why else ""

@@ -52,7 +52,7 @@ class CatalogModel(mlflow.pyfunc.PythonModel):
     _skip_type_hint_validation = True
 
     def load_context(self, context) -> None:
-        from ..runtime.rewriter import Rewriter
+        from ..rewrite.rewriter import Rewriter
         from .catalog import load_catalog
         self.catalog = load_catalog(context.artifacts["catalog"])
         self.rewriter = Rewriter(self.catalog)
@@ -69,7 +69,7 @@ class CatalogModel(mlflow.pyfunc.PythonModel):
         return pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS))
 
     def _one(self, sql, schema: dict) -> dict:
-        from ..runtime.rewriter import rewrite_structural
+        from ..rewrite.rewriter import rewrite_structural
         if not isinstance(sql, str) or not sql.strip():
             return {"sql": sql, "changed": False, "applied": [], "explanation": "not rewritten",
                     "error": "empty input"}
@@ -94,7 +94,7 @@ def _queries(model_input) -> list:
 
 def _pretty(sql: str) -> str:
     try:
-        from ..cliutil import pretty_sql
+        from ..ir.dialect import pretty_sql
         return pretty_sql(sql)
     except Exception:          # formatting is cosmetic: never lose the rewrite over it
         return sql

@@ -157,7 +157,7 @@ def record(verdict: Verdict, origin: Optional[str] = None) -> list[str]:
     run of ``origin``. Returns where it was recorded."""
     if not verdict.ok or verdict.how != "re-checked":
         raise UntrustedCatalog("only a successful re-check can be recorded")
-    from ..cliutil import atomic_write_json
+    from ..storage import atomic_write_json
     from ..verify.certificate import produced_by
     at = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     p = _record_path(verdict.checksum)

@@ -15,7 +15,8 @@ import json
 import logging
 import sys
 
-from ..cliutil import add_sql_args, read_schema, read_sql
+from ..cliutil import add_sql_args, read_sql
+from ..ir.schema import load_schema_arg
 from ..errors import SuperopError
 
 log = logging.getLogger("superop.runtime")
@@ -50,9 +51,9 @@ def _empty_tables(spark, schema: dict) -> None:
 
 def run(args) -> int:
     from ..rules_out.catalog import load_catalog
-    from .rewriter import Rewriter, rewrite_structural
+    from ..rewrite.rewriter import Rewriter, rewrite_structural
     sql = read_sql(args)
-    schema = read_schema(args)
+    schema = load_schema_arg(args.schema)
     catalog = load_catalog(args.catalog)
     if args.no_gate:
         if not schema:
@@ -78,7 +79,7 @@ def run(args) -> int:
         # exactly as generated); a trailing newline only if it has none
         text = res.sql
         if res.changed and not args.compact:
-            from ..cliutil import pretty_sql
+            from ..ir.dialect import pretty_sql
             text = pretty_sql(text)
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     return 0

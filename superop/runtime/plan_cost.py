@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, Protocol
 
 from .calibration import CONSTANTS, FEATURES, CostConstants
-from .plan import BROADCAST, REUSED, SCANS, SHUFFLE, Node, PlanInfo
+from ..explain import BROADCAST, REUSED, SCANS, SHUFFLE, Node, PlanInfo
 from .plan_text import ATTR, attr_ids, bracket, named_outputs, split_top, strip_parens, window_orders
 
 

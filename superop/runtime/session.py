@@ -45,8 +45,9 @@ from .cache import (PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render,
                     with_sentinels)
 from .calibration import CONSTANTS, CostConstants
 from .cost import judge
-from .plan import PlanInfo, analyze_plan
-from .rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
+from ..explain import PlanInfo
+from .plan import analyze_plan
+from ..rewrite.rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")

@@ -69,7 +69,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..cliutil import atomic_write_json
+    from ..storage import atomic_write_json
     from ..errors import SuperopError
     from ..sparkutil import get_spark
     from .estimate import cost_model, parse_budget

@@ -234,7 +234,7 @@ def plan_stats(spark, sql: str) -> PlanStats:
     """Rows, decoded bytes and row width of Spark's optimized logical plan for ``sql``."""
     df = spark.sql(sql)
     if is_connect(spark):
-        from ..runtime.plan import explain_text, parse_explain
+        from ..explain import explain_text, parse_explain
         return _stats_of(df, parse_explain(explain_text(spark, sql)))
     return _stats_of(df)
 

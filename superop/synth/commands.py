@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from ..cliutil import add_sql_args, read_schema, read_sql
+from ..cliutil import add_sql_args, read_sql
+from ..ir.schema import load_schema_arg
 from ..errors import SuperopError
 
 
@@ -50,7 +51,7 @@ def run(args) -> int:
     if args.K < 1:
         raise SuperopError("--bound must be at least 1")
     sql = read_sql(args)
-    schema = read_schema(args) or PAPER_SCHEMA   # the paper's tables when no --schema
+    schema = load_schema_arg(args.schema) or PAPER_SCHEMA   # the paper's tables when no --schema
     low = lower(sql, schema)
     if not low.fully_lowered:
         res = SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))
@@ -76,7 +77,7 @@ def run(args) -> int:
         print(json.dumps(res.to_json(), indent=2, default=str))
         return 0
     if res.sub_plan_sql:
-        from ..cliutil import pretty_sql
+        from ..ir.dialect import pretty_sql
         print(f"sub-query:\n{pretty_sql(res.sub_plan_sql)}")
     print(f"status: {res.status}" + (f" ({res.family})" if res.family else ""))
     if res.program is not None:

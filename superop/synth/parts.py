@@ -24,7 +24,7 @@ from ..families.kit.diamond import PlanContext
 from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.generate import translate_columns
 from ..ir.nodes import Aggregate, Field, Join, Node, Opaque, Scan, Sort, UnionAll, walk
-from .dsl import ref
+from ..dsl import ref
 
 
 class NotSupported(Exception):

@@ -11,7 +11,7 @@ from typing import Optional
 from sqlglot import exp
 
 from ..ir.nodes import Join
-from .dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
+from ..dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
                   accumulator_call, distinct_sort_obstacle, ref, sort_distinct)
 from .parts import AggPath, NotSupported, Parts, to_row, tr, unparen
 from .space import Choice, PathChoice

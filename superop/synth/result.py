@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .dsl import Program
+from ..dsl import Program
 
 VERIFIED, REFUTED, NO_PROGRAM, UNSUPPORTED, UNKNOWN = (
     "verified", "refuted", "no_program", "unsupported", "unknown")

@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.nodes import Join
-from .dsl import BUFFERING, STREAMING, SortKey
+from ..dsl import BUFFERING, STREAMING, SortKey
 from .parts import Parts, RowPath, tr, unparen
 
 

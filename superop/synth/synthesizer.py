@@ -33,11 +33,11 @@ from typing import Any, Optional
 
 from ..ir.nodes import Node, Scan, walk
 from ..sparkutil import bag
-from .dsl import STREAMING, Program
-from .expr_eval import EvalError
-from .interpreter import Compiled, ProgramError
+from ..dsl import STREAMING, Program
+from ..dsl.expr_eval import EvalError
+from ..dsl.interpreter import Compiled, ProgramError
 from .parts import NotSupported, Parts, analyze, strip_order
-from .plan_eval import PlanEvalError, eval_plan
+from ..dsl.plan_eval import PlanEvalError, eval_plan
 from .program_builder import NotExpressible, build
 from .result import NO_PROGRAM, REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, SynthResult
 from .space import Choice, choices

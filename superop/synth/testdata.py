@@ -10,8 +10,8 @@ import random
 
 from ..ir.keys import Determines
 from ..ir.nodes import Node, Scan
-from .dsl import Program
-from .expr_eval import EvalError, compile_expr, truth
+from ..dsl import Program
+from ..dsl.expr_eval import EvalError, compile_expr, truth
 from .literals import plan_literals, value_kind
 from .parts import Parts
 

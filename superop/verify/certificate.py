@@ -36,6 +36,7 @@ import hashlib
 import json
 from typing import Optional
 
+from ..families.coverage import certificate_covers, covers_of, match_of, runtime_program
 from .result import VERIFIED, Result
 
 BOUNDED_ASSUMPTIONS = [
@@ -85,89 +86,6 @@ def produced_by() -> str:
 def _z3_version() -> str:
     import z3
     return z3.get_version_string()
-
-
-# ---------------------------------------------------------------------------
-# what a pattern is (no Z3)
-# ---------------------------------------------------------------------------
-def match_of_plan(plan):
-    """The super-operator match a certificate is about: the top-most instance the
-    registry's matching path finds in the plan, through every check the runtime applies
-    (``superop.families.first_match(plan, finished=True)``); ValueError if none."""
-    from .. import families
-    m = families.first_match(plan, finished=True)
-    if m is None:
-        near = [f for f in families.scan(plan) if not isinstance(f, families.Match)]
-        why = f" ({near[0].family}: {near[0].why})" if near else ""
-        raise ValueError(f"no super-operator instance the runtime would match{why}")
-    return m
-
-
-def match_of(sql: str, schema: dict):
-    """The super-operator match of a query (:func:`match_of_plan` of its lowered plan)."""
-    from ..ir import lower
-    low = lower(sql, schema)
-    if not low.fully_lowered:
-        raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
-    return match_of_plan(low.plan)
-
-
-def runtime_program(sql: str, schema: dict, form: str = ""):
-    """The program the runtime runs for a sub-query: the family's template program of
-    its match (``superop.families.build_program``; in ``form``: ``Family.program_form``)."""
-    from .. import families
-    m = match_of(sql, schema)
-    prog = families.build_program(m)
-    return families.get(m.family).program_form(m, prog, form) if form else prog
-
-
-def covers_of(m):
-    """What a certificate about the concrete match ``m`` covers: the instance itself
-    (``Family.point``)."""
-    from .. import families
-    return families.get(m.family).point(m)
-
-
-def derived_covers(cert: dict):
-    """What a certificate covers, re-derived from the inputs it carries (the template
-    proof's symbolic instance, or the match of the bounded certificate's SQL); None when
-    they say nothing (a malformed or foreign certificate covers nothing). The ONE
-    derivation: :func:`structural_check` and the rule catalog's coverage check
-    (``superop.rules_out.coverage``) both go through :func:`certificate_covers`."""
-    inputs = cert.get("inputs") if isinstance(cert, dict) else None
-    if not isinstance(inputs, dict):
-        return None
-    try:
-        if inputs.get("kind") == "template-proof":
-            from .instances import find
-            return find(str(inputs["template"])).covers
-        if inputs.get("kind") == "bounded-equivalence":
-            from dataclasses import replace
-            cov = covers_of(match_of(inputs["sql"], inputs["schema"]))
-            return replace(cov, variant=str(inputs["form"])) if inputs.get("form") else cov
-    except Exception:  # a malformed certificate covers nothing
-        return None
-    return None
-
-
-def certificate_covers(cert: dict):
-    """(what the certificate covers, problem or ""). The recorded ``covers`` must equal
-    :func:`derived_covers` (it cannot be widened by editing the JSON: the inputs are what
-    a re-check re-proves)."""
-    from ..families import Covers
-    rec = cert.get("covers") if isinstance(cert, dict) else None
-    if rec is None:
-        return None, "records no covers"
-    try:
-        recorded = Covers.from_json(rec)
-    except ValueError as e:
-        return None, str(e)
-    derived = derived_covers(cert)
-    if derived is None:
-        return None, "covers cannot be re-derived from the certificate's inputs"
-    if recorded != derived:
-        return None, f"records covers {recorded.describe()} but its inputs prove {derived.describe()}"
-    return recorded, ""
 
 
 # ---------------------------------------------------------------------------
@@ -311,7 +229,7 @@ def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
     """Prove a template instance and certify the result. ``instance``: a family's
     ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
     :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
-    from .instances import find, find_by
+    from ..families.instances import find, find_by
     from .template_proofs import prove_instance
     if isinstance(instance, str):
         instance = find(instance) if "/" in instance else find_by(instance, **params)
@@ -359,7 +277,7 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
 
 
 def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
-    from ..synth.dsl import Program
+    from ..dsl import Program
     prog = Program.from_json(inputs["program"])
     h = program_sha256(prog)
     if cert.get("program_sha256") != h:
@@ -374,8 +292,8 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
 
 
 def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
-    from ..synth.dsl import Program
-    from .instances import find, program_of
+    from ..dsl import Program
+    from ..families.instances import find, program_of
     try:
         inst = find(str(inputs.get("template")))
     except ValueError as e:
@@ -425,12 +343,12 @@ def _rerun(cert: dict) -> tuple[bool, str]:
     kind = inputs["kind"]
     try:
         if kind == "bounded-equivalence":
-            from ..synth.dsl import Program
+            from ..dsl import Program
             prog = Program.from_json(inputs["program"])
             r = _check(inputs["sql"], inputs["schema"], prog, int(inputs["K"]),
                        int(inputs.get("timeout_ms", 20000)), inputs.get("replaces", "query"))
         else:
-            from .instances import find
+            from ..families.instances import find
             from .template_proofs import prove_instance
             r = prove_instance(find(str(inputs["template"])), timeout_ms=int(inputs.get("timeout_ms", 20000)))
     except Exception as e:  # a malformed certificate does not hold; never crash the re-check

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 import z3
 
 from ..ir.nodes import Node, Scan, walk
-from ..synth.dsl import Program
+from ..dsl import Program
 from .bags import concrete_rel, outcomes_differ, raises
 from .exprs import encoding
 from .neighbours import declared_key_constraints, requires_constraints
@@ -266,8 +266,8 @@ def reference_outcomes_differ(sub_plan: Node, program: Program, scan: Scan, cex:
     None when either cannot evaluate it or the counterexample is about an error (floats
     compared to 9 decimals: the reference
     reads the rows in one order, Spark's DOUBLE rounding depends on it)."""
-    from ..synth.interpreter import run_program_rows
-    from ..synth.plan_eval import eval_plan
+    from ..dsl.interpreter import run_program_rows
+    from ..dsl.plan_eval import eval_plan
     if cex.plan_error or cex.program_error:   # the reference evaluators do not model errors
         return None
     try:
@@ -284,7 +284,7 @@ def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: 
     a ``superop.families.Match`` in ``plan``; default: the one the runtime matches) replaced
     by ``program`` reading the match's shared source — what the runtime does. Errors as
     outcomes."""
-    from .certificate import match_of_plan
+    from ..families.coverage import match_of_plan
     try:
         d = diamond if diamond is not None else match_of_plan(plan)
         scan = base_table(plan)
@@ -348,8 +348,8 @@ def check_memory_class(sub_plan: Node, program: Program, K: int = DEFAULT_K,
     and proved like any other), else ``buffering`` if equivalent with final
     values, else None (not equivalent / not decided)."""
     from dataclasses import replace
-    from ..synth.dsl import BUFFERING, STREAMING
-    from ..synth.dsl import SET_FUNCS
+    from ..dsl import BUFFERING, STREAMING
+    from ..dsl import SET_FUNCS
     constant_state = not any(a.func in SET_FUNCS for a in program.accumulators)
     if constant_state:
         r = check_equivalence(sub_plan, replace(program, memory=STREAMING), K, timeout_ms)

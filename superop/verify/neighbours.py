@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import z3
 
 from ..ir.keys import DeclaredKey, Determines
-from ..synth.dsl import Program
+from ..dsl import Program
 from .values import NULL, V, ite, rows_not_distinct
 from .result import Unsupported
 

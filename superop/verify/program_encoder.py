@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 import z3
 from sqlglot import exp
 
-from ..synth.dsl import BY_FUNCS, STREAMING, Program, by_parts
+from ..dsl import BY_FUNCS, STREAMING, Program, by_parts
 from . import folds
 from .exprs import Ctx, ev, guard_holds
 from .relations import Rel, Table, clean, first_of_group, members_of

@@ -38,7 +38,7 @@ from ..families import Match
 from ..families.kit.diamond import key_sources
 from ..families.kit.family import ProofInstance
 from ..ir.nodes import Aggregate, Scan, resolve_field
-from ..synth.dsl import Program
+from ..dsl import Program
 from . import folds
 from .aggregates import agg_call_func, agg_calls
 from .exprs import Ctx

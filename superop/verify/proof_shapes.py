@@ -20,7 +20,7 @@ from typing import Optional
 
 import z3
 
-from ..synth.dsl import STREAMING
+from ..dsl import STREAMING
 from .bags import outcomes_differ
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import PartitionState

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
-from ..synth.dsl import Program
+from ..dsl import Program
 from .result import Counterexample
 
 _seq = itertools.count()
@@ -95,7 +95,7 @@ def run_sql_on_rows(spark, sql: str, cex: Counterexample) -> list[tuple]:
 
 def run_program_on_rows(program: Program, cex: Counterexample) -> list[tuple]:
     import pandas as pd
-    from ..synth.interpreter import run_program
+    from ..dsl.interpreter import run_program
     df = pd.DataFrame([list(r) for r in cex.rows], columns=list(cex.columns), dtype=object)
     return run_program(program, df)
 

@@ -28,7 +28,7 @@ from ..families import Match, NearMiss
 from ..families.kit.diamond import PlanContext, equalities_imply, equi_pairs
 from ..ir.analysis import walk_edge
 from ..ir.nodes import Join, Node, Scan, walk
-from ..synth.dsl import STREAMING, Program
+from ..dsl import STREAMING, Program
 from .exprs import Ctx, bool3, cmp, ev
 from .plan_encoder import PlanEncoder
 from .relations import Table
@@ -166,7 +166,7 @@ def distinct_state_failure(m: Match) -> Optional[str]:
     the template folds them all as the sorted constant-state fold: one distinct column,
     the partition sorted on it right after the keys)."""
     from ..families.kit.records import TemplateError
-    from ..synth.dsl import SET_FUNCS, distinct_sort_obstacle
+    from ..dsl import SET_FUNCS, distinct_sort_obstacle
     try:
         prog = m.program or families.build_program(m)
     except TemplateError:

@@ -4,7 +4,7 @@ The program side of a proof is the program the family's template
 (``superop.families.build_program``) returns for a symbolic instance the family declares
 (``Family.proof_instances()``: SQL whose edge predicates and projections are
 uninterpreted functions; matched by ``superop.families.first_match``, see
-:mod:`superop.verify.instances`). The induction over the input rows is
+:mod:`superop.families.instances`). The induction over the input rows is
 :mod:`superop.verify.proof_engine`'s; what the plan outputs per key, and so the
 obligations that end a proof, depend on the family's shape
 (:mod:`superop.verify.proof_shapes`). ``verified`` only if every obligation is proved;
@@ -17,9 +17,9 @@ import time
 from typing import Optional
 
 from ..families.kit.family import ProofInstance
-from ..synth.dsl import Program
+from ..dsl import Program
 from .exprs import encoding
-from .instances import find_by, match_of, program_of
+from ..families.instances import find_by, match_of, program_of
 from .program_encoder import GUARDED
 from .proof_engine import Obligation, ProofSetupError, Unmodelled, prove_all, unmodelled
 from .proof_shapes import shape_of
@@ -94,7 +94,7 @@ def prove_template(family: str, join_kind: Optional[str] = None, agg_left: bool 
                    branches: int = 2, func: str = "min", timeout_ms: int = 20000, part: str = "",
                    **kw) -> Result:
     """:func:`prove_instance` of the instance with these parameters
-    (:func:`superop.verify.instances.find_by`)."""
+    (:func:`superop.families.instances.find_by`)."""
     return prove_instance(find_by(family, join_kind, agg_left, branches, func, part), timeout_ms, **kw)
 
 

@@ -10,7 +10,7 @@ import pytest
 from sqlglot import exp
 
 from superop.ir.dialect import DIALECT
-from superop.runtime.compile import _flag_sql
+from superop.rewrite.compile import _flag_sql
 from superop.sparkutil import bag
 
 

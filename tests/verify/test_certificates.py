@@ -10,10 +10,11 @@ import pytest
 from superop.cli import main
 from superop.rules_out.catalog import checksum, make_catalog
 from superop.rules_out.coverage import covered_rule
-from superop.synth.dsl import Program
+from superop.dsl import Program
 from superop.verify import certificate as C
-from superop.verify.certificate import (check_and_certify, program_sha256, prove_and_certify,
-                                        recheck_detail, runtime_program, sha256_of, structural_check)
+from superop.verify.certificate import (check_and_certify, program_sha256, prove_and_certify, recheck_detail,
+                                        sha256_of, structural_check)
+from superop.families.coverage import runtime_program
 
 from .conftest import SCHEMA
 from .test_equivalence import FIG8, fig8_prog
@@ -175,7 +176,7 @@ def test_cli_verify_templates(capsys, monkeypatch):
                                                 ["verified", "MJ/full/agg-left/min/partition-wide/residual"]]
     # the flag of the template as it was (the residual on every row): refuted, exit 1
     from superop.families.mj import template as mj_template
-    from superop.synth.dsl import e
+    from superop.dsl import e
     monkeypatch.setattr(mj_template, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
     assert main(["verify", "--templates", "--only", "MJ/full/agg-left/min/residual"]) == 1
     assert "failed: fold.step" in capsys.readouterr().out

@@ -10,8 +10,8 @@ import pytest
 
 from superop import families
 from superop.families import Covers
-from superop.synth.dsl import PartitionEmit, SortKey, e
-from superop.verify.instances import all_instances, find, find_by, program_of
+from superop.dsl import PartitionEmit, SortKey, e
+from superop.families.instances import all_instances, find, find_by, program_of
 from superop.verify.program_encoder import EAGER
 from superop.verify.template_proofs import prove_instance, prove_template
 
@@ -91,7 +91,7 @@ def test_removing_the_key_not_null_guard_fails_the_proof(monkeypatch):
     assert r.status == "refuted" and "emit" in _failed(r)
     # ... and the bounded check of the same instance refutes it too
     from superop.verify.check import check_equivalence
-    from superop.verify.instances import match_of
+    from superop.families.instances import match_of
     inst = find("DJ/inner")
     b = check_equivalence(match_of(inst).root, program_of(inst), K=2, functions=inst.functions)
     assert b.status == "refuted"
@@ -197,7 +197,7 @@ def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
 
 def test_the_guarded_flag_verifies_on_the_trap_with_a_key_filter():
     from superop.verify import check_equivalence
-    from superop.verify.certificate import match_of_plan
+    from superop.families.coverage import match_of_plan
     from .conftest import plan_of
     m = match_of_plan(plan_of(MJ_FULL_TRAP.format(having="a <> 2")))
     assert check_equivalence(m.root, m.program, K=3).status == "verified"
@@ -207,7 +207,7 @@ def test_no_claim_about_neighbours_or_preconditions():
     """The unbounded proof models one partition's fold, not neighbours (nb.*) nor input
     preconditions: a program with either is ``unsupported`` — neither proved nor refuted
     (the bounded check, which models both, is what certifies NB programs)."""
-    from superop.synth.dsl import Neighbour, RowNumber
+    from superop.dsl import Neighbour, RowNumber
     inst = find("MJ/inner/agg-left/min")
     p = program_of(inst)
     col = p.keys[0]

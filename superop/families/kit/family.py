@@ -40,7 +40,7 @@ from .program import accumulator_funcs
 from .records import CatalogNames, EdgeDecl, KeyPremise, Match, NearMiss, ReasonCode, Side, TemplateError
 
 if TYPE_CHECKING:
-    from ...synth.dsl import Program
+    from ...dsl import Program
     from .planting import ExampleKit, ExampleSpec, ExpectedFinding
 
 _SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
@@ -313,6 +313,13 @@ class Family:
             if inst.name == name:
                 return inst
         raise KeyError(f"family {self.name} has no proof instance {name!r}")
+
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        """The name of the instance for a join kind / aggregate side / function / branch
+        count (what ``superop.families.instances.find_by`` looks up). A family with one
+        instance is its own name."""
+        return self.name
 
     def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
         """The proof instances a rule of ``skeleton`` needs (``aggregates``: the functions

@@ -13,7 +13,7 @@ from ...ir.nodes import JOIN_KINDS, Aggregate, Join, Node
 from ...ir.reasons import ReasonCode as ReasonCode  # re-exported: the families' reason base
 
 if TYPE_CHECKING:
-    from ...synth.dsl import Program
+    from ...dsl import Program
 
 # join kinds with a partition key (a cross join has none)
 KEYED_JOIN_KINDS = tuple(k for k in JOIN_KINDS if k != "cross")

@@ -12,7 +12,7 @@ from sqlglot import exp
 from ...ir.dialect import DIALECT
 from ...ir.nodes import Select
 from ...ir.render import JOIN_SYMBOL
-from ...synth.dsl import Program
+from ...dsl import Program
 from ..kit.diamond import Shape, find_field, key_sources, positions_carrying, source_dependencies, trace
 from ..kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from ..kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
@@ -161,6 +161,10 @@ class MinJoin(Family):
                 f"pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"MJ/{join_kind}/agg-{'left' if agg_left else 'right'}/{func}"
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         """MJ/<kind>/agg-<side>/<min|max>: ``min(a)`` (``max(a)``) per ``k`` filtered by
         ``q`` and projected by ``g``, joined back to the rows of ``t`` filtered by ``p`` and

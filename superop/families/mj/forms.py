@@ -10,7 +10,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ...ir.conjuncts import filter_conjuncts
-from ...synth.dsl import BUFFERING, STREAMING, Program, RowEmit, SortKey, ref
+from ...dsl import BUFFERING, STREAMING, Program, RowEmit, SortKey, ref
 from ..kit.program import conj, is_true
 from ..kit.records import Side, TemplateError
 from .reasons import MIN_MAX, GroupLimitReason, PartitionWideReason
@@ -78,7 +78,7 @@ def group_limit_program(p: Program) -> Program:
     ``acc.m`` = ``row.v``. The form's program puts that equality FIRST in the guard (every
     other part is evaluated only on those rows) and reads ``row.v`` wherever the window
     form reads ``acc.m``: its only state is the equality (the compiler turns it into
-    ``RANK() … = 1``, ``superop.runtime.compile``). Ties all have rank 1 (every minimum
+    ``RANK() … = 1``, ``superop.rewrite.compile``). Ties all have rank 1 (every minimum
     row joins); a NULL ``v`` never equals the aggregate; an empty group has no row."""
     if p.partition_emits or len(p.row_emits) != 1 or p.flags or p.neighbours or not p.keys:
         raise TemplateError("the program emits more than the matched rows",

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import capture_parameters
-from ...synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
+from ...dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
 from ..kit.program import AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate, null, to_ns
 from ..kit.records import Branch, Match, Side, TemplateError
 from .reasons import MIN_MAX, MJReason

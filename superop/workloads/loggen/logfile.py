@@ -329,7 +329,7 @@ def write_log(path: str | Path, n_queries: int = 3000, seed: int = 7,
               truth_path: str | Path | None = None, **kw) -> dict:
     """Write a generated log (``.gz`` suffix -> gzip), streamed through a temp file that is
     renamed into place (mode 0644 under the usual umask), and, optionally, its ground truth."""
-    from ...cliutil import atomic_write_json, atomic_writer
+    from ...storage import atomic_write_json, atomic_writer
     path = Path(path)
     with atomic_writer(path) as raw:
         # the gzip header names the final file (not the temp file) and has no time: the same

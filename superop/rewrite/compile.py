@@ -1,4 +1,4 @@
-"""Super-operator programs (superop.synth.dsl) -> Spark SQL that runs after ONE exchange.
+"""Super-operator programs (superop.dsl) -> Spark SQL that runs after ONE exchange.
 
 * Only partition emits (DU, DJ): one ``GROUP BY keys`` with guarded aggregates
   (``sum(CASE WHEN guard THEN arg END)``), flags as ``count(CASE WHEN guard THEN 1 END) >
@@ -32,9 +32,8 @@ known, else the type of the same column in another emit (``if(false, expr, NULL)
 the array's structs agree. With ``output_types`` every output is cast to it, which keeps
 the original query's column types exactly.
 
-:func:`run_generic` is the generic executor for programs without a native form
-(repartition by the keys, sort within partitions, the reference interpreter in
-``mapInPandas``).
+Programs without a native form raise :class:`NoNativeForm`; ``superop.runtime.generic``
+runs them on Spark with the reference interpreter.
 """
 from __future__ import annotations
 
@@ -47,7 +46,7 @@ from sqlglot import exp
 from ..ir.conjuncts import filter_conjuncts
 from ..ir.dialect import DIALECT
 from ..ir.names import TableName, ident
-from ..synth.dsl import BY_FUNCS, STREAMING, Program, by_parts
+from ..dsl import BY_FUNCS, STREAMING, Program, by_parts
 
 P = "__so_"          # prefix of every internal name (cannot clash with the source's columns)
 
@@ -578,39 +577,3 @@ def _group_limit_sql(program: Program, limit: GroupLimit, src_item: str, types) 
 def check_roundtrip(sql: str) -> str:
     """The compiled SQL must survive sqlglot (the IR generator re-parses Opaque SQL)."""
     return sqlglot.parse_one(sql, dialect=DIALECT).sql(dialect=DIALECT)
-
-
-# ---------------------------------------------------------------------------
-# generic executor
-# ---------------------------------------------------------------------------
-def run_generic(spark, program: Program, source_df, output_schema):
-    """Run any verified program on Spark: one exchange (repartition by the keys), sort
-    within partitions (keys, then the program's sort), then the reference interpreter
-    per partition in ``mapInPandas``. ``output_schema`` is a StructType or DDL string."""
-    from ..synth.interpreter import run_program  # noqa: F401  (fail early if missing)
-    keys = list(program.keys)
-    if not keys:
-        raise NoNativeForm("a program without partition keys")
-    order = keys + [k.column for k in program.sort]
-    df = source_df.repartition(*keys).sortWithinPartitions(*order)
-    prog_json = program.to_json()
-    columns = list(source_df.columns)
-
-    def run(batches):
-        import pandas as pd
-        from superop.synth.dsl import Program as _P
-        from superop.synth.interpreter import run_program as _run
-        prog = _P.from_json(prog_json)
-        parts = list(batches)
-        if not parts:
-            return
-        pdf = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-        if len(pdf) == 0:
-            return
-        pdf = pdf[columns]
-        rows = _run(prog, pdf)  # partitions of the program = equal keys inside this batch
-        out = pd.DataFrame.from_records(rows, columns=list(prog.output)) if rows else \
-            pd.DataFrame({c: pd.Series([], dtype=object) for c in prog.output})
-        yield out
-
-    return df.mapInPandas(run, schema=output_schema)

@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
-from ...errors import SuperopError
+from ..errors import SuperopError
 
 
 @dataclass
@@ -54,8 +54,8 @@ def default_catalog() -> dict:
     Only with ``--catalog bench-default`` (harness tests); without ``--catalog`` the bench
     times the catalog the nightly job mines (bench/mined.py). The bench also checks every
     pair it times for equal results on the data."""
-    from ...rules_out.builtin import builtin_rules
-    from ...rules_out.catalog import make_catalog
+    from ..rules_out.builtin import builtin_rules
+    from ..rules_out.catalog import make_catalog
     try:
         rules = builtin_rules(per="family")
     except ImportError as e:  # z3 missing
@@ -77,7 +77,7 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
     keys the session vouches for (``SuperOpSession(keys=...)``: a schema file with a
     ``"$keys"`` entry, or a bare keys mapping) — keyed rules apply only with it."""
     try:
-        from ...runtime import SuperOpSession
+        from ..runtime import SuperOpSession
     except ImportError as e:
         raise SuperopError(f"the runtime rewriter is not available in this checkout ({e})") from None
     if catalog == HAND_BUILT:

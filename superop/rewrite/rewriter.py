@@ -7,7 +7,7 @@ join premise of Algorithms 2-3 (union-find), single input / single output, the I
 safety check, and the family's Fig. 10 template (CaptureParameters, Algorithm 5). A rule
 then admits a match only if the instance (its family, join kind, aggregate side, branch
 count, folds and the operators on each abstract edge — :meth:`Family.point`) lies inside
-what the rule admits (:func:`superop.rules_out.catalog.admitted`).
+what the rule admits (:func:`superop.families.coverage.admitted`).
 
 The matched sub-plan is replaced by an :class:`Opaque` node carrying the compiled
 super-operator SQL (compile.py) and the query is regenerated with ``superop.ir.to_sql``.
@@ -29,8 +29,8 @@ from ..ir import nodes as N
 from ..ir.dialect import DIALECT
 from ..ir.generate import to_sql
 from ..ir.lower import lower
-from ..rules_out.catalog import admitted
-from ..synth.dsl import Program
+from ..families.coverage import admitted
+from ..dsl import Program
 from .compile import NoNativeForm, compile_program
 
 log = logging.getLogger("superop.runtime")
@@ -141,6 +141,19 @@ class Rewriter:
         self.catalog = catalog
         self.rules = sorted((_Rule(r) for r in catalog["rules"]), key=lambda r: r.rank)
         self.families = frozenset(r.family for r in self.rules)
+
+    @classmethod
+    def admitting(cls, points: Sequence[Covers], rule_id: str = "instance") -> "Rewriter":
+        """A rewriter whose one rule per family admits exactly ``points`` (what a
+        certificate about an instance covers): the verifier uses it to make the SQL the
+        runtime emits for the instance it certifies."""
+        by_family: dict[str, list[Covers]] = {}
+        for p in points:
+            by_family.setdefault(p.family, []).append(p)
+        rules = [{"id": rule_id, "family": fam, "admits": [p.to_json() for p in ps],
+                  "abstract_edges": [{"name": d.name} for d in families.get(fam).edge_decls(ps[0].branches)]}
+                 for fam, ps in by_family.items()]
+        return cls({"rules": rules})
 
     # -- matching ------------------------------------------------------------
     def match(self, plan: N.Node, trace: Optional[list[str]] = None) -> list[Match]:

@@ -39,7 +39,7 @@ def _resolver(fields) -> Callable[[exp.Column], Callable]:
 def _agg_state(func: exp.AggFunc):
     """(func name, argument expression or None) of a supported aggregate (the one table:
     :func:`superop.synth.dsl.accumulator_call`)."""
-    from .dsl import NoAccumulator, accumulator_call
+    from .program import NoAccumulator, accumulator_call
     try:
         return accumulator_call(func)
     except NoAccumulator as e:

@@ -177,7 +177,7 @@ def select_queries(names: Optional[Sequence[str]] = None) -> list[MicroQuery]:
     """Queries by name or family (``du``, ``dj``, ``mj``); all when ``names`` is empty."""
     if not names:
         return list(MICRO_QUERIES)
-    from ...errors import SuperopError
+    from ..errors import SuperopError
     out = []
     for n in names:
         n = n.strip().lower()
@@ -219,7 +219,7 @@ def run_micro(spark, rewrite: Callable, *, rows: Sequence[int] = (10_000_000,), 
               queries: Optional[Sequence[MicroQuery]] = None, seed: int = 7,
               progress: Optional[Progress] = None, budget_s: Optional[float] = None) -> dict:
     """Run the micro set at every size in ``rows``; returns the result document (see
-    ``report.py``). ``rewrite(sql)`` returns a :class:`superop.workloads.bench.rewriters.Rewrite`.
+    ``report.py``). ``rewrite(sql)`` returns a :class:`superop.bench.rewriters.Rewrite`.
 
     ``budget_s``: stop starting new queries once the next one would likely end after the
     budget (estimated from the queries done so far); the skipped ones are listed in the

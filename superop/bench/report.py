@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ...cliutil import atomic_write_json, atomic_write_text
+from ..storage import atomic_write_json, atomic_write_text
 
 
 # ---------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def code_version() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "superop/workloads/bench",
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "superop/bench",
                                 "superop/runtime"], cwd=root, capture_output=True, text=True,
                                timeout=10).stdout.strip()
         return (head or "unknown") + ("+dirty" if dirty else "")
@@ -408,7 +408,7 @@ def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
     p = Path(readme)
     doc = p.read_text()
     if README_START not in doc or README_END not in doc:
-        from ...errors import SuperopError
+        from ..errors import SuperopError
         raise SuperopError(f"{p} has no {README_START} ... {README_END} markers")
     head, rest = doc.split(README_START, 1)
     section, tail = rest.split(README_END, 1)

@@ -1,5 +1,7 @@
 """`superop verify`: re-check a rule catalog's certificates, or check one program.
 
+(It lives above the verifier, with the catalog, because it re-checks whole catalogs.)
+
 * ``superop verify --catalog FILE|URI [--record]`` — re-check every certificate against what
   it claims (inputs hash, program hash = the program the runtime builds now, covers) and
   re-run it. Exit 0 only if every rule has at least one certificate and every certificate
@@ -59,8 +61,8 @@ def run(args) -> int:
 
 
 def _templates(args) -> int:
-    from .instances import all_instances
-    from .template_proofs import prove_instance
+    from ..families.instances import all_instances
+    from ..verify.template_proofs import prove_instance
     out = []
     for inst in all_instances():
         if args.only and not inst.name.startswith(args.only):
@@ -87,11 +89,12 @@ def _templates(args) -> int:
 
 
 def _one(args) -> int:
-    from ..cliutil import read_schema, read_sql
+    from ..ir.schema import load_schema_arg
+    from ..cliutil import read_sql
     from ..errors import SuperopError
-    from ..synth.dsl import Program
-    from .certificate import bounded_certificate
-    from .check import check_sql
+    from ..dsl import Program
+    from ..verify.certificate import bounded_certificate
+    from ..verify.check import check_sql
     if not args.program:
         raise SuperopError("--program FILE is required with --sql/--sql-file")
     if not args.schema:
@@ -101,7 +104,7 @@ def _one(args) -> int:
             prog = Program.from_json(json.load(f))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SuperopError(f"cannot read program {args.program}: {e}") from None
-    sql, schema = read_sql(args), read_schema(args)
+    sql, schema = read_sql(args), load_schema_arg(args.schema)
     r = check_sql(sql, schema, prog, K=args.K, timeout_ms=args.timeout_ms)
     if r.status == "verified":
         r.certificate = bounded_certificate(sql, schema, prog, r, args.timeout_ms)
@@ -118,10 +121,10 @@ def _one(args) -> int:
 
 
 def _catalog(args) -> int:
-    from ..rules_out import trust
-    from ..rules_out.catalog import load_catalog
-    from ..rules_out.coverage import coverage_problems
-    from .certificate import recheck_detail
+    from . import trust
+    from .catalog import load_catalog
+    from .coverage import coverage_problems
+    from ..verify.certificate import recheck_detail
     cat = load_catalog(args.catalog, require_verified=False)   # CatalogError -> exit 2
     report, all_ok = [], True
     for rule in cat["rules"]:

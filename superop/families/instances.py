@@ -11,23 +11,24 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from .. import families
-from ..families import Match
-from ..families.kit.family import ProofInstance
+from ..dsl import Program
 from ..ir import Node, lower
-from ..synth.dsl import Program
+from .kit.family import ProofInstance
+from .kit.records import Match
+from .matching import build_program, first_match
+from .registry import REGISTRY, get
 
 
 def all_instances() -> list[ProofInstance]:
     """Every family's symbolic instances, in registry order."""
-    return [i for fam in families.REGISTRY for i in fam.proof_instances()]
+    return [i for fam in REGISTRY for i in fam.proof_instances()]
 
 
 def find(name: str) -> ProofInstance:
     """The instance called ``name`` (``"DJ/left"``, ``"MJ/full/agg-left/min/residual"``)."""
     fam = name.split("/", 1)[0]
     try:
-        return families.get(fam).proof_instance(name)
+        return get(fam).proof_instance(name)
     except KeyError:
         raise ValueError(f"no symbolic instance {name!r}") from None
 
@@ -36,14 +37,8 @@ def find_by(family: str, join_kind: Optional[str] = None, agg_left: bool = True,
             func: str = "min", part: str = "") -> ProofInstance:
     """The instance of ``family`` for a join kind / aggregate side / function / branch
     count (``part="residual"``: the Min & Join part with a join residual)."""
-    if family == "DU":
-        name = f"DU/{branches}"
-    elif family == "DJ":
-        name = f"DJ/{join_kind}"
-    elif family == "MJ":
-        name = f"MJ/{join_kind}/agg-{'left' if agg_left else 'right'}/{func}"
-    else:
-        name = family
+    name = get(family).proof_instance_name(join_kind=join_kind, agg_left=agg_left, branches=branches,
+                                           func=func)
     return find(name + (f"/{part}" if part else ""))
 
 
@@ -67,7 +62,7 @@ def match_of(inst: ProofInstance) -> Match:
     reasons, plan = _lowered(inst)
     if reasons:
         raise ValueError(f"instance {inst.name} does not lower: {reasons}")
-    m = families.first_match(plan)
+    m = first_match(plan)
     if m is None or m.family != inst.family:
         raise ValueError(f"instance {inst.name} is not a {inst.family} match")
     return m
@@ -78,4 +73,4 @@ def program_of(inst: ProofInstance) -> Program:
     for every query the instance stands for)."""
     m = match_of(inst)
     # an instance of a template's alternative form (its covers' variant) proves that form's program
-    return families.get(m.family).program_form(m, families.build_program(m), inst.covers.variant)
+    return get(m.family).program_form(m, build_program(m), inst.covers.variant)

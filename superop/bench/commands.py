@@ -1,15 +1,7 @@
-"""`superop bench micro|tpch|tpcds|mine|rewrite` — benchmarks (issue 8).
-
-Other workload commands may be registered here too: add them to ``register`` below."""
+"""`superop bench micro|tpch|tpcds|mine|rewrite` — benchmarks."""
 from __future__ import annotations
 
 import argparse
-
-
-def register(sub) -> None:
-    register_bench(sub)
-    from .tpcds.commands import register as register_workload
-    register_workload(sub)
 
 
 # ---------------------------------------------------------------------------
@@ -71,7 +63,7 @@ def _common(p, default_out: str) -> None:
 _SCRIPTS = {"mine": "mining_bench.py", "rewrite": "rewrite_bench.py"}
 
 
-def register_bench(sub) -> None:
+def register(sub) -> None:
     p = sub.add_parser("bench", help="benchmarks: super-operators vs stock Spark (micro, tpch, tpcds, mine, "
                                          "rewrite)")
     bs = p.add_subparsers(dest="bench_command", metavar="BENCH")
@@ -93,7 +85,7 @@ def register_bench(sub) -> None:
     _common(t, "out/bench/tpch")
     t.set_defaults(bench_func=run_tpch_cmd)
 
-    from .bench.tpcds_bench import register_cli as register_tpcds_bench, run_tpcds_cmd
+    from .tpcds_bench import register_cli as register_tpcds_bench, run_tpcds_cmd
     register_tpcds_bench(bs, _common, run_tpcds_cmd)
 
     for name, what in (("mine", "the mining benchmark (queries/s, peak memory)"),
@@ -132,7 +124,7 @@ def _spark(args):
 
 def _finish(doc, args, kind: str, progress) -> int:
     import os
-    from .bench.report import log_mlflow, now, write_outputs
+    from .report import log_mlflow, now, write_outputs
     doc["finished_at"] = now()
     try:
         doc["machine"]["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -147,7 +139,7 @@ def _finish(doc, args, kind: str, progress) -> int:
             progress.warn(f"MLflow logging failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     md = open(outs["markdown"]).read()
     if args.readme:
-        from .bench.report import update_readme
+        from .report import update_readme
         update_readme(args.readme, args.readme_block or kind, md)
     if getattr(args, "json", False):
         import json
@@ -162,10 +154,10 @@ def _finish(doc, args, kind: str, progress) -> int:
 
 
 def run_micro_cmd(args) -> int:
-    from .bench.micro import run_micro, select_queries
-    from .bench.progress import Progress
-    from .bench.report import code_version, command_line, machine_info, now, spark_info
-    from .bench.rewriters import make_rewriter
+    from .micro import run_micro, select_queries
+    from .progress import Progress
+    from .report import code_version, command_line, machine_info, now, spark_info
+    from .rewriters import make_rewriter
     queries = select_queries(args.queries.split(",") if args.queries else None)
     started = now()
     machine = machine_info()
@@ -185,10 +177,10 @@ def run_micro_cmd(args) -> int:
 
 
 def run_tpch_cmd(args) -> int:
-    from .bench.progress import Progress
-    from .bench.report import code_version, command_line, machine_info, now, spark_info
-    from .bench.rewriters import make_rewriter
-    from .bench.tpch_bench import parse_queries, run_tpch
+    from .progress import Progress
+    from .report import code_version, command_line, machine_info, now, spark_info
+    from .rewriters import make_rewriter
+    from .tpch_bench import parse_queries, run_tpch
     qs = parse_queries(args.queries)
     started = now()
     machine = machine_info()

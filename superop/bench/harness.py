@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from ...sparkutil import bag
+from ..sparkutil import bag
 
 _group_ids = itertools.count()
 
@@ -46,14 +46,14 @@ class PlanInfo:
 def plan_info(spark, sql: str) -> PlanInfo:
     """Exchanges in the physical plan Spark chooses for ``sql`` (counted as the runtime's
     benefit gate counts them: superop.runtime.plan)."""
-    from ...runtime.plan import explain_text, parse_explain
+    from ..explain import explain_text, parse_explain
     p = parse_explain(explain_text(spark, sql))
     return PlanInfo(p.exchanges, p.broadcasts, p.reused, p.tree)
 
 
 def plan_info_from_text(text: str) -> PlanInfo:
     """The same counts for a physical plan's tree text."""
-    from ...runtime.plan import parse_explain
+    from ..explain import parse_explain
     p = parse_explain("== Physical Plan ==\n" + text)
     return PlanInfo(p.exchanges, p.broadcasts, p.reused, text)
 

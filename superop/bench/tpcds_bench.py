@@ -23,9 +23,9 @@ def run_tpcds(spark, make_rewriter: Callable, *, sf: float = 1.0,
               tpcds_dir: Optional[str | os.PathLike] = None) -> dict:
     """``tpcds_dir``: existing tpcgen-cli output to use instead of generating at ``sf``.
     Registers the tables as temp views of ``spark`` (use a child session to keep others')."""
-    from ..tpcds import queries as all_queries
-    from ..tpcds import register_tpcds
-    from ..tpcds.data import tpcds_data
+    from ..workloads.tpcds import queries as all_queries
+    from ..workloads.tpcds import register_tpcds
+    from ..workloads.tpcds.data import tpcds_data
     qs = all_queries()
     names = list(queries) if queries else list(qs)
     if progress:
@@ -154,15 +154,15 @@ def run_tpcds_cmd(args) -> int:
     import os as _os
     from pathlib import Path
 
-    from ...cliutil import atomic_write_json, atomic_write_text
-    from ..commands import _spark
-    from ..tpcds import parse_query_names
+    from ..storage import atomic_write_json, atomic_write_text
+    from .commands import _spark
+    from ..workloads.tpcds import parse_query_names
     from .report import code_version, command_line, log_mlflow, machine_info, now, spark_info
     from .rewriters import make_rewriter
     names = parse_query_names(args.queries)
     keys = getattr(args, "keys", None)
     if keys:
-        from ...ir.keys import load_keys_file
+        from ..ir.keys import load_keys_file
         load_keys_file(keys)           # a bad file fails here, before Spark starts
     started, machine = now(), machine_info()
     base = _spark(args)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SuperopError
-from .selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES
+from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES
 
 
 def register(subparsers) -> None:
@@ -85,7 +85,7 @@ def register(subparsers) -> None:
 
 def _log_source(args) -> str:
     from ..storage import scheme
-    from .readers import table_source
+    from ..mining.readers import table_source
     if args.log_table:
         return table_source(args.log_table)
     if scheme(args.log) == "" and not Path(args.log).exists():   # URIs: checked by Spark
@@ -100,11 +100,11 @@ def _spark(args, app: str):
 
 
 def _run(args) -> int:
-    from ..cliutil import read_schema
-    from .job import run_mining
-    from .readers import parse_column_map
+    from ..ir.schema import load_schema_arg
+    from ..mining.job import run_mining
+    from ..mining.readers import parse_column_map
     log = _log_source(args)
-    schema = read_schema(args) or None
+    schema = load_schema_arg(args.schema) or None
     if not args.mine_only:
         if args.no_mlflow:
             raise SuperopError("--no-mlflow needs --mine-only (the nightly job is tracked in MLflow)")
@@ -140,7 +140,7 @@ def _print_unreadable(summary: dict) -> None:
 
 
 def _nightly(args, log, schema, column_map) -> int:
-    from ..pipeline.nightly import run_nightly
+    from .nightly import run_nightly
     r = run_nightly(log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
                     min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share,
                     min_executions=args.min_executions,

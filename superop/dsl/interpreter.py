@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 from sqlglot import exp
 
 from ..ir.keys import Determines
-from .dsl import BUFFERING, STREAMING, Accumulator, Program
+from .program import BUFFERING, STREAMING, Accumulator, Program
 from .expr_eval import EvalError, compile_expr, truth
 from .plan_eval import moment_value
 
