@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from ..ir.nodes import Join
 from ..dsl import (BUFFERING, STREAMING, Accumulator, Flag, NoAccumulator, PartitionEmit, Program, RowEmit,
-                  accumulator_call, distinct_sort_obstacle, ref, sort_distinct)
+                   accumulator_call, distinct_sort_obstacle, ref, sort_distinct)
 from .parts import AggPath, NotSupported, Parts, to_row, tr, unparen
 from .space import Choice, PathChoice
 
