@@ -149,7 +149,7 @@ def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget
                plan_cache=None, grouping_sets=True):
     from superop.share import execute, plan_batch
     from superop.share.estimate import DEFAULT_COST
-    from superop.share.planner import BatchQuery
+    from superop.share.sharing_plan import BatchQuery
     from superop.bench.harness import fingerprint
     batch = [BatchQuery(n, s) for n, s in queries.items()]
     t = time.perf_counter()
