@@ -30,10 +30,23 @@ from typing import Callable, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.nodes import Aggregate, Node, Project, Rename, Scan, Select, replace, resolve_field, walk
-from .blocks import (ANCHOR_AGGREGATE, ANCHOR_GROUPING, ANCHOR_POSITIONAL, ANCHOR_PROJECTION, Block,
-                     Unit, and_all, columns_outside_queries, leaf_alias, needed_columns, or_all,
-                     rename_columns, text)
-from .canonical import (agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts)
+from .blocks import (
+    ANCHOR_AGGREGATE,
+    ANCHOR_GROUPING,
+    ANCHOR_POSITIONAL,
+    ANCHOR_PROJECTION,
+    Block,
+    Unit,
+    and_all,
+    columns_outside_queries,
+    leaf_alias,
+    leaves_of,
+    needed_columns,
+    or_all,
+    rename_columns,
+    text,
+)
+from .canonical import agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts
 from .similar import SimilarSubexpression, identify, units_of_plan
 
 TEMPLATE_FILTER = "filter-project"          # σ_p over π_Y(σ_{p ∨ q}(R))
@@ -350,7 +363,6 @@ def local_plan(u: Unit, qualifier: str, names: dict[tuple[int, str], str]) -> No
         leaf = flat.leaves[i]
         leaves.append(Rename(leaf, tuple((f, n) for f, n in zip(leaf.fields, flat.leaf_names[i])),
                              leaf_alias(i)))
-    from .blocks import leaves_of
     tree = join_tree(leaves, [frozenset([i]) for i in S], flat.local(u.S), leaf_of=leaves_of)
     needed = needed_columns(u.block, u.S)
     idx = u.canon.index()

@@ -38,6 +38,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ..explain import explain_text
+from ..runtime.tablestats import is_connect
 from ..storage import atomic_write_bytes, atomic_write_json
 
 CACHE_FORMAT = 1
@@ -92,8 +94,6 @@ def table_fingerprint(spark, table: str) -> str:
     remote Connect server, counts by its name, its changes seen through Spark's size
     statistic). Expression ids are removed. A table Spark cannot resolve gets a
     fingerprint of its name only (the planner leaves its queries out anyway)."""
-    from ..explain import explain_text
-    from ..runtime.tablestats import is_connect
     try:
         df = spark.table(table)
         if is_connect(spark):

@@ -146,7 +146,8 @@ class Synthesizer:
             return check_equivalence(self.plan, program, self.K,
                                      timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
         except Exception as e:  # a verifier crash is "not decided", never "verified"
-            from ..verify.result import UNKNOWN as _U, Result
+            from ..verify.result import UNKNOWN as _U
+            from ..verify.result import Result
             return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
     def _family_template(self, res: SynthResult, why: Optional[str] = None) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import random
 
-from ..ir.keys import Determines
+from ..ir.dependencies import Determines
 from ..ir.nodes import Node, Scan
 from ..dsl import Program
 from ..dsl.expr_eval import EvalError, compile_expr, truth

@@ -36,8 +36,17 @@ import hashlib
 import json
 from typing import Optional
 
+from .. import __version__
+from ..dsl import Program
 from ..families.coverage import certificate_covers, covers_of, match_of, runtime_program
-from .result import VERIFIED, Result
+from ..families.instances import find, find_by, program_of
+from ..ir import lower, shape
+from ..ir.keys import KEYS_ENTRY
+from .check import check_rewrite, check_sql
+from .emitted import check_emitted
+from .result import UNSUPPORTED, VERIFIED, Result
+from .streamability import check_streamability, find_match
+from .template_proofs import prove_instance
 
 BOUNDED_ASSUMPTIONS = [
     "input tables of at most K rows (every row present or absent, every value nullable)",
@@ -79,7 +88,6 @@ def program_sha256(program) -> str:
 
 
 def produced_by() -> str:
-    from .. import __version__
     return f"superop.verify {__version__}"
 
 
@@ -94,7 +102,6 @@ def _z3_version() -> str:
 def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
                         program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "") -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
-    from ..ir import lower, shape
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
               "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
               "ansi": True, "emit_outputs": "guarded",
@@ -140,7 +147,6 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
 
 def _key_assumptions(schema: dict) -> list[str]:
     """The declared keys the check assumed (the schema's ``$keys``, superop.ir.keys)."""
-    from ..ir.keys import KEYS_ENTRY
     decl = schema.get(KEYS_ENTRY) if isinstance(schema, dict) else None
     if not decl:
         return []
@@ -151,8 +157,6 @@ def _key_assumptions(schema: dict) -> list[str]:
 def _streamability(sql: str, schema: dict) -> Optional[dict]:
     """Algorithms 1-3 on the sub-plan when it is one of the Fig. 6 trees (else None)."""
     try:
-        from ..ir import lower
-        from .streamability import check_streamability, find_match
         plan = lower(sql, schema).plan
         if find_match(plan) is None:
             return None
@@ -175,7 +179,6 @@ def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_
     r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
     em = None
     if emitted and r.status == VERIFIED:
-        from .emitted import check_emitted
         em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form)
         if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
             r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
@@ -185,11 +188,8 @@ def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_
 
 
 def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
-    from .check import check_rewrite, check_sql
     if replaces == "query":
         return check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
-    from ..ir import lower
-    from .result import UNSUPPORTED
     low = lower(sql, schema)
     if not low.fully_lowered:
         return Result(UNSUPPORTED, K=K, reason="; ".join(low.opaque_reasons))
@@ -229,8 +229,6 @@ def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
     """Prove a template instance and certify the result. ``instance``: a family's
     ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
     :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
-    from ..families.instances import find, find_by
-    from .template_proofs import prove_instance
     if isinstance(instance, str):
         instance = find(instance) if "/" in instance else find_by(instance, **params)
     r = prove_instance(instance, timeout_ms=timeout_ms)
@@ -277,7 +275,6 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
 
 
 def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
-    from ..dsl import Program
     prog = Program.from_json(inputs["program"])
     h = program_sha256(prog)
     if cert.get("program_sha256") != h:
@@ -292,8 +289,6 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
 
 
 def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
-    from ..dsl import Program
-    from ..families.instances import find, program_of
     try:
         inst = find(str(inputs.get("template")))
     except ValueError as e:
@@ -343,13 +338,10 @@ def _rerun(cert: dict) -> tuple[bool, str]:
     kind = inputs["kind"]
     try:
         if kind == "bounded-equivalence":
-            from ..dsl import Program
             prog = Program.from_json(inputs["program"])
             r = _check(inputs["sql"], inputs["schema"], prog, int(inputs["K"]),
                        int(inputs.get("timeout_ms", 20000)), inputs.get("replaces", "query"))
         else:
-            from ..families.instances import find
-            from .template_proofs import prove_instance
             r = prove_instance(find(str(inputs["template"])), timeout_ms=int(inputs.get("timeout_ms", 20000)))
     except Exception as e:  # a malformed certificate does not hold; never crash the re-check
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -362,7 +354,6 @@ def _rerun(cert: dict) -> tuple[bool, str]:
                 return False, "the recorded streamability check no longer holds"
         em = cert.get("emitted_sql") or {}
         if em.get("checked_by") == "bounded":
-            from .emitted import check_emitted
             now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
                                 timeout_ms=int(inputs.get("timeout_ms", 20000)), form=str(inputs.get("form") or ""))
             if now.get("sql") != em.get("sql"):

@@ -13,7 +13,8 @@ import pytest
 from superop import families
 from superop.errors import SchemaError
 from superop.ir import lower, to_sql
-from superop.ir.keys import KEYS_ENTRY, DeclaredKey, Determines
+from superop.ir.dependencies import Determines
+from superop.ir.keys import KEYS_ENTRY, DeclaredKey
 from superop.ir.schema import normalize_schema
 from superop.sparkutil import bag
 
@@ -53,7 +54,8 @@ def test_tpcds_schema_declares_keys_of_dimensions_without_history(tmp_path):
     """The file ``superop workload tpcds-schema`` writes is what a session reads its keys
     from; a history (SCD) dimension's business key is not declared."""
     import json
-    from superop.ir.keys import session_keys
+
+    from superop.ir.schema import session_keys
     from superop.workloads.tpcds import tpcds_schema
     f = tmp_path / "tpcds.json"
     f.write_text(json.dumps(tpcds_schema()))

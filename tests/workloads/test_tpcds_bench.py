@@ -38,12 +38,13 @@ def test_bench_tpcds_keys_flag_reaches_the_session(tmp_path, monkeypatch):
     """``--keys FILE`` (a schema file with "$keys", or a bare keys mapping) is what the
     rewriting SuperOpSession vouches for; a file declaring nothing fails before Spark
     starts. No Spark here: the session, Spark and the run are stand-ins."""
-    import superop.runtime
+    import superop.bench.commands as wc
     import superop.bench.report as report
     import superop.bench.tpcds_bench as tb
-    import superop.bench.commands as wc
+    import superop.runtime
     from superop.cli import main
-    from superop.ir.keys import DeclaredKey, session_keys
+    from superop.ir.keys import DeclaredKey
+    from superop.ir.schema import session_keys
     seen: list = []
 
     class FakeSession:

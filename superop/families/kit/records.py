@@ -8,7 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Optional, Union
 
 from ...ir.analysis import Edge
-from ...ir.keys import Determines
+from ...ir.dependencies import Determines
 from ...ir.nodes import JOIN_KINDS, Aggregate, Join, Node
 from ...ir.reasons import ReasonCode as ReasonCode  # re-exported: the families' reason base
 
