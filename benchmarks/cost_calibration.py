@@ -51,12 +51,12 @@ def _rows(s: str) -> int:
 
 
 def measure(args) -> list[dict]:
-    from superop.runtime import SuperOpSession
-    from superop.runtime.plan import analyze_plan
-    from superop.sparkutil import get_spark
     from superop.bench.harness import check_equal
     from superop.bench.micro import MICRO_QUERIES, measure_triple, ops_data, register_ops
     from superop.bench.rewriters import default_catalog
+    from superop.runtime import SuperOpSession
+    from superop.runtime.plan import analyze_plan
+    from superop.sparkutil import get_spark
 
     spark = get_spark("superop-cost-calibration", conf={})
     path = ops_data(spark, args.rows, args.data_dir)
@@ -115,11 +115,11 @@ def measure(args) -> list[dict]:
 def replan(args, points: list[dict]) -> None:
     """Recompute every side's features with the current cost code (planning only: the
     measured times are kept). The rewritten SQL is generated again the same way."""
+    from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
+    from superop.bench.rewriters import default_catalog
     from superop.runtime import SuperOpSession
     from superop.runtime.plan import analyze_plan
     from superop.sparkutil import get_spark
-    from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
-    from superop.bench.rewriters import default_catalog
     spark = get_spark("superop-cost-calibration", conf={})
     register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()

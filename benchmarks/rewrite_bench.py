@@ -24,8 +24,8 @@ from pathlib import Path
 
 from superop.families import REGISTRY
 from superop.ir.lower import lower
-from superop.rules_out.catalog import certificate, make_catalog, make_rule
 from superop.rewrite.rewriter import Rewriter, prepare, select_non_conflicting
+from superop.rules_out.catalog import certificate, make_catalog, make_rule
 from superop.workloads.loggen import mining_schema
 from superop.workloads.loggen.noise import noise_templates
 from superop.workloads.loggen.sqlkit import Kit, Template
