@@ -98,13 +98,13 @@ def _cut() -> tuple[str, dict]:
 
 @functools.lru_cache(maxsize=1)
 def _certificate() -> dict:
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
     sql, schema = _cut()
     return check_and_certify(sql, schema, K=2, timeout_ms=60000)
 
 
 def test_certificate_records_the_premise_and_z3_needs_it():
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     sql, schema = _cut()
     cert = _certificate()
     assert cert["status"] == "verified", cert.get("reason")
