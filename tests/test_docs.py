@@ -5,7 +5,8 @@
   ``grep -riE "issue [0-9]+|session [0-9]+|branch [a-z0-9]+|/tmp/" README.md docs superop --include=*.md``);
 * docs/BENCHMARKS.md stays a results page of at most 400 lines;
 * every ``superop COMMAND [SUBCOMMAND]`` the README shows in code exists in the CLI;
-* the README's example schema file loads with its declared keys.
+* the README's example schema file loads with its declared keys;
+* no table cell holds a code span with an unescaped ``|`` (it would split the cell).
 """
 from __future__ import annotations
 
@@ -107,3 +108,13 @@ def test_the_readme_schema_example_loads(tmp_path):
     assert [k.text() for k in keys["customer"]] == ["c_customer_sk", "c_customer_id"]
     assert [k.text() for k in keys["customer_sales"]] == ["c_customer_id -> c_first_name, c_last_name"]
     assert json.loads(example)["$keys"]
+
+
+def test_no_unescaped_pipe_in_a_table_cell():
+    bad = []
+    for path in markdown_files():
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("|"):
+                bad += [f"{path.relative_to(ROOT)}:{no}: `{span}`" for span in re.findall(r"`([^`]*)`", line)
+                        if re.search(r"(?<!\\)\|", span)]
+    assert not bad, "write \\| inside a table cell:\n" + "\n".join(bad)
