@@ -20,6 +20,8 @@ from typing import Callable, Optional
 
 from .. import families
 from ..families import Side, first_match
+from ..mining.near_misses import recurring_near_misses
+from ..rules_out.examples import rule_examples
 from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
@@ -433,6 +435,9 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         child = tr.start("export", parent)
         source = {"log": str(log_path), "window": s.get("window"), "content_hash": log_hash}
         catalog = make_catalog(rules, source=source)
+        # for the report: what query authors could change, and what each rule does to its example
+        catalog["near_misses"] = recurring_near_misses(mres.near_misses, Selection(k, min_cost_share, min_executions))
+        catalog["rule_examples"] = rule_examples(catalog, schema, spark)
         if sharing is not None:
             catalog["sharing_opportunities"] = sharing.to_json()
         catalog_report = {
