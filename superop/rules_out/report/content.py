@@ -56,7 +56,7 @@ def _rules(catalog: dict, charts: bool) -> list[Block]:
     legend = "; ".join(f"{s} {w}" for s, w in L.LEGEND)
     out += [overview(catalog),
             Para(f"Shapes list each path from the shared input up, operators separated by |: {legend}; "
-                 "[σπρ]* any number of filters, projections and renames.", "legend")]
+                 "[σπρ]* any number of filters, projections and renames; [∅]* none.", "legend")]
     figures: list[Block] = [f for f in (plots.cost_share_chart(catalog), plots.exchanges_chart(catalog))
                             if f is not None] if charts else []
     if figures:

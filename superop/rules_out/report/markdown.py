@@ -46,6 +46,9 @@ def _render(blocks: Sequence[Block], lines: list[str]) -> None:
             while fence in b.text:
                 fence += "`"
             lines += ([_text(b.label), ""] if b.label else []) + [fence + b.lang, b.text, fence, ""]
+        elif isinstance(b, Group) and b.cls == "glance":    # figures first: "13 rules in the catalog"
+            lines += [f"- {_text(v)} {_text(k)}" for f in b.blocks if isinstance(f, Facts) for k, v in f.pairs]
+            lines.append("")
         elif isinstance(b, Group):
             _render(b.blocks, lines)
         elif isinstance(b, Figure):
