@@ -93,15 +93,21 @@ class Page(HTMLParser):
             self.prose.append(data)
 
 
-def page(cat=None, **kw) -> tuple[str, Page]:
-    text = to_html(cat or report_catalog(), **kw)
+def parse(text: str) -> Page:
     p = Page()
     p.feed(text)
-    return text, p
+    return p
 
 
-def test_html_is_real_html_and_self_contained():
-    text, p = page()
+@pytest.fixture(scope="module")
+def html_page() -> tuple[str, Page]:
+    """The report catalog's page, rendered once for the tests that only read it."""
+    text = to_html(report_catalog())
+    return text, parse(text)
+
+
+def test_html_is_real_html_and_self_contained(html_page):
+    text, p = html_page
     assert p.tags.count("table") == 3 and "h1" in p.tags and "h3" in p.tags and "pre" in p.tags
     header = next(r for r in p.cells if r and r[0] == "Rule")
     dj = next(r for r in p.cells if r and r[0] == "dj-inner-left-right-full")
@@ -114,8 +120,8 @@ def test_html_is_real_html_and_self_contained():
     assert re.search(r"url\(data:font/woff;base64,", text)
 
 
-def test_labels_are_words():
-    _, p = page()
+def test_labels_are_words(html_page):
+    _, p = html_page
     prose = " ".join(p.prose)
     assert not re.search(r"\b(None|null|nan)\b", prose), prose
     assert not re.findall(r"\b[a-z]+_[a-z_]+\b", prose)                       # no snake_case keys
@@ -124,9 +130,9 @@ def test_labels_are_words():
     assert "Log window" not in prose                                         # the window is not known
 
 
-def test_near_miss_section_says_what_to_change():
+def test_near_miss_section_says_what_to_change(html_page):
     cat = report_catalog()
-    _, p = page(cat)
+    _, p = html_page
     prose = " ".join(p.prose)
     assert "Near-misses: what to change in the query" in prose
     for nm in cat["near_misses"]["items"]:
@@ -140,15 +146,16 @@ def test_near_miss_section_says_what_to_change():
 
 
 @pytest.mark.skipif(plots.unavailable() is not None, reason="matplotlib is not installed")
-def test_charts_are_svg_data_uris():
-    _, p = page()
+def test_charts_are_svg_data_uris(html_page):
+    _, p = html_page
     assert len(p.images) == 2                           # cost share, exchanges before/after
     assert all(src.startswith("data:image/svg+xml;base64,") for src in p.images)
 
 
 def test_without_matplotlib_the_report_says_so(monkeypatch):
     monkeypatch.setattr(plots, "unavailable", lambda: "charts need matplotlib")
-    text, p = page()
+    text = to_html(report_catalog())
+    p = parse(text)
     assert p.images == [] and "No charts in this report: charts need matplotlib." in text
 
 

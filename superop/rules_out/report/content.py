@@ -101,7 +101,7 @@ def report_blocks(catalog: dict, after: After = None, charts: Optional[bool] = N
     (e.g. the runtime rewriter); without it the report shows what the catalog's
     ``rule_examples`` record. ``charts``: draw charts (default: when matplotlib is there)."""
     why_not = plots.unavailable()
-    draw = (why_not is None) if charts is None else (charts and why_not is None)
+    draw = charts is not False and why_not is None
     out = _header(catalog) + [_glance(catalog)]
     if charts is not False and why_not is not None:
         out.append(Para(f"No charts in this report: {why_not}.", "note"))
