@@ -354,8 +354,9 @@ class SuperOpSession:
         """The best accepted candidate as the result and the cached decision."""
         if self.gate == "exchanges":
             best, v = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
-        else:   # a tie goes to superop's own rewrite over the flag form of the original
-            best, v = max(ok, key=lambda cv: (cv[1].speedup or 0.0, len(cv[0].matches)))
+        else:   # a tie (3 digits) goes to superop's own rewrite, then to the form without settings
+            best, v = max(ok, key=lambda cv: (round(cv[1].speedup or 0.0, 3), len(cv[0].matches),
+                                              -len(getattr(cv[0], "conf", ()))))
         conf = dict(getattr(best, "conf", {}))
         what = [m.describe() for m in best.matches] + ([describe(conf)] if conf else [])
         expl = (f"applied {', '.join(what)}; benefit gate ({self.gate}): "
