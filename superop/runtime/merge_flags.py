@@ -37,6 +37,7 @@ from typing import Optional
 from sqlglot import exp
 
 from ..explain import PlanInfo
+from .tablestats import is_connect
 
 FORM = "spark-merge-flags"
 SUFFIX = "+" + FORM
@@ -73,10 +74,6 @@ def may_merge(ast: Optional[exp.Expression]) -> bool:
             if n >= 2:
                 return True
     return False
-
-
-def is_connect(spark) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def session_with(spark, conf: dict):
