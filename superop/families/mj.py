@@ -17,21 +17,21 @@ from typing import Any, Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.analysis import capture_parameters
 from ..ir.conjuncts import filter_conjuncts
 from ..ir.dialect import DIALECT
 from ..ir.nodes import Select
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import BUFFERING, STREAMING, PartitionEmit, Program, RowEmit, SortKey, ref
+from ..synth.dsl import BUFFERING, STREAMING, Program, RowEmit, SortKey, ref
 from .kit.covers import EDGE_OPS, Covers
-from .kit.diamond import (Shape, find_field, key_sources, positions_carrying, source_dependencies,
+from .kit.diamond import (Shape, find_field, source_dependencies,
                           trace)
 from .kit import symbolic
-from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
-from .kit.program import (AggBranch, Accs, agg_calls, conj, is_true, join_split, keys_not_null,
-                          negate, not_null_keys_prefilter, null, to_ns)
+from .kit.family import JOIN_BACK, Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
+from .kit.joinback import (JoinBackReason, emits_aggregate_alone, join_back_key_premise, join_back_program,
+                           recognize_join_back)
+from .kit.program import Accs, agg_calls, conj, is_true, not_null_keys_prefilter
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
-from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
+from .kit.records import (KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason,
                           ReasonCode, Side, TemplateError)
 
 MIN_MAX = ("min", "max")
@@ -53,15 +53,6 @@ class MJReason(ReasonCode):
                         "the MIN/MAX argument does not depend on exactly one source column")
     FILTER_BELOW_MIN_MAX = ("filter_below_min_max",
                             "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)")
-    # the aggregate side emitted alone decides "no row matched" with a flag folded row by
-    # row; the query evaluates the join residual only on the pairs it forms
-    RESIDUAL_ON_AGGREGATES = ("residual_on_aggregates",
-                              "a join residual reads the aggregate on a side emitted alone (outer/semi/anti): "
-                              "no row can evaluate it before its partition ends")
-    RESIDUAL_BEHIND_AGGREGATE_FILTER = (
-        "residual_behind_aggregate_filter",
-        "a join residual on a side emitted alone behind a filter on the aggregate: the query evaluates it "
-        "only for keys whose group survives, which no row can tell (a partial residual would raise)")
 
 
 class GroupLimitReason(ReasonCode):
@@ -98,36 +89,13 @@ class MinJoin(Family):
     min_branches = 2
     max_branches = 2
     aggregates = MIN_MAX
-    reasons = (Reason, MJReason, GroupLimitReason, PartitionWideReason)
+    reasons = (Reason, MJReason, JoinBackReason, GroupLimitReason, PartitionWideReason)
+    proof_shape = JOIN_BACK
     forms = ("", GROUP_LIMIT, PARTITION_WIDE)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
-        if not shape.joins or len(shape.paths) != 2 or len(shape.agg_paths) != 1:
-            return None
-        paths = shape.paths
-        side = Side.LEFT if paths[0].agg is not None else Side.RIGHT
-        ap, rp = paths[side.pos], paths[side.other.pos]
-        agg = ap.agg
-        assert agg is not None
-
-        def near(reason: ReasonCode, detail: str = "") -> NearMiss:
-            return NearMiss(self.name, shape.root, reason, detail, shape.join_kind, 2, ap.stop)
-        if ap.n_aggs > 1:
-            return near(Reason.STACKED_AGGREGATES)
-        if ap.stop is not rp.stop:
-            return near(Reason.DIFFERENT_INPUTS)
-        kind = shape.join_kind
-        if kind not in self.join_kinds:
-            return near(Reason.JOIN_KIND_UNSUPPORTED, kind)
-        keys = key_sources(agg, ap.stop)
-        if keys is None:
-            return near(Reason.COMPUTED_GROUPING_KEY)
-        if not keys:
-            return near(Reason.GLOBAL_AGGREGATE)
-        root = shape.root
-        return Match(self.name, root, ap.stop, (paths[0].branch, paths[1].branch), join_kind=kind,
-                     agg_side=side, keys=keys)
+        return recognize_join_back(self.name, shape, self.join_kinds)
 
     def premise_failure(self, m: Match) -> Optional[tuple[ReasonCode, str]]:
         """Algorithm 3, lines 12-17: exactly one aggregation, a MIN or a MAX, over one
@@ -153,14 +121,7 @@ class MinJoin(Family):
         return None
 
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
-        j = m.join
-        assert j is not None and m.agg_side is not None
-        agg_in, row_in = (j.left, j.right) if m.agg_side is Side.LEFT else (j.right, j.left)
-        pairs = []
-        for k in m.keys:
-            a, r = positions_carrying(agg_in, k, m.source), positions_carrying(row_in, k, m.source)
-            pairs.append((a, r) if m.agg_side is Side.LEFT else (r, a))
-        return KeyPremise(j, tuple(pairs))
+        return join_back_key_premise(m)
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -192,81 +153,11 @@ class MinJoin(Family):
                               "join_kind": m.join_kind})
 
     def build_program(self, m: Match) -> Program:
-        """SuperOp_MJ: row emits guarded by φ_row ∧ present ∧ keys NOT NULL ∧ ψ; outer,
-        semi and anti sides as for DJ. ``streaming`` only when every value a row emit
-        reads is final after the first row of a sorted partition (one unguarded min/max
-        over a source column, sorted on it); otherwise ``buffering`` (Fig. 13)."""
-        j = m.join
-        assert j is not None and m.agg_side is not None
-        accs = Accs()
-        s = m.agg_side
-        A = AggBranch(m.branches[s.pos], accs)
-        keys = A.keys
-        rb = m.branches[s.other.pos]
-        up = capture_parameters(rb.upper)
-        row_out = [to_ns(e, "row") for _, e in up.projection]
-        phi_row = to_ns(up.predicate, "row")
-        row_fields = rb.upper.top.fields
-        sides = ((A.top_fields, A.outputs), (row_fields, row_out))
-        goals = [(f"key.{k}", f"row.{k}") for k in keys]
-        if s is Side.RIGHT:
-            sides = (sides[1], sides[0])
-            goals = [(b, a) for a, b in goals]
-        psi = join_split(j, sides, goals)
-        matched = conj(is_true(phi_row), is_true(A.present), keys_not_null(keys), is_true(psi))
-        n_agg, n_row = [null() for _ in A.outputs], [null() for _ in row_out]
-        kind = m.join_kind
-        row_left = s is Side.RIGHT
-        out_both = (row_out + A.outputs) if row_left else (A.outputs + row_out)
-        row_preserved = kind == "full" or (kind == "left" and row_left) or (kind == "right" and not row_left)
-        agg_preserved = kind == "full" or (kind == "left" and not row_left) or (kind == "right" and row_left)
-        row_emits, part_emits = [], []
-
-        def any_matched() -> exp.Expr:
-            """"Some row matched the aggregate row" for the aggregate side emitted alone.
-            The flag folds every row of the partition; the query evaluates the residual ψ
-            only on the pairs it forms, i.e. with rows of keys whose group survives the
-            aggregate path. So ψ sits behind that survival, decided per row (key not NULL,
-            the σ below γ on keys only, the σ above γ on keys only): a partial ψ never
-            raises where the query does not (e.g. a FULL join whose HAVING drops a key)."""
-            if psi is not None and _reads(psi, "acc"):
-                raise TemplateError("a join residual over aggregates on the aggregate side emitted alone",
-                                    MJReason.RESIDUAL_ON_AGGREGATES)
-            guard = phi_row
-            if psi is not None:
-                survives = _group_survives_per_row(A, m.branches[s.pos], keys)
-                if survives is None:
-                    raise TemplateError("a join residual on the aggregate side emitted alone with a filter "
-                                        "on aggregates (or below γ on non-keys): the query evaluates it only "
-                                        "for keys whose group survives, which no row can tell",
-                                        MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER)
-                guard = conj(is_true(phi_row), survives, _keys_to_rows(psi))
-            f = accs.flag(guard)
-            out = conj(f, is_true(A.present), keys_not_null(keys)) if f is not None else \
-                conj(is_true(A.present), keys_not_null(keys))
-            return out if out is not None else exp.true()
-
-        if kind in ("inner", "left", "right", "full"):
-            row_emits.append(RowEmit(matched, tuple(out_both)))
-        if row_preserved:
-            # only rows that reach the join (pass the row edge's φ) are null-extended
-            out = (row_out + n_agg) if row_left else (n_agg + row_out)
-            row_emits.append(RowEmit(conj(is_true(phi_row), negate(matched)), tuple(out)))
-        if agg_preserved:
-            out = (n_row + A.outputs) if row_left else (A.outputs + n_row)
-            part_emits.append(PartitionEmit(conj(A.present, negate(any_matched())), tuple(out)))
-        if kind in ("semi", "anti"):
-            if row_left:
-                g = matched if kind == "semi" else conj(is_true(phi_row), negate(matched))
-                row_emits.append(RowEmit(g, tuple(row_out)))
-            else:
-                mm = any_matched()
-                g = conj(A.present, mm) if kind == "semi" else conj(A.present, negate(mm))
-                part_emits.append(PartitionEmit(g, tuple(A.outputs)))
-        memory, sort = _memory(row_emits, accs)
-        return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
-                       flags=tuple(accs.flags), partition_emits=tuple(part_emits),
-                       row_emits=tuple(row_emits), sort=sort, memory=memory)
+        """SuperOp_MJ (:func:`~superop.families.kit.joinback.join_back_program`): ``streaming``
+        only when every value a row emit reads is final after the first row of a sorted
+        partition (one unguarded min/max over a source column, sorted on it); otherwise
+        ``buffering`` (Fig. 13)."""
+        return join_back_program(m, _memory)
 
     def program_form(self, m: Match, program: Program, form: str) -> Program:
         """``group-limit``: :func:`group_limit_program` of the window form's program (the
@@ -329,8 +220,8 @@ class MinJoin(Family):
         return tuple(ExampleSpec(seq, self.name, br, kind, **kw) for seq, br, kind, kw in _EXAMPLES)
 
     def near_miss_examples(self) -> tuple[tuple[int, ReasonCode, str], ...]:
-        return ((4, MJReason.FILTER_BELOW_MIN_MAX, "σ on a non-key column below the MIN (Fig. 13)"),
-                (5, MJReason.AGGREGATE_NOT_MIN_MAX, "a SUM joined back to its input"))
+        return ((4, MJReason.FILTER_BELOW_MIN_MAX, "σ on a non-key column below the MIN (Fig. 13), full join"),
+                (5, MJReason.AGGREGATE_NOT_MIN_MAX, "a SUM joined back to its input, full join"))
 
     def example_shape(self, spec: ExampleSpec) -> str:
         (agg_b, agg_a), (_, plain) = spec.branches
@@ -376,7 +267,8 @@ class MinJoin(Family):
             agg = f"{rng.choice(['SUM', 'AVG', 'COUNT'])}({col})"
             filt = ""
         m = rng.choice(["mn", "agg_v", "tot"])
-        return (f"SELECT o.a, o.b, o.s, g.{m} FROM ops o JOIN (SELECT a, {agg} AS {m} FROM ops"
+        # a FULL join: on an inner one (or the rows preserved) WinMagic runs it as a window
+        return (f"SELECT o.a, o.b, o.s, g.{m} FROM ops o FULL OUTER JOIN (SELECT a, {agg} AS {m} FROM ops"
                 f"{filt} GROUP BY a) g ON o.a = g.a")
 
 
@@ -396,13 +288,6 @@ _EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], str, dict[str, Any]], .
     (43, (("σ", "π"), ("", "σ")), "inner", dict(agg="MAX", dashboard=True,
                                                note="dashboard: one template, many runs")),
 )
-
-
-def emits_aggregate_alone(kind: str, side: Side) -> bool:
-    """Does the template emit the aggregate side's row on its own (outer-preserved, or the
-    left side of a semi/anti join), deciding it by "some row matched"?"""
-    preserved = kind == "full" or (kind == "left" and side is Side.LEFT) or (kind == "right" and side is Side.RIGHT)
-    return preserved or (kind in ("semi", "anti") and side is Side.LEFT)
 
 
 def _mj_instances(kind: str, side: Side, func: str, form: str = "") -> list[ProofInstance]:
@@ -440,34 +325,6 @@ def _mj_instances(kind: str, side: Side, func: str, form: str = "") -> list[Proo
         out.append(ProofInstance(pname, sql, symbolic.SCHEMA, covers, fns,
                                  symbolic.COMMON_ASSUMPTIONS + (arg, note)))
     return out
-
-
-def _reads(e: exp.Expr, ns: str) -> bool:
-    return any(c.table == ns for c in e.find_all(exp.Column))
-
-
-def _keys_to_rows(e: exp.Expr) -> exp.Expr:
-    """``key.k`` -> ``row.k`` (equal within a partition; a flag's guard reads the row)."""
-    e = e.copy()
-    for c in list(e.find_all(exp.Column)):
-        if c.table == "key":
-            c.replace(ref("row", c.name))
-    return e
-
-
-def _group_survives_per_row(A: AggBranch, b: Branch, keys: Sequence[str]) -> Optional[exp.Expr]:
-    """A row condition that holds on a row of key κ iff κ's group survives the aggregate
-    path (non-empty after the σ below γ, kept by the σ above γ): the key is not NULL and
-    both σ read only grouping keys. None when a σ reads anything else."""
-    assert b.lower is not None
-    low = to_ns(capture_parameters(b.lower).predicate, "row")
-    if low is not None and any(c.name not in keys for c in low.find_all(exp.Column)):
-        return None
-    up = A.phi_up
-    if up is not None and (_reads(up, "acc") or _reads(up, "flag")):
-        return None
-    return conj(_keys_to_rows(keys_not_null(keys) or exp.true()), is_true(low),
-                is_true(_keys_to_rows(up)) if up is not None else None)
 
 
 def _memory(row_emits: Sequence[RowEmit], accs: Accs) -> tuple[str, tuple[SortKey, ...]]:

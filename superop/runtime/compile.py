@@ -47,7 +47,7 @@ from sqlglot import exp
 from ..ir.conjuncts import filter_conjuncts
 from ..ir.dialect import DIALECT
 from ..ir.names import TableName, ident
-from ..synth.dsl import BY_FUNCS, STREAMING, Program, by_parts
+from ..synth.dsl import BY_FUNCS, GROUPED, STREAMING, Program, by_parts
 
 P = "__so_"          # prefix of every internal name (cannot clash with the source's columns)
 
@@ -391,6 +391,8 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
                    for em, c in zip(program.partition_emits, cells)]
         return _emission(program, guarded, inner, types)
 
+    if program.layout == GROUPED:
+        return _grouped_sql(program, nm, src_item, types, integral)
     limit = group_limit(program)
     if limit is not None:
         return _group_limit_sql(program, limit, src_item, types)
@@ -573,6 +575,43 @@ def _group_limit_sql(program: Program, limit: GroupLimit, src_item: str, types) 
     g = _guard(limit.rest, _row_ref)
     guard = f"({P}rk = 1)" if g == "TRUE" else f"({P}rk = 1) AND {g}"
     return _emission(program, [_Alt(guard, cells, _pushable_partial(limit.rest, program.keys))], inner, types)
+
+
+def _grouped_sql(program: Program, nm: _Names, src_item: str, types, integral) -> str:
+    """The GROUPED layout (``Program.layout``) of a program whose row emits read final
+    state: every source row with its key's ``GROUP BY`` row (NULL-safe: a NULL key's rows
+    with the NULL group — one group per row), then the row emits. One row emit whose
+    outputs read no state is a LEFT SEMI JOIN with its guard in the ON clause (the grouped
+    side carries no column to the rows; Spark may broadcast it)."""
+    keys = program.keys
+    gk = [f"{P}gk{i}" for i in range(len(keys))]
+    accs = [(a.func, _subst(a.arg, _row_ref), _subst(a.guard, _row_ref)) for a in program.accumulators]
+    items = [f"{_q(k)} AS {g}" for k, g in zip(keys, gk)]
+    items += [f"{_agg_sql(f, arg, g)} AS {nm.acc[a.name]}" for a, (f, arg, g) in zip(program.accumulators, accs)]
+    items += [f"{_flag_sql(_subst(f.guard, _row_ref), accs, integral=integral)} AS {nm.flag[f.name]}"
+              for f in program.flags]
+    grouped = f"SELECT {', '.join(items)} FROM {src_item} GROUP BY {', '.join(_q(k) for k in keys)}"
+    on = " AND ".join(f"{P}src.{_q(k)} <=> {P}g.{g}" for k, g in zip(keys, gk))
+
+    def state_map(ns: str, name: str) -> exp.Expression:
+        if ns in ("row", "key"):
+            return _col(name, f"{P}src")
+        return nm.partition_ref(ns, name)
+    emits = program.row_emits
+    state = {("acc", a.name) for a in program.accumulators} | {("flag", f.name) for f in program.flags}
+    reads_state = any((c.table, c.name) in state for o in emits[0].outputs for c in o.find_all(exp.Column))
+    if len(emits) == 1 and not reads_state:
+        inner = (f"SELECT {P}src.* FROM {src_item} LEFT SEMI JOIN ({grouped}) AS {P}g "
+                 f"ON {on} AND {_guard(emits[0].guard, state_map)}")
+        cells = _emit_outputs(program, emits, types, _row_ref)[0]
+        return _emission(program, [_Alt("TRUE", cells)], inner, types)
+    inner = f"SELECT {P}src.*, {P}g.* FROM {src_item} JOIN ({grouped}) AS {P}g ON {on}"
+    row_map = lambda ns, name: _col(name) if ns in ("row", "key") else nm.partition_ref(ns, name)  # noqa: E731
+    cells = _emit_outputs(program, emits, types, row_map)
+    guarded = [_Alt(_guard(em.guard, row_map), c, _pushable_partial(em.guard, keys)) for em, c in zip(emits, cells)]
+    if len(emits) == 2 and _complementary(emits[0].guard, emits[1].guard):
+        return _either(program, guarded, inner)
+    return _emission(program, guarded, inner, types)
 
 
 def check_roundtrip(sql: str) -> str:

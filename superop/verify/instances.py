@@ -78,4 +78,5 @@ def program_of(inst: ProofInstance) -> Program:
     for every query the instance stands for)."""
     m = match_of(inst)
     # an instance of a template's alternative form (its covers' variant) proves that form's program
-    return families.get(m.family).program_form(m, families.build_program(m), inst.covers.variant)
+    fam = families.get(m.family)
+    return fam.program_form(m, families.build_program(m), fam.variant_form(inst.covers.variant))

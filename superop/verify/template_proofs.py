@@ -43,13 +43,16 @@ from typing import Optional
 import z3
 from sqlglot import exp
 
+from .. import families
 from ..families import Match
+from ..families.kit.family import JOIN, JOIN_BACK, SELF_EXISTS, UNION
 from ..families.kit.diamond import key_sources
 from ..families.kit.family import ProofInstance
 from ..ir.nodes import Aggregate, Scan, resolve_field
 from ..synth.dsl import STREAMING, Program
 from . import folds
 from .bags import outcomes_differ
+from .exists_proofs import exists_obligations
 from .exprs import Ctx, encoding
 from .instances import find_by, match_of, program_of
 from .aggregates import agg_call_func, agg_calls
@@ -168,7 +171,11 @@ class _Proof:
             # the tie order is modelled over K rows only (folds.extremum_by)
             raise ProofSetupError("max_by/min_by: ties are modelled by the bounded proof only")
         self.family = d.family
-        self.mj_agg = d.agg_side.pos if self.family == "MJ" and d.agg_side is not None else None
+        # how the family's instances decompose per key (Family.proof_shape)
+        self.shape = families.get(d.family).proof_shape
+        if self.shape not in (UNION, JOIN, JOIN_BACK):
+            raise Unmodelled(f"the unbounded proof does not model {d.family} instances")
+        self.mj_agg = d.agg_side.pos if self.shape == JOIN_BACK and d.agg_side is not None else None
         self._probe_kinds(probe)
 
     @staticmethod
@@ -198,7 +205,7 @@ class _Proof:
             for c, (_f, x) in enumerate(cargs):
                 args[(i, c)] = x
             errs += [rel.err, z3.And(p_i, e)]
-        if self.family == "MJ":
+        if self.shape == JOIN_BACK:
             # the rows' own path to the join is evaluated on every row too
             j = self.d.root
             r_node, side = (j.right, "right") if self.mj_agg == 0 else (j.left, "left")
@@ -212,14 +219,14 @@ class _Proof:
     def plan_initial(self) -> PlanState:
         calls = {(i, c): folds.init(f, *self.plan_kinds[(i, c)])
                  for i, fs in enumerate(self.calls) for c, f in enumerate(fs)}
-        mj = self.family == "MJ"
+        mj = self.shape == JOIN_BACK
         return PlanState(calls, {i: FALSE for i in range(len(self.aggs))},
                          FALSE if mj else None, FALSE, FALSE if mj else None)
 
     def plan_symbolic(self, name: str) -> PlanState:
         calls = {(i, c): folds.symbolic(f, *self.plan_kinds[(i, c)], f"{name}!call!{i}!{c}")
                  for i, fs in enumerate(self.calls) for c, f in enumerate(fs)}
-        mj = self.family == "MJ"
+        mj = self.shape == JOIN_BACK
         return PlanState(calls, {i: z3.Bool(f"{name}!group!{i}") for i in range(len(self.aggs))},
                          z3.Bool(f"{name}!matched") if mj else None, z3.Bool(f"{name}!err"),
                          z3.Bool(f"{name}!pair_err") if mj else None)
@@ -354,7 +361,7 @@ class _Proof:
         obs: list[Obligation] = []
         final_plan = None
         by_row = matched_by_row = None
-        if self.family == "MJ":
+        if self.shape == JOIN_BACK:
             # row r against the aggregate row of its key with its FINAL values: matched?
             # the residual evaluated (both rows present, equal keys) and raising?
             final_plan = self.plan_symbolic("final")
@@ -365,7 +372,7 @@ class _Proof:
             # above γ per row, see Min & Join's "some row matched")
             by_row = (m, z3.Or(z3.And(pa, pr, eq if self.d.root.equi else TRUE, rerr), aerr))
             survives = [pa]       # "κ's aggregate row exists" (final): flags may pair only there
-        pairs = self.pair(r, matched_by_row, survives if self.family == "MJ" else [])
+        pairs = self.pair(r, matched_by_row, survives if self.shape == JOIN_BACK else [])
         self.pairs = pairs
         sp, sq = self.plan_symbolic("S"), self.pe.symbolic_state(self.prog_kinds, "Q")
         inv = self.invariant(pairs, sp, sq)
@@ -381,21 +388,21 @@ class _Proof:
                                             "state it is matched against)" if final_plan is not None else ""),
             z3.Implies(z3.And(inv, *self._in_final(final_plan, r)),
                        self.invariant(pairs, self.plan_step(sp, r, by_row), self.prog_step(sq, r)))))
-        if self.family == "DJ":
+        if self.shape == JOIN:
             obs.append(self.dj_locality())
-        if self.family == "MJ":
+        if self.shape == JOIN_BACK:
             obs.append(self.mj_locality())
-        if self.family in ("DU", "DJ"):
+        if self.shape in (UNION, JOIN):
             plan = self.seeded(sp, self.kappa, t).encode(self.d.root)
             plan = Rel(plan.rows, z3.Or(plan.err, sp.err))
             prog = self.prog_partition(sq, self.kappa)
             obs.append(Obligation(
                 "emit", "every key κ: the rows the plan outputs for κ's groups (through the upper edges and "
-                f"the {'union' if self.family == 'DU' else self.d.join_kind + ' join'}) and the program's "
+                f"the {'union' if self.shape == UNION else self.d.join_kind + ' join'}) and the program's "
                 "partition emits have the same outcome, given the invariant",
                 z3.Implies(inv, z3.Not(outcomes_differ(plan, prog)))))
             return obs
-        # Min & Join
+        # an aggregate joined back to its rows
         hyp_final = z3.And(inv, self._same_final(final_plan, sp))
         obs.append(Obligation(
             "emit.partition", "every key κ: the aggregate-side rows the plan outputs for κ (null-extended, "
@@ -547,6 +554,8 @@ def obligations(inst: ProofInstance, program: Optional[Program] = None,
     m = match_of(inst)
     prog = program if program is not None else program_of(inst)
     with encoding(ansi=True, functions=inst.functions):
+        if families.get(m.family).proof_shape == SELF_EXISTS:
+            return [Obligation(n, t, f) for n, t, f in exists_obligations(m, prog, emit_outputs)], prog
         return _Proof(inst, m, prog, emit_outputs).obligations(), prog
 
 
