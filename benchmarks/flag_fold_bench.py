@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _old_flag_sql(guard, accs=(), over=""):
-    from superop.runtime.compile import _s
+    from superop.rewrite.compile import _s
     ov = f" {over}" if over else ""
     inner = "max(1)" if guard is None else f"max(CASE WHEN {_s(guard)} THEN 1 ELSE 0 END)"
     return f"({inner}{ov} = 1)"
@@ -30,11 +30,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = int(float(args.rows.lower().rstrip("km")) * (1_000_000 if args.rows.lower().endswith("m")
                                                       else 1_000 if args.rows.lower().endswith("k") else 1))
-    from superop.runtime import SuperOpSession, compile as C
+    from superop.runtime import SuperOpSession
+    from superop.rewrite import compile as C
     from superop.sparkutil import get_spark
-    from superop.workloads.bench.harness import check_equal, plan_info, timed_run
-    from superop.workloads.bench.micro import MICRO_QUERIES, ops_data, register_ops
-    from superop.workloads.bench.rewriters import default_catalog
+    from superop.bench.harness import check_equal, plan_info, timed_run
+    from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
+    from superop.bench.rewriters import default_catalog
 
     spark = get_spark("superop-flag-fold-bench", conf={})
     register_ops(spark, ops_data(spark, rows, args.data_dir))

@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from superop.cliutil import atomic_write_json  # noqa: E402
+from superop.storage import atomic_write_json  # noqa: E402
 
 
 def _fit(X: np.ndarray, t: np.ndarray, K=None) -> dict:

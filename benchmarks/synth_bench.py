@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     else:
         summary = {}
     if args.out:
-        from superop.cliutil import atomic_write_json
+        from superop.storage import atomic_write_json
         atomic_write_json(args.out, {"corpus": name, "K": args.K, "verify": not args.no_verify,
                                      "summary": summary, "rows": rows})
     return 0

@@ -19,12 +19,13 @@ from .errors import SuperopError
 # Packages that contribute commands, in --help order. A package that does not
 # provide a `commands` module yet is simply skipped.
 COMMAND_MODULES = [
-    "superop.mining.commands",     # mine
+    "superop.pipeline.commands",   # mine
     "superop.synth.commands",      # synth
-    "superop.verify.commands",     # verify
+    "superop.rules_out.verify_commands",  # verify
     "superop.rules_out.commands",  # catalog
     "superop.runtime.commands",    # rewrite
-    "superop.workloads.commands",  # bench, workload
+    "superop.bench.commands",      # bench
+    "superop.workloads.tpcds.commands",  # workload
     "superop.ir.commands",         # plan
     "superop.share.commands",      # share
 ]

@@ -1,13 +1,8 @@
-"""Small helpers shared by the sub-commands: reading SQL/schema arguments and
-writing files atomically."""
+"""Small helpers shared by the sub-commands: argument definitions and parsing, reading
+the SQL argument."""
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
 
 from .errors import SuperopError
 
@@ -89,24 +84,6 @@ def plain(doc: str) -> str:
     return re.sub(r"`([^`]+)`", r"\1", doc)
 
 
-class StageProgress:
-    """One line per stage on stderr — also when stderr is not a terminal (a scheduled job's
-    log) — with the stage's counts and elapsed time."""
-
-    def __init__(self, prefix: str, enabled: bool = True):
-        import time
-        self.prefix, self.enabled, self.t0 = prefix, enabled, time.perf_counter()
-
-    def line(self, msg: str, seconds: float | None = None) -> None:
-        import sys
-        import time
-        if not self.enabled:
-            return
-        total = time.perf_counter() - self.t0
-        took = f" ({seconds:.1f} s)" if seconds is not None else ""
-        print(f"[{self.prefix} {total:6.1f}s] {msg}{took}", file=sys.stderr, flush=True)
-
-
 def read_sql(args) -> str:
     if getattr(args, "sql", None) is not None:
         return args.sql
@@ -114,65 +91,3 @@ def read_sql(args) -> str:
     if not path.is_file():
         raise SuperopError(f"SQL file not found: {path}")
     return path.read_text()
-
-
-def read_schema(args) -> dict:
-    from .ir.schema import load_schema
-    if getattr(args, "schema", None):
-        return load_schema(args.schema)
-    return {}
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write via a temp file in the same directory + rename: readers never see a
-    partial file and a failed write leaves the old file in place."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Atomic like :func:`atomic_write_text`; the file gets the mode a plain ``open`` would
-    give it under the umask (0644 under 022), not the temporary file's 0600."""
-    with atomic_writer(path) as f:
-        f.write(data)
-
-
-@contextmanager
-def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """A binary file to stream into (e.g. a large generated log): written as a temp file in
-    the same directory, renamed to ``path`` only when the block ends without an error (a
-    failure leaves the old file in place), with the umask's mode (0644 under 022)."""
-    from .storage import file_mode
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def pretty_sql(sql: str) -> str:
-    """``sql`` re-printed one clause per line (superop's one dialect, superop.ir.dialect) for
-    people to read. Only for display: what runs is the SQL as generated; unparsable text is
-    returned as is."""
-    from .ir.dialect import parse, to_sql_text
-    try:
-        trees = [t for t in parse(sql) if t is not None]
-    except Exception:
-        return sql
-    if not trees:
-        return sql
-    return ";\n".join(to_sql_text(t, pretty=True) for t in trees)

@@ -13,14 +13,17 @@ Files are created readable by the group/others as the umask allows (0644 under t
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import tempfile
 import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import BinaryIO, Iterable, Iterator, Optional
 
 from .errors import SuperopError
 
@@ -69,6 +72,46 @@ def file_mode() -> int:
     return 0o666 & ~umask()
 
 
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write via a temp file in the same directory + rename: readers never see a
+    partial file and a failed write leaves the old file in place."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path, obj) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Atomic like :func:`atomic_write_text`; the file gets the mode a plain ``open`` would
+    give it under the umask (0644 under 022), not the temporary file's 0600."""
+    with atomic_writer(path) as f:
+        f.write(data)
+
+
+@contextmanager
+def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary file to stream into (e.g. a large generated log): written as a temp file in
+    the same directory, renamed to ``path`` only when the block ends without an error (a
+    failure leaves the old file in place), with the umask's mode (0644 under 022)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
 @dataclass(frozen=True)
 class FileInfo:
     path: str          # as the filesystem names it (a URI for Hadoop filesystems)
@@ -112,7 +155,6 @@ class LocalFS:
             return f.read()
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        from .cliutil import atomic_write_bytes
         atomic_write_bytes(path, data)
 
     def mkdirs(self, path: str) -> None:

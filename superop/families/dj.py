@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from ..ir.nodes import Join
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import AGG_FUNCS, STREAMING, Program
+from ..dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check, positions_carrying
 from .kit import symbolic
@@ -139,6 +139,10 @@ class DiamondJoin(Family):
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"DJ/{join_kind}"
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         """DJ/<kind> for every join kind: two branches as DU's joined
         ``ON l.k = r.k AND theta(l.x, r.y)`` (the residual reads both aggregate

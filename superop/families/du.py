@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.nodes import UnionAll
-from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check
 from .kit import symbolic
@@ -87,6 +87,10 @@ class DiamondUnionAll(Family):
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"DU/{branches}"
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         """DU/2 and DU/3: n GROUP BYs on ``k`` glued by UNION ALL; every branch aggregates
         count(*), count, sum, min, max, avg of its own projections under its own predicate,

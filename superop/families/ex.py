@@ -34,7 +34,7 @@ from ..ir.dialect import DIALECT
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Join
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import BUFFERING, GROUPED, Program, RowEmit
+from ..dsl import BUFFERING, GROUPED, Program, RowEmit
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import Shape, bare_column, find_field_strict, positions_carrying, trace

@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 from sqlglot import exp
 
 from ..ir.nodes import Join
-from ..synth.dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit.diamond import Shape
 from .kit.family import Family, Slot, Streamability, branches_prefilter
 from .kit.program import AggBranch, Accs, conj, is_true

@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 
 from ..ir.nodes import Node, walk
 from ..ir.safety import BlockReason, Blocker, blocking_reason
-from ..synth.dsl import Program, sort_distinct
+from ..dsl import Program, sort_distinct
 from .kit.diamond import PlanContext, keys_implied, shape_at
 from .kit.regroup import regroup
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError

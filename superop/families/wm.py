@@ -37,7 +37,7 @@ from sqlglot import exp
 
 from ..ir.dialect import DIALECT
 from ..ir.render import JOIN_SYMBOL
-from ..synth.dsl import BUFFERING, Program, RowEmit, SortKey
+from ..dsl import BUFFERING, Program, RowEmit, SortKey
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape

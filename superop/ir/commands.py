@@ -5,11 +5,13 @@ import argparse
 import json
 from typing import Any
 
-from ..cliutil import add_sql_args, read_schema, read_sql
+from ..cliutil import add_json_arg, add_sql_args, read_sql
+from . import lower, render, shape, to_sql
+from .dialect import pretty_sql
+from .schema import load_schema_arg
 
 
 def register(sub: Any) -> None:
-    from ..cliutil import add_json_arg
     p = sub.add_parser("plan", help="lower a query to the plan IR and print tree, shape and SQL",
                        description="Shows how superop sees a query: the plan IR tree, its shape "
                                    "and the SQL regenerated from the IR.")
@@ -19,9 +21,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import lower, render, shape, to_sql
     sql = read_sql(args)
-    low = lower(sql, read_schema(args))
+    low = lower(sql, load_schema_arg(args.schema))
     out = {"tree": render(low.plan), "shape": shape(low.plan), "sql": to_sql(low.plan),
            "fully_lowered": low.fully_lowered, "opaque_reasons": low.opaque_reasons}
     if args.json:
@@ -29,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(out["tree"])
         print(f"shape: {out['shape']}")
-        from ..cliutil import pretty_sql
         print("sql:   " + pretty_sql(str(out["sql"])).replace("\n", "\n       "))
         if low.opaque_reasons:
             print(f"opaque: {'; '.join(low.opaque_reasons)}")

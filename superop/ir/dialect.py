@@ -109,3 +109,16 @@ def check_session_dialect(spark: Any) -> None:
     if str(conf).strip().lower() == "true":
         raise SqlError("spark.sql.parser.escapedStringLiterals=true is not supported "
                        "(string literals would be read differently); query passed through")
+
+
+def pretty_sql(sql: str) -> str:
+    """``sql`` re-printed one clause per line (superop's one dialect, superop.ir.dialect) for
+    people to read. Only for display: what runs is the SQL as generated; unparsable text is
+    returned as is."""
+    try:
+        trees = [t for t in parse(sql) if t is not None]
+    except Exception:
+        return sql
+    if not trees:
+        return sql
+    return ";\n".join(to_sql_text(t, pretty=True) for t in trees)

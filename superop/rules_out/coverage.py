@@ -6,11 +6,11 @@ Every certificate covers a set of instances (:class:`superop.families.Covers`): 
 proof its symbolic instance's record (``Family.proof_instances``), a bounded certificate
 the instance of its sub-query (``Family.point`` of the match on its SQL). The recorded
 ``covers`` of a certificate must equal what its inputs give
-(``superop.verify.certificate.certificate_covers``: it cannot be widened by editing the
+(``superop.families.coverage.certificate_covers``: it cannot be widened by editing the
 JSON; the inputs are what a re-check re-proves). A covers record proved in parts (several
 symbolic instances with one record, e.g. Min & Join with and without a join residual)
 counts only when the rule carries every part. A rule's admitted set
-(:func:`superop.rules_out.catalog.admitted`) must lie inside the union of its
+(:func:`superop.families.coverage.admitted`) must lie inside the union of its
 certificates' covers, and the fields a rule lists for reading (edges, join kinds, sides,
 aggregates) must be exactly the hull of what it admits.
 """
@@ -21,8 +21,9 @@ from typing import Any, Optional
 
 from .. import families
 from ..families import Covers
-from ..verify.certificate import certificate_covers, derived_covers
-from .catalog import OPTIONAL_OPS, admitted
+from ..families.coverage import admitted, certificate_covers, derived_covers
+from .catalog import OPTIONAL_OPS, make_rule
+from .generalize import maximal
 
 __all__ = ["coverage_problems", "covered_rule", "certificate_covers", "derived_covers"]
 
@@ -110,8 +111,6 @@ def covered_rule(family: str, certificates: list[dict[str, Any]], **kw: Any) -> 
     """A rule admitting exactly what ``certificates`` cover: ``admits`` the maximal covers
     records of the verified ones, the fields listed for reading their hull (``kw`` goes to
     :func:`superop.rules_out.catalog.make_rule`: ``rule_id``, ``description``, ...)."""
-    from .catalog import make_rule
-    from .generalize import maximal
     recs = [Covers.from_json(c["covers"]) for c in certificates
             if c.get("status") == "verified" and c.get("covers")]
     if not recs:

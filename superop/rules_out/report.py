@@ -2,6 +2,7 @@
 certificates, an example before/after per rule)."""
 from __future__ import annotations
 
+import datetime as _dt
 import html
 import json
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from typing import Callable, Optional
 
 from .. import families
 from ..families import Side
-from .catalog import admitted
+from ..families.coverage import admitted
 
 
 def draw_tree(rule: dict) -> str:
@@ -119,7 +120,6 @@ def report_blocks(catalog: dict, after: Optional[Callable[[str], str]] = None) -
                 out.append(Code(rewritten, "sql", "After (runtime rewriter):"))
             if e.get("pseudo_code"):
                 out.append(Code(e["pseudo_code"], "", "Verified super-operator program:"))
-    from ..share.opportunities import section_blocks   # the section's one renderer (issue 15)
     out += section_blocks(catalog.get("sharing_opportunities"))
     rej = catalog.get("rejected") or []
     if rej:
@@ -198,3 +198,47 @@ def to_html(catalog: dict, after: Optional[Callable[[str], str]] = None) -> str:
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{title}</title><style>{_CSS}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
+
+
+def _when(ts: Optional[float]) -> str:
+    if ts is None:
+        return "?"
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def section_blocks(section: Optional[dict]) -> list:
+    """The report blocks of the sharing opportunities a catalog carries (what
+    ``superop.share.opportunities.SharingReport.to_json`` stored); none when it has none."""
+    if not section:
+        return []
+    out: list = [Heading(2, "Sharing opportunities")]
+    if section.get("error"):
+        return out + [Para(f"Not computed: {section['error']}")]
+    opps = section.get("opportunities") or []
+    paying = [o for o in opps if o.get("would_pay")]
+    how = "estimated from Spark's statistics" if section.get("estimated") else \
+        "proved covering expressions; value not estimated (tables not in the Spark catalog)"
+    out.append(Para(f"{len(paying)} of {section.get('examined')} examined log windows "
+                    f"({section.get('windows')} windows of two or more queries, {section.get('window_seconds')} s "
+                    f"each, {section.get('queries')} queries) would have paid for sharing ({how})."))
+    if section.get("truncated") or section.get("out_of_time"):
+        out.append(Para(f"Bounded: {section.get('truncated')} window(s) cut to their first queries, "
+                        f"{section.get('out_of_time')} window(s) not planned (time budget)."))
+    if not opps:
+        return out
+    rows = []
+    for o in opps:
+        ces = "; ".join(f"{c['id']} {c['kind']} {c['template']} over {', '.join(c['tables'])} "
+                        f"({len(c['consumers'])} consumers{', chosen' if c.get('chosen') else ''})"
+                        for c in o.get("covering_expressions") or [])
+        val = "?" if o.get("estimated_value") is None else f"{o['estimated_value']:.3g}"
+        rows.append([f"{_when(o.get('start'))} … {_when(o.get('end'))}", str(len(o.get("queries") or [])),
+                     str(o.get("similar_subexpressions")), ces, val, "yes" if o.get("would_pay") else "no"])
+    out.append(Table(["window", "queries", "SEs", "covering expressions", "value (bytes)", "pays"], rows))
+    return out
+
+
+def markdown_section(section: Optional[dict]) -> list[str]:
+    """Markdown lines of :func:`section_blocks`."""
+    blocks = section_blocks(section)
+    return render_markdown(blocks).splitlines() if blocks else []

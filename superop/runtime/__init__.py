@@ -5,8 +5,9 @@ plan IR, generate Spark-native super-operator SQL, and apply it behind a benefit
 
 Imports neither Z3 nor MLflow (MLflow only lazily for ``models:/`` catalog URIs).
 """
-from .compile import NoNativeForm, compile_program, run_generic
-from .rewriter import Match, RewriteResult, Rewriter, rewrite_structural
+from ..rewrite.compile import NoNativeForm, compile_program
+from .generic import run_generic
+from ..rewrite.rewriter import Match, RewriteResult, Rewriter, rewrite_structural
 from .session import SuperOpSession
 
 __all__ = ["SuperOpSession", "Rewriter", "RewriteResult", "Match", "compile_program",

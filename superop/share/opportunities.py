@@ -16,7 +16,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .planner import BatchQuery, plan_batch
+from ..mining.readers import SUCCESS, read_log
+from .planner import plan_batch
+from .sharing_plan import BatchQuery
 
 
 @dataclass
@@ -138,7 +140,6 @@ def read_log_window(spark, path: str, start=None, end=None, fmt: str = "auto",
                     column_map: Optional[dict] = None) -> list[BatchQuery]:
     """The successful statements of a query log (any format ``superop mine`` reads)
     whose start time is in [start, end) — a batch for ``plan_batch``/``run_batch``."""
-    from ..mining.readers import SUCCESS, read_log
     df = read_log(spark, path, fmt, column_map).where("error IS NULL")
     lo, hi = _epoch(start), _epoch(end)
     out = []
@@ -211,49 +212,3 @@ def log_sharing_report(spark, log_path: str, *, window_seconds: float = 300.0, f
     except Exception as e:   # an advisory section must not fail the nightly run
         rep.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return rep
-
-
-def _when(ts: Optional[float]) -> str:
-    if ts is None:
-        return "?"
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def section_blocks(section: Optional[dict]) -> list:
-    """The report blocks (``superop.rules_out.report``) of a :class:`SharingReport` as stored
-    in a catalog (``to_json``); none when the catalog has none."""
-    from ..rules_out.report import Heading, Para, Table
-    if not section:
-        return []
-    out: list = [Heading(2, "Sharing opportunities")]
-    if section.get("error"):
-        return out + [Para(f"Not computed: {section['error']}")]
-    opps = section.get("opportunities") or []
-    paying = [o for o in opps if o.get("would_pay")]
-    how = "estimated from Spark's statistics" if section.get("estimated") else \
-        "proved covering expressions; value not estimated (tables not in the Spark catalog)"
-    out.append(Para(f"{len(paying)} of {section.get('examined')} examined log windows "
-                    f"({section.get('windows')} windows of two or more queries, {section.get('window_seconds')} s "
-                    f"each, {section.get('queries')} queries) would have paid for sharing ({how})."))
-    if section.get("truncated") or section.get("out_of_time"):
-        out.append(Para(f"Bounded: {section.get('truncated')} window(s) cut to their first queries, "
-                        f"{section.get('out_of_time')} window(s) not planned (time budget)."))
-    if not opps:
-        return out
-    rows = []
-    for o in opps:
-        ces = "; ".join(f"{c['id']} {c['kind']} {c['template']} over {', '.join(c['tables'])} "
-                        f"({len(c['consumers'])} consumers{', chosen' if c.get('chosen') else ''})"
-                        for c in o.get("covering_expressions") or [])
-        val = "?" if o.get("estimated_value") is None else f"{o['estimated_value']:.3g}"
-        rows.append([f"{_when(o.get('start'))} … {_when(o.get('end'))}", str(len(o.get("queries") or [])),
-                     str(o.get("similar_subexpressions")), ces, val, "yes" if o.get("would_pay") else "no"])
-    out.append(Table(["window", "queries", "SEs", "covering expressions", "value (bytes)", "pays"], rows))
-    return out
-
-
-def markdown_section(section: Optional[dict]) -> list[str]:
-    """Markdown lines of :func:`section_blocks`."""
-    from ..rules_out.report import render_markdown
-    blocks = section_blocks(section)
-    return render_markdown(blocks).splitlines() if blocks else []

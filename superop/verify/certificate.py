@@ -32,11 +32,20 @@ certificates), and that ``covers`` is what the query / instance covers.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import json
 from typing import Optional
 
-from .result import VERIFIED, Result
+from .. import __version__
+from ..dsl import Program
+from ..dsl.identity import program_sha256, sha256_of
+from ..families.coverage import certificate_covers, covers_of, match_of, runtime_program
+from ..families.instances import find, find_by, program_of
+from ..ir import lower, shape
+from ..ir.keys import KEYS_ENTRY
+from .check import check_rewrite, check_sql
+from .emitted import check_emitted
+from .result import UNSUPPORTED, VERIFIED, Result
+from .streamability import check_streamability, find_match
+from .template_proofs import prove_instance
 
 BOUNDED_ASSUMPTIONS = [
     "input tables of at most K rows (every row present or absent, every value nullable)",
@@ -64,21 +73,7 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def canonical(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def sha256_of(obj) -> str:
-    return "sha256:" + hashlib.sha256(canonical(obj).encode("utf-8")).hexdigest()
-
-
-def program_sha256(program) -> str:
-    """The identity of a program: sha256 of its canonical JSON (``Program.to_json``)."""
-    return sha256_of(program.to_json())
-
-
 def produced_by() -> str:
-    from .. import __version__
     return f"superop.verify {__version__}"
 
 
@@ -88,95 +83,11 @@ def _z3_version() -> str:
 
 
 # ---------------------------------------------------------------------------
-# what a pattern is (no Z3)
-# ---------------------------------------------------------------------------
-def match_of_plan(plan):
-    """The super-operator match a certificate is about: the top-most instance the
-    registry's matching path finds in the plan, through every check the runtime applies
-    (``superop.families.first_match(plan, finished=True)``); ValueError if none."""
-    from .. import families
-    m = families.first_match(plan, finished=True)
-    if m is None:
-        near = [f for f in families.scan(plan) if not isinstance(f, families.Match)]
-        why = f" ({near[0].family}: {near[0].why})" if near else ""
-        raise ValueError(f"no super-operator instance the runtime would match{why}")
-    return m
-
-
-def match_of(sql: str, schema: dict):
-    """The super-operator match of a query (:func:`match_of_plan` of its lowered plan)."""
-    from ..ir import lower
-    low = lower(sql, schema)
-    if not low.fully_lowered:
-        raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
-    return match_of_plan(low.plan)
-
-
-def runtime_program(sql: str, schema: dict, form: str = ""):
-    """The program the runtime runs for a sub-query: the family's template program of
-    its match (``superop.families.build_program``; in ``form``: ``Family.program_form``)."""
-    from .. import families
-    m = match_of(sql, schema)
-    prog = families.build_program(m)
-    return families.get(m.family).program_form(m, prog, form) if form else prog
-
-
-def covers_of(m):
-    """What a certificate about the concrete match ``m`` covers: the instance itself
-    (``Family.point``)."""
-    from .. import families
-    return families.get(m.family).point(m)
-
-
-def derived_covers(cert: dict):
-    """What a certificate covers, re-derived from the inputs it carries (the template
-    proof's symbolic instance, or the match of the bounded certificate's SQL); None when
-    they say nothing (a malformed or foreign certificate covers nothing). The ONE
-    derivation: :func:`structural_check` and the rule catalog's coverage check
-    (``superop.rules_out.coverage``) both go through :func:`certificate_covers`."""
-    inputs = cert.get("inputs") if isinstance(cert, dict) else None
-    if not isinstance(inputs, dict):
-        return None
-    try:
-        if inputs.get("kind") == "template-proof":
-            from .instances import find
-            return find(str(inputs["template"])).covers
-        if inputs.get("kind") == "bounded-equivalence":
-            from dataclasses import replace
-            cov = covers_of(match_of(inputs["sql"], inputs["schema"]))
-            return replace(cov, variant=str(inputs["form"])) if inputs.get("form") else cov
-    except Exception:  # a malformed certificate covers nothing
-        return None
-    return None
-
-
-def certificate_covers(cert: dict):
-    """(what the certificate covers, problem or ""). The recorded ``covers`` must equal
-    :func:`derived_covers` (it cannot be widened by editing the JSON: the inputs are what
-    a re-check re-proves)."""
-    from ..families import Covers
-    rec = cert.get("covers") if isinstance(cert, dict) else None
-    if rec is None:
-        return None, "records no covers"
-    try:
-        recorded = Covers.from_json(rec)
-    except ValueError as e:
-        return None, str(e)
-    derived = derived_covers(cert)
-    if derived is None:
-        return None, "covers cannot be re-derived from the certificate's inputs"
-    if recorded != derived:
-        return None, f"records covers {recorded.describe()} but its inputs prove {derived.describe()}"
-    return recorded, ""
-
-
-# ---------------------------------------------------------------------------
 # bounded
 # ---------------------------------------------------------------------------
 def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
                         program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "") -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
-    from ..ir import lower, shape
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
               "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
               "ansi": True, "emit_outputs": "guarded",
@@ -222,7 +133,6 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
 
 def _key_assumptions(schema: dict) -> list[str]:
     """The declared keys the check assumed (the schema's ``$keys``, superop.ir.keys)."""
-    from ..ir.keys import KEYS_ENTRY
     decl = schema.get(KEYS_ENTRY) if isinstance(schema, dict) else None
     if not decl:
         return []
@@ -233,8 +143,6 @@ def _key_assumptions(schema: dict) -> list[str]:
 def _streamability(sql: str, schema: dict) -> Optional[dict]:
     """Algorithms 1-3 on the sub-plan when it is one of the Fig. 6 trees (else None)."""
     try:
-        from ..ir import lower
-        from .streamability import check_streamability, find_match
         plan = lower(sql, schema).plan
         if find_match(plan) is None:
             return None
@@ -257,7 +165,6 @@ def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_
     r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
     em = None
     if emitted and r.status == VERIFIED:
-        from .emitted import check_emitted
         em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form)
         if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
             r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
@@ -267,11 +174,8 @@ def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_
 
 
 def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
-    from .check import check_rewrite, check_sql
     if replaces == "query":
         return check_sql(sql, schema, program, K=K, timeout_ms=timeout_ms)
-    from ..ir import lower
-    from .result import UNSUPPORTED
     low = lower(sql, schema)
     if not low.fully_lowered:
         return Result(UNSUPPORTED, K=K, reason="; ".join(low.opaque_reasons))
@@ -311,8 +215,6 @@ def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
     """Prove a template instance and certify the result. ``instance``: a family's
     ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
     :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
-    from .instances import find, find_by
-    from .template_proofs import prove_instance
     if isinstance(instance, str):
         instance = find(instance) if "/" in instance else find_by(instance, **params)
     r = prove_instance(instance, timeout_ms=timeout_ms)
@@ -359,7 +261,6 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
 
 
 def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
-    from ..synth.dsl import Program
     prog = Program.from_json(inputs["program"])
     h = program_sha256(prog)
     if cert.get("program_sha256") != h:
@@ -374,8 +275,6 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
 
 
 def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
-    from ..synth.dsl import Program
-    from .instances import find, program_of
     try:
         inst = find(str(inputs.get("template")))
     except ValueError as e:
@@ -425,13 +324,10 @@ def _rerun(cert: dict) -> tuple[bool, str]:
     kind = inputs["kind"]
     try:
         if kind == "bounded-equivalence":
-            from ..synth.dsl import Program
             prog = Program.from_json(inputs["program"])
             r = _check(inputs["sql"], inputs["schema"], prog, int(inputs["K"]),
                        int(inputs.get("timeout_ms", 20000)), inputs.get("replaces", "query"))
         else:
-            from .instances import find
-            from .template_proofs import prove_instance
             r = prove_instance(find(str(inputs["template"])), timeout_ms=int(inputs.get("timeout_ms", 20000)))
     except Exception as e:  # a malformed certificate does not hold; never crash the re-check
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -444,7 +340,6 @@ def _rerun(cert: dict) -> tuple[bool, str]:
                 return False, "the recorded streamability check no longer holds"
         em = cert.get("emitted_sql") or {}
         if em.get("checked_by") == "bounded":
-            from .emitted import check_emitted
             now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
                                 timeout_ms=int(inputs.get("timeout_ms", 20000)), form=str(inputs.get("form") or ""))
             if now.get("sql") != em.get("sql"):

@@ -1,7 +1,7 @@
 """The SQL the runtime emits for a pattern, and how it is covered.
 
 The runtime does not run the DSL program: it compiles it to Spark SQL
-(``superop.runtime.compile``) behind a prefilter on the shared source. :func:`emitted_sql`
+(``superop.rewrite.compile``) behind a prefilter on the shared source. :func:`emitted_sql`
 produces exactly that SQL for one sub-query through the runtime's own rewrite path
 (match, template, prefilter, compile, SQL generation — ``rewrite_structural``, without
 Spark, so output columns are not cast to Spark's types). :func:`check_emitted` lowers it
@@ -12,23 +12,23 @@ runtime's tests run original and rewritten queries on Spark), and why.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
+from ..errors import SuperopError
+from ..families.coverage import covers_of, match_of
+from ..ir import lower
+from ..rewrite.rewriter import Rewriter, rewrite_structural
+from .check import check_plans_outcomes
 from .result import UNSUPPORTED, VERIFIED, Unsupported
 
 
 def emitted_sql(sql: str, schema: dict, form: str = "") -> tuple[Optional[str], str]:
     """(the SQL the runtime emits for ``sql`` — in the family's ``form`` when given —, why
     None when it does not rewrite it)."""
-    from dataclasses import replace
-    from ..rules_out.catalog import make_catalog, make_rule
-    from ..runtime.rewriter import Rewriter, rewrite_structural
-    from .certificate import covers_of, match_of
-    m = match_of(sql, schema)
-    point = covers_of(m)          # a rule admitting exactly this instance
-    rule = make_rule(m.family, branches=point.branches, join_kinds=point.join_kinds or ("inner",),
-                     admits=[point] + ([replace(point, variant=form)] if form else []))
-    res = rewrite_structural(Rewriter(make_catalog([rule])), sql, schema, form=form)
+    point = covers_of(match_of(sql, schema))          # a rule admitting exactly this instance
+    rewriter = Rewriter.admitting([point] + ([replace(point, variant=form)] if form else []))
+    res = rewrite_structural(rewriter, sql, schema, form=form)
     if not res.changed:
         return None, res.explanation
     return res.sql, ""
@@ -37,9 +37,6 @@ def emitted_sql(sql: str, schema: dict, form: str = "") -> tuple[Optional[str], 
 def check_emitted(sql: str, schema: dict, K: int = 4, timeout_ms: int = 20000, form: str = "") -> dict:
     """The certificate's ``emitted_sql`` record: ``checked_by`` bounded (with ``status``)
     or differential-tests (with ``reason``), and the SQL."""
-    from ..errors import SuperopError
-    from ..ir import lower
-    from .check import check_plans_outcomes
     try:
         out, why = emitted_sql(sql, schema, form)
     except (SuperopError, Unsupported, ValueError) as e:

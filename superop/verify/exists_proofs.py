@@ -23,15 +23,28 @@ from __future__ import annotations
 import z3
 
 from ..families import Match
+from ..families.kit.family import ProofInstance
 from ..ir.nodes import Join, Scan
-from ..synth.dsl import Program
+from ..dsl import Program
 from .plan_encoder import PlanEncoder
 from .program_encoder import PartitionState, ProgramEncoder
+from .proof_engine import Obligation
 from .relations import Rel, Table
 from .result import Unsupported
 from .values import FALSE, TRUE, or_all, rows_not_distinct
 
 Formula = tuple[str, str, z3.BoolRef]
+
+
+class ExistsProof:
+    """The proof of one self-exists instance (the shape ``SELF_EXISTS``), built as every
+    proof shape is (:func:`superop.verify.proof_shapes.shape_of`)."""
+
+    def __init__(self, inst: ProofInstance, d: Match, program: Program, emit_outputs: str):
+        self.d, self.p, self.emit_outputs = d, program, emit_outputs
+
+    def obligations(self) -> list[Obligation]:
+        return [Obligation(n, t, f) for n, t, f in exists_obligations(self.d, self.p, self.emit_outputs)]
 
 
 def exists_obligations(m: Match, program: Program, emit_outputs: str) -> list[Formula]:

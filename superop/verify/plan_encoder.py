@@ -25,7 +25,7 @@ from ..ir.dialect import DIALECT
 from ..ir.nodes import (Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
                         UnionAll, Window, resolve_field)
 from . import folds
-from ..synth.dsl import BY_FUNCS, by_parts
+from ..dsl import BY_FUNCS, by_parts
 from .aggregates import agg_call_func, agg_calls
 from .exprs import Ctx, cmp, ev
 from .relations import Rel, Table, clean, first_of_group, members_of, union

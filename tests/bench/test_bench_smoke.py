@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from superop.workloads.bench.harness import check_equal, plan_info, plan_info_from_text
-from superop.workloads.bench.micro import run_micro, select_queries
-from superop.workloads.bench.progress import Progress
-from superop.workloads.bench.report import log_mlflow, machine_info, now, write_outputs
-from superop.workloads.bench.rewriters import Rewrite, Rewriter, runtime_rewriter
+from superop.bench.harness import check_equal, plan_info, plan_info_from_text
+from superop.bench.micro import run_micro, select_queries
+from superop.bench.progress import Progress
+from superop.bench.report import log_mlflow, machine_info, now, write_outputs
+from superop.bench.rewriters import Rewrite, Rewriter, runtime_rewriter
 
 
 @pytest.fixture()
@@ -120,7 +120,7 @@ def mined(spark, tmp_path_factory, seed_mlflow_db):
     (cheap: the rest of `tests/bench` uses it; the whole bundled log is mined by `superop
     bench`, not by tests). Its MLflow runs go to a store copied from the session's migrated
     one (a new store in the job's output directory would run MLflow's schema migrations)."""
-    from superop.workloads.bench.mined import mined_catalog
+    from superop.bench.mined import mined_catalog
     d = tmp_path_factory.mktemp("bench-mined")
     log = d / "log.jsonl"
     assert _bundled_slice(log) >= 2
@@ -132,7 +132,7 @@ def mined(spark, tmp_path_factory, seed_mlflow_db):
 
 
 def test_mined_catalog_is_cached_by_log_and_code(spark, mined):
-    from superop.workloads.bench.mined import mined_catalog
+    from superop.bench.mined import mined_catalog
     m, d, log, kw = mined
     assert not m.cached and m.path.is_file() and m.log_hash.startswith("sha256:")
     again = mined_catalog(d / "data", log, spark=spark, **kw)
@@ -201,7 +201,7 @@ def test_micro_wrong_rewrite_is_caught_and_not_timed(spark, micro_data):
 
 def test_cli_bench_wrapper_says_not_available_in_one_line(capsys, monkeypatch):
     from superop import cli
-    from superop.workloads import commands
+    from superop.bench import commands
     monkeypatch.setattr(commands, "_SCRIPTS", {**commands._SCRIPTS, "mine": "no_such_bench.py"})
     assert cli.main(["bench", "mine"]) == 2
     err = capsys.readouterr().err
@@ -212,7 +212,7 @@ def test_tpch_bench_one_query(spark, tpch_dir):
     """TPC-H through the real rewriter (tiny SF from the conftest fixture): the pipeline runs,
     results are checked equal, unchanged queries are timed once. One query (Q13: a join and
     two aggregations) exercises every step of the per-query loop; the 22 are `superop bench tpch`."""
-    from superop.workloads.bench.tpch_bench import run_tpch
+    from superop.bench.tpch_bench import run_tpch
     doc = run_tpch(spark, lambda: runtime_rewriter(spark, "bench-default"), queries=[13], repeat=1,
                    warmup=0, tpch_dir=tpch_dir, progress=Progress(enabled=False))
     assert [r["query"] for r in doc["results"]] == [13]
@@ -226,8 +226,8 @@ def test_tpch_bench_one_query(spark, tpch_dir):
 
 
 def test_unchanged_query_reports_n_a_not_equal(spark, micro_data):
-    from superop.workloads.bench.rewriters import identity_rewriter
-    from superop.workloads.bench.report import micro_markdown
+    from superop.bench.rewriters import identity_rewriter
+    from superop.bench.report import micro_markdown
     doc = run_micro(spark, identity_rewriter(), rows=[2000], repeat=1, warmup=0, data_dir=micro_data,
                     queries=select_queries(["du_core"]), progress=Progress(enabled=False))
     r = doc["results"][0]
@@ -237,7 +237,7 @@ def test_unchanged_query_reports_n_a_not_equal(spark, micro_data):
 
 
 def test_readme_blocks_touch_only_the_bench_section(tmp_path):
-    from superop.workloads.bench.report import update_readme
+    from superop.bench.report import update_readme
     p = tmp_path / "README.md"
     p.write_text("# x\nintro\n<!-- bench:start -->\nold\n<!-- bench:end -->\ntail\n")
     update_readme(p, "tpch", "T1")

@@ -15,7 +15,7 @@ from superop.ir import lower
 from superop.rules_out.catalog import checksum, make_catalog, make_rule
 from superop.rules_out.coverage import coverage_problems
 from superop.rules_out.generalize import Pattern, generalize
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 ALL = ["Select", "Project", "Rename"]

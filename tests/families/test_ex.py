@@ -12,10 +12,10 @@ import pytest
 
 from superop import families
 from superop.ir import lower
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.sparkutil import bag
-from superop.synth.dsl import GROUPED, RowEmit, e
-from superop.verify.instances import find, program_of
+from superop.dsl import GROUPED, RowEmit, e
+from superop.families.instances import find, program_of
 from superop.verify.template_proofs import prove_instance
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 

@@ -18,7 +18,7 @@ import pytest
 from superop import families
 from superop.ir import lower
 from superop.mining.detect import detect
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.sparkutil import bag
 
 from ..runtime.runtime_fixtures import SCHEMA

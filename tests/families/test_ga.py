@@ -14,7 +14,7 @@ from superop.ir.nodes import Join, Select, walk
 from superop.rules_out.catalog import make_catalog
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.synth.interpreter import run_program_rows
+from superop.dsl.interpreter import run_program_rows
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 
 from ..runtime.runtime_fixtures import SCHEMA

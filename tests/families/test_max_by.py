@@ -17,7 +17,7 @@ from superop.ir import lower
 from superop.rules_out.catalog import make_catalog
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.synth.dsl import STREAMING, Accumulator, e
+from superop.dsl import STREAMING, Accumulator, e
 from superop.verify import check_equivalence
 from superop.verify.certificate import TIE_ASSUMPTION
 
@@ -51,8 +51,8 @@ def test_reference_semantics_are_sparks():
     kept, no row gives NULL; on a tie the later row wins; FIRST of a constant is that
     constant; first(column) stays order-dependent."""
     from superop.ir.functions import Determinism, classify_call
-    from superop.synth.interpreter import run_program_rows
-    from superop.synth.plan_eval import aggregate_values
+    from superop.dsl.interpreter import run_program_rows
+    from superop.dsl.plan_eval import aggregate_values
     pairs = [("x1", 1), (None, 3), ("xn", None), ("x2", 2)]
     assert aggregate_values("max_by", pairs) is None and aggregate_values("min_by", pairs) == "x1"
     assert aggregate_values("max_by", [("u", 7), ("v", 7)]) == "v" == aggregate_values("min_by", [("u", 7), ("v", 7)])
@@ -152,7 +152,7 @@ def test_fig15_is_verified_and_rewritten_with_the_original_rows(paper_session):
 def test_spark_agrees_with_the_reference_semantics(paper_session):
     """NULL ordering skipped, NULL payload kept, the guard on the ordering (no row passes:
     NULL) — Spark and :func:`aggregate_values` on the same rows."""
-    from superop.synth.plan_eval import aggregate_values
+    from superop.dsl.plan_eval import aggregate_values
     s, _, _ = paper_session
     rows = [("x1", 1, True), (None, 3, False), ("xn", None, True), ("x2", 2, True)]
     got = s.sql("SELECT max_by(x, o), min_by(x, o), max_by(x, CASE WHEN g THEN o END), "

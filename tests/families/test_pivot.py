@@ -14,9 +14,9 @@ from superop.families.kit.regroup import regroup
 from superop.ir import lower, to_sql
 from superop.ir.nodes import Join, Select, walk
 from superop.rules_out.catalog import make_catalog
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.sparkutil import bag
-from superop.synth.dsl import PartitionEmit
+from superop.dsl import PartitionEmit
 
 from ..runtime.runtime_fixtures import values_view
 

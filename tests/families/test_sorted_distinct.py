@@ -13,7 +13,7 @@ from superop.rules_out.catalog import make_catalog
 from superop.rules_out.generalize import Pattern, generalize
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.synth.dsl import STREAMING
+from superop.dsl import STREAMING
 from superop.verify.streamability import check_streamability
 
 from ..runtime.runtime_fixtures import SCHEMA

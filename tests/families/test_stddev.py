@@ -17,7 +17,7 @@ from superop.ir import lower
 from superop.rules_out.catalog import make_catalog
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.synth.dsl import STREAMING, e
+from superop.dsl import STREAMING, e
 from superop.verify.check import check_equivalence
 
 from ..runtime.runtime_fixtures import values_view
@@ -50,7 +50,7 @@ def _match(sql):
 
 def test_reference_semantics_are_sparks():
     """As Spark 4's CentralMomentAgg: NULL inputs ignored, NULL below 2 values (not NaN)."""
-    from superop.synth.plan_eval import aggregate_values
+    from superop.dsl.plan_eval import aggregate_values
     assert aggregate_values("stddev_samp", [None, 5]) is None and aggregate_values("var_samp", []) is None
     assert aggregate_values("stddev_samp", [3, None, 3]) == 0.0
     assert aggregate_values("var_samp", [1, 2, 3, 4]) == pytest.approx(5 / 3)

@@ -11,10 +11,10 @@ import pytest
 from superop import families
 from superop.families.kit import joinback
 from superop.ir import Join, lower, walk
-from superop.runtime.rewriter import Rewriter, rewrite_structural
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.sparkutil import bag
-from superop.synth.dsl import BUFFERING
-from superop.verify.instances import find
+from superop.dsl import BUFFERING
+from superop.families.instances import find
 from superop.verify.template_proofs import prove_instance
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 

@@ -6,7 +6,7 @@ import pytest
 from .runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
                               catalog_rules, values_view, verifier_certificates)
 from superop.rules_out.catalog import make_catalog
-from superop.runtime.rewriter import Rewriter
+from superop.rewrite.rewriter import Rewriter
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from superop.ir import lower
-from superop.runtime.rewriter import rewrite_structural
+from superop.rewrite.rewriter import rewrite_structural
 from superop.sparkutil import bag_of
 from superop.verify.certificate import check_and_certify
 from superop.verify.check import check_plans_outcomes

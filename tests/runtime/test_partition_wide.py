@@ -11,11 +11,11 @@ import pytest
 
 from superop.families import TemplateError
 from superop.families.mj import PARTITION_WIDE, PartitionWideReason, partition_wide_program
-from superop.runtime.rewriter import rewrite_structural
+from superop.rewrite.rewriter import rewrite_structural
 from superop.sparkutil import bag_of
-from superop.synth.dsl import BUFFERING, STREAMING, e
+from superop.dsl import BUFFERING, STREAMING, e
 from superop.verify.certificate import check_and_certify
-from superop.verify.instances import find, match_of, program_of
+from superop.families.instances import find, match_of, program_of
 from superop.verify.template_proofs import prove_instance
 
 from .runtime_fixtures import SCHEMA

@@ -16,9 +16,8 @@ from superop.rules_out.catalog import make_catalog, make_rule, write_catalog
 from superop.runtime import SuperOpSession, compile_program, run_generic
 from superop.runtime.plan import analyze_plan
 from superop.sparkutil import bag
-from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit,
-                               SortKey, e)
-from superop.synth.interpreter import run_program
+from superop.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit, SortKey, e)
+from superop.dsl.interpreter import run_program
 
 DU_Q = ("SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
         "UNION ALL SELECT a, count(*) AS t FROM ops WHERE c < 5 GROUP BY a")

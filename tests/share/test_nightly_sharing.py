@@ -57,14 +57,16 @@ def test_catalog_and_report_carry_the_paying_windows(nightly_with_sharing):
 
 
 def test_a_failing_sharing_step_is_reported_not_fatal(spark, tmp_path):
-    from superop.share.opportunities import log_sharing_report, markdown_section
+    from superop.rules_out.report import markdown_section
+    from superop.share.opportunities import log_sharing_report
     rep = log_sharing_report(spark, str(tmp_path / "missing.jsonl"), schema=SCHEMA)
     assert rep.error and rep.opportunities == []
     assert any(line.startswith("Not computed: ") for line in markdown_section(rep.to_json()))
 
 
 def test_the_step_is_bounded(spark, share_tables, tmp_path):
-    from superop.share.opportunities import log_sharing_report, markdown_section
+    from superop.rules_out.report import markdown_section
+    from superop.share.opportunities import log_sharing_report
     log = str(write_log(tmp_path / "log.jsonl"))
     cut = log_sharing_report(spark, log, schema=SCHEMA, max_queries=2, time_budget_s=None)
     assert cut.truncated == 1                          # a1..a3 cut to a1, a2 (b1, b2 fit)

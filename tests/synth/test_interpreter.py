@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from superop.sparkutil import bag
-from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, Flag, Neighbour, PartitionEmit, Program,
-                               RowEmit, RowNumber, SortKey, e)
-from superop.synth.interpreter import ProgramError, run_program
+from superop.dsl import (BUFFERING, STREAMING, Accumulator, Flag, Neighbour, PartitionEmit, Program, RowEmit,
+                         RowNumber, SortKey, e)
+from superop.dsl.interpreter import ProgramError, run_program
 
 OPS = ["a", "b", "c", "d", "s"]
 

@@ -7,8 +7,8 @@ import pytest
 
 from superop.sparkutil import bag
 from superop.synth.corpus import CORPUS
-from superop.synth.interpreter import run_program
-from superop.synth.plan_eval import eval_plan
+from superop.dsl.interpreter import run_program
+from superop.dsl.plan_eval import eval_plan
 
 OPS_COLS = ["a", "b", "c", "d", "s"]
 N_DATASETS = 1
@@ -60,8 +60,8 @@ def test_reference_evaluator_matches_spark(corpus_results, spark_outputs, datase
 def test_counterexamples_separate_on_spark(spark, corpus_results):
     """A no_program counterexample is real: Spark's output of the sub-query on the
     counterexample table differs from the killed candidate's output."""
-    from superop.synth.dsl import Program
-    from superop.synth.interpreter import run_program_rows
+    from superop.dsl import Program
+    from superop.dsl.interpreter import run_program_rows
     n = 0
     for name, (sql, _plan, r) in corpus_results.items():
         if r.status != "no_program":

@@ -7,7 +7,7 @@ import pytest
 
 from superop.ir import lower
 from superop.families import TemplateError, build_program, first_match, scan
-from superop.synth.dsl import BUFFERING, STREAMING
+from superop.dsl import BUFFERING, STREAMING
 from superop.verify import check_equivalence
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}

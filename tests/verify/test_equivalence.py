@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program,
-                               RowEmit, SortKey, e)
+from superop.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit, SortKey, e)
 from superop.verify import check_equivalence
 from superop.verify.check import check_memory_class
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from superop.synth.dsl import PartitionEmit, e
+from superop.dsl import PartitionEmit, e
 from superop.families import build_program
 from superop.verify import check_equivalence
 from superop.verify.check import RaisesError, evaluate

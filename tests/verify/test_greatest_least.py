@@ -7,8 +7,8 @@ import dataclasses
 
 from superop.ir import lower
 from superop.families import first_match
-from superop.synth.dsl import e as E
-from superop.synth.interpreter import run_program_rows
+from superop.dsl import e as E
+from superop.dsl.interpreter import run_program_rows
 from superop.families import build_program
 from superop.sparkutil import bag
 from superop.verify import check_equivalence

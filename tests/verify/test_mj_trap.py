@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from superop import families
+from superop.dsl import e
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.coverage import covered_rule
 from superop.sparkutil import bag
-from superop.synth.dsl import e
 
 T = "proofs_mj_trap"          # a view of its own (temp views are global to the test session)
 # key 2 has s = 2: 10 / (o.s - m.a) divides by zero on its rows; key 1 keeps its group

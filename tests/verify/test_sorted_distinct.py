@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from superop.synth.dsl import (BUFFERING, STREAMING, Accumulator, PartitionEmit, Program, SortKey,
-                               distinct_sort_obstacle, e, sort_distinct)
-from superop.synth.interpreter import run_program_rows
+from superop.dsl import (BUFFERING, STREAMING, Accumulator, PartitionEmit, Program, SortKey,
+                         distinct_sort_obstacle, e, sort_distinct)
+from superop.dsl.interpreter import run_program_rows
 from superop.verify import check_equivalence
 from superop.verify.check import check_memory_class
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from superop.synth.dsl import BUFFERING, STREAMING
+from superop.dsl import BUFFERING, STREAMING
 from superop.verify.streamability import check_program_memory, check_streamability
 
 from .conftest import K_TEST, plan_of

@@ -6,7 +6,7 @@ import pytest
 
 from superop.ir import lower, shape
 from superop.ir.dialect import DIALECT
-from superop.synth.dsl import RowEmit, e
+from superop.dsl import RowEmit, e
 from superop.families import build_program
 from superop.verify import check_equivalence
 from superop.verify.corpus import OPS_SCHEMA, TABLE2

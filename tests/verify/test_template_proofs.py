@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from superop import families
+from superop.dsl import PartitionEmit, SortKey, e
 from superop.families import Covers
-from superop.synth.dsl import PartitionEmit, SortKey, e
-from superop.verify.instances import all_instances, find, find_by, program_of
+from superop.families.instances import all_instances, find, find_by, program_of
 from superop.verify.program_encoder import EAGER
 from superop.verify.template_proofs import prove_instance, prove_template
 
@@ -89,13 +89,13 @@ def _failed(r):
 
 
 def test_removing_the_key_not_null_guard_fails_the_proof(monkeypatch):
-    from superop.families.kit import program as kit_program   # DJ's join emits (join_tree_emits)
+    from superop.families.kit import program as kit_program  # DJ's join emits (join_tree_emits)
     monkeypatch.setattr(kit_program, "keys_not_null", lambda keys: None)
     r = prove_template("DJ", join_kind="inner")
     assert r.status == "refuted" and "emit" in _failed(r)
     # ... and the bounded check of the same instance refutes it too
+    from superop.families.instances import match_of
     from superop.verify.check import check_equivalence
-    from superop.verify.instances import match_of
     inst = find("DJ/inner")
     b = check_equivalence(match_of(inst).root, program_of(inst), K=2, functions=inst.functions)
     assert b.status == "refuted"
@@ -176,6 +176,7 @@ def test_unguarded_flag_raises_where_spark_does_not(spark, monkeypatch):
     from superop.families import build_program
     from superop.verify import check_equivalence
     from superop.verify.streamability import find_match
+
     from .conftest import plan_of
     _unguarded_flag(monkeypatch)
     sql = MJ_FULL_TRAP.format(having="min(b) > 0")
@@ -192,6 +193,7 @@ def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
     from superop.families import NearMiss, scan
     from superop.families.matching import reason_codes
     from superop.families.kit.joinback import JoinBackReason
+
     from .conftest import plan_of
     (f,) = scan(plan_of(MJ_FULL_TRAP.format(having="min(b) > 0")))
     assert isinstance(f, NearMiss) and f.reason is JoinBackReason.RESIDUAL_BEHIND_AGGREGATE_FILTER
@@ -200,8 +202,9 @@ def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
 
 
 def test_the_guarded_flag_verifies_on_the_trap_with_a_key_filter():
+    from superop.families.coverage import match_of_plan
     from superop.verify import check_equivalence
-    from superop.verify.certificate import match_of_plan
+
     from .conftest import plan_of
     m = match_of_plan(plan_of(MJ_FULL_TRAP.format(having="a <> 2")))
     assert check_equivalence(m.root, m.program, K=3).status == "verified"
@@ -211,7 +214,7 @@ def test_no_claim_about_neighbours_or_preconditions():
     """The unbounded proof models one partition's fold, not neighbours (nb.*) nor input
     preconditions: a program with either is ``unsupported`` — neither proved nor refuted
     (the bounded check, which models both, is what certifies NB programs)."""
-    from superop.synth.dsl import Neighbour, RowNumber
+    from superop.dsl import Neighbour, RowNumber
     inst = find("MJ/inner/agg-left/min")
     p = program_of(inst)
     col = p.keys[0]

@@ -3,7 +3,7 @@ aggregates and emits, replayed on Spark + the interpreter when refuted."""
 from __future__ import annotations
 
 from superop.ir import lower
-from superop.synth.dsl import Accumulator as A, Flag, PartitionEmit, Program, e
+from superop.dsl import Accumulator as A, Flag, PartitionEmit, Program, e
 from superop.verify import check_equivalence
 
 from .conftest import K_TEST, TIMEOUT_MS

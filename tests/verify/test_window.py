@@ -9,7 +9,7 @@ import pytest
 
 from superop.ir import lower
 from superop.sparkutil import bag
-from superop.synth.dsl import STREAMING, Accumulator, Program, RowEmit, SortKey, e
+from superop.dsl import STREAMING, Accumulator, Program, RowEmit, SortKey, e
 from superop.verify import check_equivalence
 from superop.verify.check import evaluate
 from superop.verify.corpus import OPS_SCHEMA

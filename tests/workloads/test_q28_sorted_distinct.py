@@ -11,7 +11,7 @@ from superop.rules_out.catalog import make_catalog
 from superop.rules_out.generalize import Pattern, generalize
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.synth.dsl import STREAMING
+from superop.dsl import STREAMING
 from superop.verify.certificate import check_and_certify
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 

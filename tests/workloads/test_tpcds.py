@@ -28,7 +28,7 @@ def test_103_statements_of_99_queries():
 @pytest.fixture(scope="module")
 def so(tpcds_session):
     from superop.runtime import SuperOpSession
-    from superop.workloads.bench.rewriters import default_catalog
+    from superop.bench.rewriters import default_catalog
     return SuperOpSession(tpcds_session, default_catalog())
 
 

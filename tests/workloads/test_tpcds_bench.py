@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 
-from superop.workloads.bench.tpcds_bench import run_tpcds, tpcds_markdown
+from superop.bench.tpcds_bench import run_tpcds, tpcds_markdown
 
 
 def test_run_tpcds_records_plans_equality_and_timings(tpcds_session, tpcds_dir):
-    from superop.workloads.bench.rewriters import identity_rewriter
+    from superop.bench.rewriters import identity_rewriter
     doc = run_tpcds(tpcds_session, identity_rewriter, queries=["q3", "q96"], repeat=1,
                     warmup=0, tpcds_dir=tpcds_dir, sf=0.01)
     s = doc["summary"]
@@ -38,12 +38,13 @@ def test_bench_tpcds_keys_flag_reaches_the_session(tmp_path, monkeypatch):
     """``--keys FILE`` (a schema file with "$keys", or a bare keys mapping) is what the
     rewriting SuperOpSession vouches for; a file declaring nothing fails before Spark
     starts. No Spark here: the session, Spark and the run are stand-ins."""
+    import superop.bench.commands as wc
+    import superop.bench.report as report
+    import superop.bench.tpcds_bench as tb
     import superop.runtime
-    import superop.workloads.bench.report as report
-    import superop.workloads.bench.tpcds_bench as tb
-    import superop.workloads.commands as wc
     from superop.cli import main
-    from superop.ir.keys import DeclaredKey, session_keys
+    from superop.ir.keys import DeclaredKey
+    from superop.ir.schema import session_keys
     seen: list = []
 
     class FakeSession:

@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import capture_parameters
-from ...synth.dsl import PartitionEmit, Program, RowEmit, SortKey, ref
+from ...dsl import PartitionEmit, Program, RowEmit, SortKey, ref
 from .diamond import Shape, key_sources, positions_carrying
 from .program import AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate, null, to_ns
 from .records import Branch, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side, TemplateError

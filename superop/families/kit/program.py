@@ -13,7 +13,7 @@ from ...ir.analysis import EdgeParams, capture_parameters
 from ...ir.dialect import DIALECT
 from ...ir.generate import translate_columns
 from ...ir.nodes import Aggregate, Field, Join, Node
-from ...synth.dsl import Accumulator, Flag, NoAccumulator, PartitionEmit, Program, accumulator_call, ref
+from ...dsl import Accumulator, Flag, NoAccumulator, PartitionEmit, Program, accumulator_call, ref
 from .diamond import equalities_imply, equi_pairs, keys_implied, positions_carrying
 from .records import Branch, KeyPremise, Match, Reason, ReasonCode, TemplateError
 

@@ -8,7 +8,9 @@ from typing import Callable
 from ...errors import SuperopError
 from ...families import Match, scan
 from ...ir import lower
+from .. import tpch
 from .sqlkit import Slots
+
 
 def noise_templates(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
     """Other shapes: dimension joins, scans, top-k, windows, single aggregates, TPC-H."""
@@ -73,16 +75,11 @@ def _tpch_queries() -> list[str]:
     """The TPC-H queries no family takes (a family instance is no noise: the ground truth
     would not list it — TPC-H q2, q17 and q21 decorrelate to a MIN joined back, an AVG
     joined back and a self EXISTS)."""
-    try:
-        from .. import tpch
-        qs = getattr(tpch, "QUERIES", None)
-        schema = getattr(tpch, "TPCH_SCHEMA", None)
-    except Exception:
-        return []
+    qs = getattr(tpch, "QUERIES", None)
     if not qs:
         return []
     vals = list(qs.values()) if isinstance(qs, dict) else list(qs)
-    return [q for q in vals if isinstance(q, str) and not _an_instance(q, schema)]
+    return [q for q in vals if isinstance(q, str) and not _an_instance(q, tpch.TPCH_SCHEMA)]
 
 
 def _an_instance(sql: str, schema: object) -> bool:
