@@ -9,12 +9,14 @@ Spark SQL: all of them import this package, which imports only ``superop.ir``.
 
     from superop.dsl import Program, Accumulator, PartitionEmit
 """
-from .program import (AGG_FUNCS, BUFFERING, BY_FUNCS, MOMENT_FUNCS, NAMESPACES, SET_FUNCS, STREAMING,
+from .program import (AGG_FUNCS, BUFFERING, BY_FUNCS, GROUPED, LAYOUTS, MOMENT_FUNCS, NAMESPACES, SET_FUNCS,
+                      STREAMING,
                       Accumulator, Flag, Neighbour, NoAccumulator, PartitionEmit, Precondition, Program,
                       RowEmit, RowNumber, SortKey, accumulator_call, by_pair, by_parts, distinct_sort_obstacle,
                       e, precondition_from_json, ref, sort_distinct)
 
-__all__ = ["AGG_FUNCS", "BUFFERING", "BY_FUNCS", "MOMENT_FUNCS", "NAMESPACES", "SET_FUNCS", "STREAMING",
+__all__ = ["AGG_FUNCS", "BUFFERING", "BY_FUNCS", "GROUPED", "LAYOUTS", "MOMENT_FUNCS", "NAMESPACES", "SET_FUNCS",
+           "STREAMING",
            "Accumulator", "Flag", "Neighbour", "NoAccumulator", "PartitionEmit", "Precondition", "Program",
            "RowEmit", "RowNumber", "SortKey", "accumulator_call", "by_pair", "by_parts",
            "distinct_sort_obstacle", "e", "precondition_from_json", "ref", "sort_distinct"]

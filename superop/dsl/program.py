@@ -59,7 +59,7 @@ evaluated only where the program says so, and an error aborts the whole run:
 The families' templates (``superop.families``, built with ``superop.families.kit.program``)
 put the conditions under which the original query evaluates an expression first (the
 path's emptiness flag, then its upper filter), so a program evaluates a partial
-expression only where the original does; the native compiler (``superop.runtime.compile``)
+expression only where the original does; the native compiler (``superop.rewrite.compile``)
 keeps that order in Spark (outputs as ``CASE WHEN guard THEN output END``). The verifier
 is to model errors as outcomes with these rules (issue 11 item 5, the proofs engineer).
 
@@ -89,6 +89,12 @@ BY_FUNCS = ("max_by", "min_by")
 SET_FUNCS = ("count_distinct",)
 NAMESPACES = ("row", "key", "acc", "flag", "nb")
 STREAMING, BUFFERING = "streaming", "buffering"
+# ``Program.layout``: how the native compiler lays a program out in Spark SQL — "" (one
+# GROUP BY, or windows over one PARTITION BY) or GROUPED (row emits reading the partition's
+# final state as a join of the rows with the GROUP BY of their keys). The program — what
+# it computes, what is proved — is the same either way.
+GROUPED = "grouped"
+LAYOUTS = ("", GROUPED)
 
 
 def e(sql: str) -> exp.Expr:
@@ -338,10 +344,16 @@ class Program:
     output_types: tuple[str, ...] = ()          # optional Spark types, for NULL outputs
     neighbours: tuple[Neighbour, ...] = ()      # nb.* (LAG / LEAD in sort order)
     requires: tuple[Precondition, ...] = ()     # preconditions on the input
+    layout: str = ""                            # LAYOUTS: how Spark runs it (not what it computes)
 
     def __post_init__(self):
         if self.memory not in (STREAMING, BUFFERING):
             raise ValueError(f"memory class must be {STREAMING} or {BUFFERING}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}")
+        if self.layout == GROUPED and (self.partition_emits or self.neighbours or not self.keys
+                                       or (self.memory == STREAMING and self.sort)):
+            raise ValueError("the grouped layout takes keyed programs whose row emits read final state only")
         names = [a.name for a in self.accumulators] + [f.name for f in self.flags] + \
             [n.name for n in self.neighbours]
         if len(set(names)) != len(names):
@@ -369,7 +381,7 @@ class Program:
     def pretty(self, name: str = "SuperOp") -> str:
         lines = [f"{name}(partition by {', '.join(self.keys)}"
                  + (f"; sort by {', '.join(s.pretty() for s in self.sort)}" if self.sort else "")
-                 + f") [{self.memory}] -> ({', '.join(self.output)})"]
+                 + f") [{self.memory}{', ' + self.layout if self.layout else ''}] -> ({', '.join(self.output)})"]
         for a in self.accumulators:
             lines.append("  " + a.pretty())
         for f in self.flags:
@@ -404,6 +416,8 @@ class Program:
             out["neighbours"] = [{"name": n.name, "offset": n.offset, "arg": s(n.arg)} for n in self.neighbours]
         if self.requires:
             out["requires"] = [c.to_json() for c in self.requires]
+        if self.layout:
+            out["layout"] = self.layout
         return out
 
     @staticmethod
@@ -424,4 +438,5 @@ class Program:
             neighbours=tuple(Neighbour(n["name"], int(n["offset"]), e(n["arg"]))
                              for n in d.get("neighbours", ())),
             requires=tuple(precondition_from_json(c) for c in d.get("requires", ())),
+            layout=str(d.get("layout", "")),
         )

@@ -29,7 +29,7 @@ from ..dsl import AGG_FUNCS, STREAMING, Program
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check, positions_carrying
 from .kit import symbolic
-from .kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
+from .kit.family import JOIN, Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
 from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits,
                           not_null_keys_prefilter, root_key_premise, same_keys, tree_premise_failure)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec, ExpectedFinding
@@ -49,6 +49,7 @@ class DiamondJoin(Family):
     N_WAY_KINDS = ("inner",)
     aggregates = AGG_FUNCS
     reasons = (Reason,)
+    proof_shape = JOIN
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:

@@ -19,7 +19,7 @@ from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape, agg_paths_check
 from .kit import symbolic
-from .kit.family import (Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment)
+from .kit.family import (UNION, Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment)
 from .kit.program import AggBranch, Accs, same_keys
 from .kit.planting import ExampleKit, ExampleSpec, Relation
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
@@ -35,6 +35,7 @@ class DiamondUnionAll(Family):
     max_branches = None
     aggregates = AGG_FUNCS
     reasons = (Reason,)
+    proof_shape = UNION
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:

@@ -73,4 +73,5 @@ def program_of(inst: ProofInstance) -> Program:
     for every query the instance stands for)."""
     m = match_of(inst)
     # an instance of a template's alternative form (its covers' variant) proves that form's program
-    return get(m.family).program_form(m, build_program(m), inst.covers.variant)
+    fam = get(m.family)
+    return fam.program_form(m, build_program(m), fam.variant_form(inst.covers.variant))

@@ -38,8 +38,11 @@ def reason_codes() -> dict[str, ReasonCode]:
 
 
 def recognize_at(node: Node, ctx: PlanContext) -> Optional[Finding]:
-    """The families' patterns only (no join premise, no template): what the verifier's
-    streamability check starts from."""
+    """The families' patterns and their own premises (no join premise, no template): what
+    the verifier's streamability check starts from. The first family whose pattern holds
+    and whose premises hold wins; a pattern whose premises fail is that family's near-miss
+    and the next family may still take the node (Min & Join's MIN/MAX premise, then
+    WinMagic's window over the whole partition); else the first near-miss."""
     shape = shape_at(node, ctx)
     if shape is None:
         return None
@@ -47,7 +50,10 @@ def recognize_at(node: Node, ctx: PlanContext) -> Optional[Finding]:
     for fam in registry.REGISTRY:
         r = fam.recognize(shape)
         if isinstance(r, Match):
-            return r
+            failed = fam.premise_failure(r)
+            if failed is None:
+                return r
+            r = _near(r, *failed)
         if r is not None and near is None:
             near = r
     return near

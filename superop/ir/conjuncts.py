@@ -1,5 +1,5 @@
 """The top-level conjuncts of a filter or guard, shared by the families (mj's group-limit
-form) and the runtime's code generation (``superop.runtime.compile``)."""
+form) and the runtime's code generation (``superop.rewrite.compile``)."""
 from __future__ import annotations
 
 from typing import Optional

@@ -22,6 +22,8 @@
   over one window (:mod:`superop.rewrite.rank_limit`), which Spark limits per group below
   the exchange.
 * Two row emits with complementary guards: one projection with ``CASE`` cells.
+* ``Program.layout`` GROUPED: the rows joined with the GROUP BY of their keys
+  (:mod:`superop.rewrite.grouped`; a LEFT SEMI JOIN for one row emit of row columns).
 
 Partial expressions (ANSI errors). The DSL evaluates an emit's outputs only where its guard
 holds (see ``superop.synth.dsl``); Spark builds every field of a struct and may evaluate a
@@ -46,8 +48,9 @@ from typing import Mapping, Optional, Sequence
 
 from sqlglot import exp
 
-from ..dsl import STREAMING, Program
+from ..dsl import GROUPED, STREAMING, Program
 from ..ir.names import TableName
+from .grouped import grouped_form
 from .rank_limit import group_limit, group_limit_sql
 from .sqlparts import (INTEGRAL, P, Alt, Names, NoNativeForm, agg_sql, col, donor_null, emission, emit_outputs,
                        empty_sql, flag_sql, guard_sql, pushable_partial, quote, row_ref, sql_of, subst, unparen)
@@ -79,6 +82,8 @@ def compile_program(program: Program, source: str, output_types: Optional[Sequen
         raise NoNativeForm("a keyless program with both row and partition emits")
     if not program.row_emits:
         return _group_by_form(program, src_item, types, integral)
+    if program.layout == GROUPED:
+        return grouped_form(program, src_item, types, integral)
     limit = group_limit(program)
     if limit is not None:
         return group_limit_sql(program, limit, src_item, types)

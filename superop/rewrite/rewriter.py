@@ -205,7 +205,8 @@ class Rewriter:
                     code = getattr(e, "code", None)
                     notes.append(f"{m.rule_id}: no {form} form — {code.value if code else ''}: {e}")
                 continue
-            point = replace(fam.point(m.instance), variant=form)
+            point = fam.point(m.instance)
+            point = replace(point, variant=fam.form_variant(point.variant, form))
             rule = next((r for r in self.rules if r.why_not(point) is None), None)
             if rule is None:
                 if notes is not None:

@@ -137,7 +137,7 @@ def generalize(patterns: Sequence[Pattern], template_proof: Optional[TemplatePro
         if not cert_ok:
             rejected.append(Rejected(p, "no verified certificate"))
             continue
-        if p.memory != "streaming":
+        if p.memory not in families.get(p.family).rule_memory:
             rejected.append(Rejected(p, "verified program buffers the partition (not streaming)"
                                      + _buffering_detail(p.program)))
             continue

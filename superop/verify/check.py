@@ -15,6 +15,7 @@ from typing import Callable, Optional, Sequence
 
 import z3
 
+from .. import families
 from ..dsl import BUFFERING, SET_FUNCS, STREAMING, Program
 from ..dsl.interpreter import run_program_rows
 from ..dsl.plan_eval import eval_plan
@@ -288,6 +289,7 @@ def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: 
     try:
         d = diamond if diamond is not None else match_of_plan(plan)
         scan = base_table(plan)
+        host, root = rewritten_host(plan, d)
     except (Unsupported, ValueError) as why:
         return Result(UNSUPPORTED, K=K, reason=str(why))
     direct = d.source is scan or (isinstance(d.source, Scan) and d.source.table == scan.table)
@@ -298,8 +300,24 @@ def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: 
         prog = ProgramEncoder(program, list(d.source.names), emit_outputs=emit_outputs).encode(rows=src)
         if len(d.root.fields) != len(program.output):
             raise Unsupported(f"the program outputs {len(program.output)} columns, the match {len(d.root.fields)}")
-        return original, PlanEncoder(table, seeds={id(d.root): prog}).encode(plan)
+        return original, PlanEncoder(table, seeds={id(root): prog}).encode(host)
     return check_outcomes(scan, build, K, timeout_ms, keys=program.keys if direct else (), ansi=ansi)
+
+
+def rewritten_host(plan: Node, d) -> tuple[Node, Node]:
+    """(the plan the runtime replaces the match ``d`` in, the match's root in it): the
+    canonical form the matching path finds it in (``superop.families.regroup(plan)``:
+    sub-queries sunk, shared aggregates regrouped; a fresh object per call, so the root is
+    found by structure — exactly one node), else ``plan`` itself. The original side of a
+    check is ``plan`` as written, so the canonical rewrite is checked together with the
+    program (a match that is a node of neither would leave the query unchanged: a vacuous
+    check)."""
+    for host in (plan, families.regroup(plan)):
+        same = [n for n in walk(host) if n is d.root]
+        same = same or [n for n in walk(host) if n == d.root]
+        if len(same) == 1:
+            return host, same[0]
+    raise Unsupported("the match is not one node of the plan or of its canonical form")
 
 
 def check_plans_outcomes(plan_a: Node, plan_b: Node, K: int = DEFAULT_K,

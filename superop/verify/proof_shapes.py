@@ -1,18 +1,20 @@
 """The shapes of template proofs: what the plan outputs for one key after the GROUP BYs,
 against the program's emits — the obligations :class:`~superop.verify.proof_engine.
 TemplateProof` leaves to its shape — and which family's template has which shape
-(:func:`shape_of`, the one place the proofs name families).
+(:func:`shape_of`, by the shape each family declares: ``Family.proof_shape``).
 
 * :class:`GroupsProof` — the union (DU) or join (DJ) of one key's groups through the
   upper edges: ``locality`` (joins: a group can only be matched by the other side's group
   of its own key, so the join decomposes per key) and ``emit`` (for every key, given the
   invariant, the plan's rows stemming from κ and the program's partition emits have the
   same outcome; errors as outcomes: the program may not raise where the plan does not).
-* :class:`RowJoinProof` — one aggregate's groups joined back to the input rows (MJ): the
+* :class:`RowJoinProof` — one aggregate's groups joined back to the input rows (MJ, WM): the
   plan state also tracks "the group was matched by some row"; ``locality`` (the group of
   κ and row r match only if r's key is κ), ``emit.partition`` (the aggregate-side rows of
   κ), ``running.step`` where streaming row emits read state, and ``emit.row`` (for every
   row r of key κ, the plan's rows stemming from r and the program's row emits of r agree).
+* :class:`~superop.verify.exists_proofs.ExistsProof` — an outer row of a semi / anti
+  self-join against its key's partition state (EX).
 """
 from __future__ import annotations
 
@@ -20,8 +22,11 @@ from typing import Optional
 
 import z3
 
+from .. import families
 from ..dsl import STREAMING
+from ..families.kit.family import JOIN, JOIN_BACK, SELF_EXISTS, UNION
 from .bags import outcomes_differ
+from .exists_proofs import ExistsProof
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import PartitionState
 from .proof_engine import FinalMatch, Induction, Obligation, PlanState, RowView, TemplateProof
@@ -178,11 +183,14 @@ class RowJoinProof(TemplateProof):
             z3.Implies(z3.And(inv, r.in_key, *facts), z3.Not(outcomes_differ(plan, prog))))
 
 
-# Which family's template has which proof shape (families without one cannot be proved).
-_SHAPES: dict[str, type[TemplateProof]] = {"DU": GroupsProof, "DJ": JoinedGroupsProof, "MJ": RowJoinProof}
+# The proof of each shape a family declares (``Family.proof_shape``; a family without one
+# cannot be proved unbounded).
+_SHAPES: dict[str, type] = {UNION: GroupsProof, JOIN: JoinedGroupsProof, JOIN_BACK: RowJoinProof,
+                            SELF_EXISTS: ExistsProof}
 
 
-def shape_of(family: str) -> type[TemplateProof]:
-    """The proof of ``family``'s template (the generic engine when it declares no shape:
-    its proofs are refused after the induction is set up)."""
-    return _SHAPES.get(family, TemplateProof)
+def shape_of(family: str) -> type:
+    """The proof of ``family``'s template, by the shape it declares (the generic engine when
+    it declares none: its proofs are refused after the induction is set up). Each is built
+    as ``(instance, match, program, emit_outputs)`` and has ``obligations()``."""
+    return _SHAPES.get(families.get(family).proof_shape, TemplateProof)

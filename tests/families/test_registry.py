@@ -24,10 +24,10 @@ THREE = ("SELECT a, COUNT(*) AS n FROM ops GROUP BY a UNION ALL SELECT a, SUM(b)
 
 def test_the_registry_lists_each_family_once():
     names = [f.name for f in families.REGISTRY]
-    assert names == ["DU", "GA", "DJ", "MJ", "NB", "PJ"] and families.names() == tuple(names)
+    assert names == ["DU", "GA", "DJ", "MJ", "WM", "NB", "PJ", "EX"] and families.names() == tuple(names)
     assert len({f.catalog.long_name for f in families.REGISTRY}) == len(names)
     assert all(families.get(n) is f for n, f in zip(names, families.REGISTRY))
-    with pytest.raises(KeyError, match="known: DU, GA, DJ, MJ, NB, PJ"):
+    with pytest.raises(KeyError, match="known: DU, GA, DJ, MJ, WM, NB, PJ, EX"):
         families.get("XX")
 
 

@@ -83,10 +83,15 @@ CASES = [
     ("SELECT l.a FROM (SELECT a, d, COUNT(*) AS n FROM ops GROUP BY a, d) l JOIN "
      "(SELECT a, d, SUM(s) AS m FROM ops GROUP BY a, d) r ON l.a = r.a", "near_miss", "DJ",
      "inner", "join_on_subset_of_keys"),
+    ("SELECT o.a, g.mn FROM ops o FULL JOIN (SELECT a, MIN(b) AS mn FROM ops WHERE s > 10 GROUP BY a) g "
+     "ON o.a = g.a", "near_miss", "MJ", "full", "filter_below_min_max"),
+    ("SELECT o.a, g.t FROM ops o FULL JOIN (SELECT a, SUM(b) AS t FROM ops GROUP BY a) g ON o.a = g.a",
+     "near_miss", "MJ", "full", "aggregate_not_min_max"),
+    # where Min & Join's premises fail on an inner join: WinMagic (a window over the partition)
     ("SELECT o.a, g.mn FROM ops o JOIN (SELECT a, MIN(b) AS mn FROM ops WHERE s > 10 GROUP BY a) g "
-     "ON o.a = g.a", "near_miss", "MJ", "inner", "filter_below_min_max"),
-    ("SELECT o.a, g.t FROM ops o JOIN (SELECT a, SUM(b) AS t FROM ops GROUP BY a) g ON o.a = g.a",
-     "near_miss", "MJ", "inner", "aggregate_not_min_max"),
+     "ON o.a = g.a", "candidate", "WM", "inner", "(, σ|γ)⋈"),
+    ("SELECT o.a, o.s FROM ops o WHERE o.s > (SELECT 1.2 * AVG(i.s) FROM ops i WHERE i.a = o.a)",
+     "candidate", "WM", "left", "(, γ)⟕"),
 ]
 
 

@@ -51,12 +51,12 @@ def test_a_key_filter_keeps_the_residual_behind_the_groups_survival(spark, so):
 
 
 def test_a_filter_on_the_aggregate_is_refused_with_its_reason_and_runs_unchanged(spark, so):
-    from superop.families.mj import MJReason
+    from superop.families.kit.joinback import JoinBackReason
     from superop.ir import lower
     q = Q.format(having=AGG_HAVING)
     near = [f for f in families.scan(lower(q, {T: {"a": "int", "b": "int", "s": "int"}}).plan)
             if isinstance(f, families.NearMiss)]
-    assert [f.reason for f in near] == [MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER]
+    assert [f.reason for f in near] == [JoinBackReason.RESIDUAL_BEHIND_AGGREGATE_FILTER]
     r = so.rewrite(q)
     assert not r.changed and "group survives" in r.explanation, r.explanation
     assert bag(so.sql(q).collect()) == bag(spark.sql(q).collect())
@@ -65,8 +65,8 @@ def test_a_filter_on_the_aggregate_is_refused_with_its_reason_and_runs_unchanged
 def test_the_template_as_it_was_raises_where_spark_does_not(spark, so, monkeypatch):
     """The flag without the guard (the residual on every row): so.sql returns, collect()
     raises DIVIDE_BY_ZERO, while spark.sql(q) returns rows."""
-    from superop.families.mj import template as mj_template
-    monkeypatch.setattr(mj_template, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
+    from superop.families.kit import joinback
+    monkeypatch.setattr(joinback, "group_survives_per_row", lambda A, b, keys: e("TRUE"))
     monkeypatch.setattr(so, "cache", None)    # decide again: the cached decision is the fixed template's
     q = Q.format(having=KEY_HAVING)
     assert so.rewrite(q).changed

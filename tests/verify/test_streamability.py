@@ -23,6 +23,10 @@ OK = {
     "mj_min": FIG11,
     "mj_max_agg_on_left_right_join": "SELECT m.mb, o.b FROM (SELECT a, MAX(b) mb FROM ops GROUP BY a) m "
                                      "RIGHT JOIN ops o ON o.a = m.a",
+    # Min & Join's premises fail (Fig. 13; not a MIN/MAX): WinMagic's window over the whole
+    # partition, one exchange, buffering
+    "wm_fig13_select_below_min": FIG13,
+    "wm_sum": "SELECT o.*, m.mb FROM ops o JOIN (SELECT a, SUM(b) mb FROM ops GROUP BY a) m ON o.a = m.a",
 }
 BAD = {
     "different_grouping_keys": ("SELECT a, COUNT(*) AS n FROM ops GROUP BY a "
@@ -32,9 +36,9 @@ BAD = {
     "join_on_subset_of_keys": ("SELECT l.a, l.n, r.m FROM (SELECT a, d, COUNT(*) n FROM ops GROUP BY a, d) l "
                                "JOIN (SELECT a, d, MAX(b) m FROM ops GROUP BY a, d) r ON l.a = r.a",
                                "does not imply l.d <=> r.d"),
-    "fig13_select_below_min": (FIG13, "Fig. 13"),
-    "mj_sum_is_not_min_max": ("SELECT o.*, m.mb FROM ops o JOIN (SELECT a, SUM(b) mb FROM ops GROUP BY a) m "
-                              "ON o.a = m.a", "MIN or a MAX"),
+    "fig13_select_below_min_full_join": (FIG13.replace(" JOIN ", " FULL JOIN "), "Fig. 13"),
+    "mj_sum_is_not_min_max_full_join": ("SELECT o.*, m.mb FROM ops o FULL JOIN (SELECT a, SUM(b) mb FROM ops "
+                                        "GROUP BY a) m ON o.a = m.a", "MIN or a MAX"),
     "mj_join_on_aggregate": ("SELECT o.*, m.mb FROM ops o JOIN (SELECT a, MIN(b) mb FROM ops GROUP BY a) m "
                              "ON o.b = m.mb", "does not imply"),
 }

@@ -31,8 +31,10 @@ def test_every_instance_is_proved(proofs):
     modelled = {n: r for n, r in proofs.items() if not n.startswith("PJ")}
     # DU/2-3, DJ per kind + DJ/inner/3, MJ, + Min & Join's group-limit form (inner on either
     # side and the rows-left semi join, MIN/MAX), + its partition-wide form (every MJ instance
-    # with a row emit: all but semi/anti with the aggregate on the left)
-    assert len(modelled) == 2 + 7 + 36 + 6 + 28
+    # with a row emit: all but semi/anti with the aggregate on the left), + WinMagic (inner on
+    # either side, the rows preserved by a left / right join), + self EXISTS (semi / anti x
+    # five comparisons and keys only x the window and grouped forms)
+    assert len(modelled) == 2 + 7 + 36 + 6 + 28 + 4 + 24
     # the pivot join's fixed keys are not modelled: no claim either way (its rules rest on
     # bounded certificates)
     assert all(r.status == "unsupported" for n, r in proofs.items() if n.startswith("PJ"))
@@ -42,8 +44,10 @@ def test_every_instance_is_proved(proofs):
         assert r.status == "verified" and all(o["status"] == "proved" for o in obs), (name, r.reason)
         names = {o["name"] for o in obs}
         assert {"fold.base", "fold.step"} <= names
-        if name.startswith("MJ"):
+        if name.startswith(("MJ", "WM")):
             assert {"locality", "emit.partition", "emit.row"} <= names
+        elif name.startswith("EX"):      # the invariant is the claim (superop.verify.exists_proofs)
+            assert names == {"fold.base", "fold.step"}
         else:
             assert "emit" in names and (("locality" in names) == name.startswith("DJ"))
     residual = [n for n in proofs if n.endswith("/residual")]
@@ -148,8 +152,8 @@ def test_guarded_running_min_fails_the_running_lemma():
 def _unguarded_flag(monkeypatch):
     """The template as it was: the flag evaluates the join residual on every row that
     passes the row edge, also rows of keys whose group the σ above γ drops."""
-    from superop.families.mj import template as mj_template
-    monkeypatch.setattr(mj_template, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
+    from superop.families.kit import joinback
+    monkeypatch.setattr(joinback, "group_survives_per_row", lambda A, b, keys: e("TRUE"))
 
 
 def test_the_unguarded_residual_flag_fails_the_proof(monkeypatch):
@@ -188,11 +192,11 @@ def test_unguarded_flag_raises_where_spark_does_not(spark, monkeypatch):
 def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
     from superop.families import NearMiss, scan
     from superop.families.matching import reason_codes
-    from superop.families.mj import MJReason
+    from superop.families.kit.joinback import JoinBackReason
 
     from .conftest import plan_of
     (f,) = scan(plan_of(MJ_FULL_TRAP.format(having="min(b) > 0")))
-    assert isinstance(f, NearMiss) and f.reason is MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER
+    assert isinstance(f, NearMiss) and f.reason is JoinBackReason.RESIDUAL_BEHIND_AGGREGATE_FILTER
     assert "filter on aggregates" in f.detail
     assert reason_codes()[f.reason.value] is f.reason      # a code mining and the runtime report
 

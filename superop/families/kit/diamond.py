@@ -59,6 +59,13 @@ def find_field(fields: Sequence[Field], col: exp.Column) -> Optional[int]:
         return None
 
 
+def find_field_strict(fields: Sequence[Field], col: exp.Column) -> Optional[int]:
+    """The one field ``col`` names — by its qualifier too when it has one (no fallback to
+    the bare name: on a join's two sides ``i.s`` is not ``o.s``), else None."""
+    hits = [i for i, f in enumerate(fields) if f.name == col.name and (not col.table or f.qualifier == col.table)]
+    return hits[0] if len(hits) == 1 else None
+
+
 def bare_column(e: Optional[exp.Expr]) -> Optional[exp.Column]:
     """The column ``e`` is (through parentheses), else None."""
     while isinstance(e, exp.Paren):

@@ -19,7 +19,7 @@
   :meth:`Family.build_program` returns for them; the z3 side is loaded by the verifier
   only); :meth:`Family.proofs_for` — the instances a rule needs;
 * its **Spark-native** specifics — :meth:`Family.prefilter` (the generic compiler in
-  ``superop.runtime.compile`` turns any DSL program into SQL);
+  ``superop.rewrite.compile`` turns any DSL program into SQL);
 * its **catalog names** and the **examples** the log generator plants.
 
 Families import only the IR, the DSL and this kit — never a stage.
@@ -42,6 +42,14 @@ from .program import accumulator_funcs
 from .records import CatalogNames, EdgeDecl, KeyPremise, Match, NearMiss, ReasonCode, Side, TemplateError
 
 _SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
+
+# how the unbounded prover (``superop.verify.template_proofs``) decomposes a family's
+# instances per partition key (``Family.proof_shape``): the groups of one key glued by a
+# UNION ALL, joined with each other, or one key's group joined back to the rows of the key
+UNION, JOIN, JOIN_BACK = "union", "join", "join-back"
+# ... or an outer row kept by a semi / anti join with its own input, decided per key (the
+# rows of the key folded into the program's state, the outer row tested against it)
+SELF_EXISTS = "self-exists"
 _OP_OF_SYM = {v: k for k, v in _SYM.items()}
 
 
@@ -114,6 +122,14 @@ class Family:
     max_branches: Optional[int] = 2      # None = any number
     aggregates: tuple[str, ...] = ()     # DSL accumulator functions the template folds
     reasons: tuple[type[ReasonCode], ...] = ()
+    # how the template proofs decompose an instance per key (UNION / JOIN / JOIN_BACK /
+    # SELF_EXISTS; "" when the family's proofs are of another kind, or there are none)
+    proof_shape: str = ""
+    # the memory classes of the programs a mined rule of the family may hold: streaming
+    # (constant state, the paper's super-operators); a family whose template reads the
+    # partition's final state by design (a window over the whole partition, which Spark
+    # buffers and spills) admits buffering programs too
+    rule_memory: tuple[str, ...] = ("streaming",)
 
     # -- pattern --------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -214,6 +230,17 @@ class Family:
         if form:
             raise TemplateError(f"family {self.name} has no form {form!r}")
         return program
+
+    def form_variant(self, variant: str, form: str) -> str:
+        """The ``Covers.variant`` of an instance whose own variant is ``variant`` in ``form``
+        (what a certificate about that form of it covers): the form's name, unless the family
+        keeps a parameter of its own in the variant too."""
+        return form
+
+    def variant_form(self, variant: str) -> str:
+        """The form a proof instance's ``covers.variant`` stands for (inverse of
+        :meth:`form_variant`)."""
+        return variant
 
     def prefilter(self, m: Match, program: "Program") -> Optional[exp.Expr]:
         """A filter on the shared source that keeps every row the program can use (so

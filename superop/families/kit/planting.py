@@ -33,6 +33,7 @@ class ExampleSpec:
     agg_first: bool = True              # ... and whether the aggregate is the left input
     extra_eq: bool = False              # ... and whether the join also equates the aggregate
     cte_filter: bool = False            # the shared input is a filtered CTE
+    subquery: bool = False              # the aggregate is a correlated scalar sub-query (WinMagic)
     note: str = ""
     # a dashboard: ONE template run many times with fresh literals. Only selection by
     # recurring cost finds it (it is never seen in k >= 2 distinct templates).

@@ -41,6 +41,7 @@ from ...ir.generate import translate_columns
 from ...ir.lowering.exprs import conjuncts
 from ...ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll, walk
 from .diamond import PlanContext, field_type, find_field, join_tree
+from .sink import sink
 
 # ON-clause conjunct reading only one side: may it filter that side's input instead?
 _ON_PUSH = {"inner": (True, True), "left": (False, True), "right": (True, False), "full": (False, False),
@@ -82,6 +83,20 @@ def shared_aggregate(leaf: Node, ctx: PlanContext) -> Optional[Node]:
     if isinstance(s, UnionAll) and all(aggregate_below(b, ctx) is not None for b in s.inputs):
         return s
     return None
+
+
+def aggregated_use(leaf: Node, ctx: PlanContext) -> Optional[Node]:
+    """The shared aggregate a join leaf aggregates again (σ/π/ρ over one unshared γ over
+    σ/π/ρ over it — TPC-DS q65's per-store average of the per-(store, item) revenue it is
+    joined back to): a use of the shared node too, grouped with its other uses."""
+    b = walk_edge(leaf, ctx.shared_ids).bottom
+    if not isinstance(b, Aggregate) or ctx.is_shared(b):
+        return None
+    return shared_aggregate(b.child, ctx)
+
+
+def use_of(leaf: Node, ctx: PlanContext) -> Optional[Node]:
+    return shared_aggregate(leaf, ctx) or aggregated_use(leaf, ctx)
 
 
 # ---------------------------------------------------------------------------
@@ -184,15 +199,21 @@ def _region_at(j: Join, ctx: PlanContext) -> Optional[_Region]:
 # the rewrite
 # ---------------------------------------------------------------------------
 def regroup(plan: Node) -> Node:
-    """``plan`` with every join region over uses of a shared aggregate in canonical form
-    (see the module doc); ``plan`` itself when nothing changes."""
+    """``plan`` in the canonical form the families are matched on: self-joins of
+    decorrelated sub-queries sunk onto the input they read (:func:`.sink.sink`), then every
+    join region over uses of a shared aggregate regrouped (see the module doc); ``plan``
+    itself when nothing changes."""
+    return _regroup(sink(plan))
+
+
+def _regroup(plan: Node) -> Node:
     ctx = PlanContext(plan)
     regions: dict[int, _Region] = {}
     for n in walk(plan):
         if isinstance(n, Join):
             r = _region_at(n, ctx)
             if r is not None:
-                uses = [shared_aggregate(x, ctx) for x in r.leaves]
+                uses = [use_of(x, ctx) for x in r.leaves]
                 ids = [id(u) for u in uses if u is not None]
                 if len(ids) != len(set(ids)):
                     regions[id(r.top)] = r
@@ -212,7 +233,7 @@ def regroup(plan: Node) -> Node:
 
 def _rebuild(reg: _Region, ctx: PlanContext, memo: dict[int, Node],
              bridges: dict[tuple[int, int], Node]) -> Optional[Node]:
-    uses = [shared_aggregate(x, ctx) for x in reg.leaves]
+    uses = [use_of(x, ctx) for x in reg.leaves]
     # every conjunct of the region, attributed to the leaves it reads
     cjs: list[_Conj] = []
     for k, j in enumerate(reg.joins):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .family import MJ, MinJoin
 from .forms import admits_partition_wide, argument_equality, group_limit_program, partition_wide_program
-from .proofs import emits_aggregate_alone
+from ..kit.joinback import emits_aggregate_alone
 from .reasons import GROUP_LIMIT, MIN_MAX, PARTITION_WIDE, GroupLimitReason, MJReason, PartitionWideReason
 
 __all__ = ["MJ", "MinJoin", "MJReason", "GroupLimitReason", "PartitionWideReason", "MIN_MAX", "GROUP_LIMIT",

@@ -13,8 +13,9 @@ from ...dsl import Program
 from ...ir.dialect import DIALECT
 from ...ir.nodes import Select
 from ...ir.render import JOIN_SYMBOL
-from ..kit.diamond import Shape, find_field, key_sources, positions_carrying, source_dependencies, trace
-from ..kit.family import Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
+from ..kit.diamond import Shape, find_field, source_dependencies, trace
+from ..kit.family import JOIN_BACK, Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
+from ..kit.joinback import JoinBackReason, join_back_key_premise, recognize_join_back
 from ..kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
 from ..kit.program import agg_calls, not_null_keys_prefilter
 from ..kit.records import KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side
@@ -34,36 +35,13 @@ class MinJoin(Family):
     min_branches = 2
     max_branches = 2
     aggregates = MIN_MAX
-    reasons = (Reason, MJReason, GroupLimitReason, PartitionWideReason)
+    reasons = (Reason, MJReason, JoinBackReason, GroupLimitReason, PartitionWideReason)
+    proof_shape = JOIN_BACK
     forms = ("", GROUP_LIMIT, PARTITION_WIDE)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
-        if not shape.joins or len(shape.paths) != 2 or len(shape.agg_paths) != 1:
-            return None
-        paths = shape.paths
-        side = Side.LEFT if paths[0].agg is not None else Side.RIGHT
-        ap, rp = paths[side.pos], paths[side.other.pos]
-        agg = ap.agg
-        assert agg is not None
-
-        def near(reason: ReasonCode, detail: str = "") -> NearMiss:
-            return NearMiss(self.name, shape.root, reason, detail, shape.join_kind, 2, ap.stop)
-        if ap.n_aggs > 1:
-            return near(Reason.STACKED_AGGREGATES)
-        if ap.stop is not rp.stop:
-            return near(Reason.DIFFERENT_INPUTS)
-        kind = shape.join_kind
-        if kind not in self.join_kinds:
-            return near(Reason.JOIN_KIND_UNSUPPORTED, kind)
-        keys = key_sources(agg, ap.stop)
-        if keys is None:
-            return near(Reason.COMPUTED_GROUPING_KEY)
-        if not keys:
-            return near(Reason.GLOBAL_AGGREGATE)
-        root = shape.root
-        return Match(self.name, root, ap.stop, (paths[0].branch, paths[1].branch), join_kind=kind,
-                     agg_side=side, keys=keys)
+        return recognize_join_back(self.name, shape, self.join_kinds)
 
     def premise_failure(self, m: Match) -> Optional[tuple[ReasonCode, str]]:
         """Algorithm 3, lines 12-17: exactly one aggregation, a MIN or a MAX, over one
@@ -89,14 +67,7 @@ class MinJoin(Family):
         return None
 
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
-        j = m.join
-        assert j is not None and m.agg_side is not None
-        agg_in, row_in = (j.left, j.right) if m.agg_side is Side.LEFT else (j.right, j.left)
-        pairs = []
-        for k in m.keys:
-            a, r = positions_carrying(agg_in, k, m.source), positions_carrying(row_in, k, m.source)
-            pairs.append((a, r) if m.agg_side is Side.LEFT else (r, a))
-        return KeyPremise(j, tuple(pairs))
+        return join_back_key_premise(m)
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -190,8 +161,8 @@ class MinJoin(Family):
         return tuple(ExampleSpec(seq, self.name, br, kind, **kw) for seq, br, kind, kw in _EXAMPLES)
 
     def near_miss_examples(self) -> tuple[tuple[int, ReasonCode, str], ...]:
-        return ((4, MJReason.FILTER_BELOW_MIN_MAX, "σ on a non-key column below the MIN (Fig. 13)"),
-                (5, MJReason.AGGREGATE_NOT_MIN_MAX, "a SUM joined back to its input"))
+        return ((4, MJReason.FILTER_BELOW_MIN_MAX, "σ on a non-key column below the MIN (Fig. 13), full join"),
+                (5, MJReason.AGGREGATE_NOT_MIN_MAX, "a SUM joined back to its input, full join"))
 
     def example_shape(self, spec: ExampleSpec) -> str:
         (agg_b, agg_a), (_, plain) = spec.branches
@@ -237,7 +208,8 @@ class MinJoin(Family):
             agg = f"{rng.choice(['SUM', 'AVG', 'COUNT'])}({col})"
             filt = ""
         m = rng.choice(["mn", "agg_v", "tot"])
-        return (f"SELECT o.a, o.b, o.s, g.{m} FROM ops o JOIN (SELECT a, {agg} AS {m} FROM ops"
+        # a FULL join: on an inner one (or the rows preserved) WinMagic runs it as a window
+        return (f"SELECT o.a, o.b, o.s, g.{m} FROM ops o FULL OUTER JOIN (SELECT a, {agg} AS {m} FROM ops"
                 f"{filt} GROUP BY a) g ON o.a = g.a")
 
 

@@ -10,6 +10,7 @@ from typing import Sequence
 from ..kit import symbolic
 from ..kit.covers import EDGE_OPS, Covers
 from ..kit.family import ProofInstance
+from ..kit.joinback import emits_aggregate_alone
 from ..kit.planting import JOIN_SQL
 from ..kit.records import Side
 from .forms import admits_group_limit, admits_partition_wide
@@ -28,13 +29,6 @@ def proof_instances(join_kinds: Sequence[str]) -> tuple[ProofInstance, ...]:
                 if admits_group_limit(kind, side):
                     out.append(_group_limit_instance(kind, side, func))
     return tuple(out)
-
-
-def emits_aggregate_alone(kind: str, side: Side) -> bool:
-    """Does the template emit the aggregate side's row on its own (outer-preserved, or the
-    left side of a semi/anti join), deciding it by "some row matched"?"""
-    preserved = kind == "full" or (kind == "left" and side is Side.LEFT) or (kind == "right" and side is Side.RIGHT)
-    return preserved or (kind in ("semi", "anti") and side is Side.LEFT)
 
 
 def _mj_instances(kind: str, side: Side, func: str, form: str = "") -> list[ProofInstance]:

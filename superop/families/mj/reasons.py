@@ -32,19 +32,8 @@ class MJReason(ReasonCode):
         "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)",
         "Filter both sides the same way (in the shared input), or filter the aggregate side on its grouping keys "
         "only.")
-    # the aggregate side emitted alone decides "no row matched" with a flag folded row by
-    # row; the query evaluates the join residual only on the pairs it forms
-    RESIDUAL_ON_AGGREGATES = (
-        "residual_on_aggregates",
-        "a join residual reads the aggregate on a side emitted alone (outer/semi/anti): no row can evaluate it "
-        "before its partition ends",
-        "Keep conditions on the MIN/MAX out of the ON clause of an outer, semi or anti join: use an inner join, or "
-        "filter the groups with HAVING on the aggregate side.")
-    RESIDUAL_BEHIND_AGGREGATE_FILTER = (
-        "residual_behind_aggregate_filter",
-        "a join residual on a side emitted alone behind a filter on the aggregate: the query evaluates it only for "
-        "keys whose group survives, which no row can tell (a partial residual would raise)",
-        "Drop the filter on the aggregate (HAVING) on the side emitted alone, or use an inner join.")
+    # (the template's own refusals, residual_on_aggregates and residual_behind_aggregate_filter,
+    # are the join-back template's: superop.families.kit.joinback.JoinBackReason)
 
 
 class GroupLimitReason(ReasonCode):

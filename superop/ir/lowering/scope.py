@@ -6,7 +6,8 @@ from typing import Sequence
 
 from sqlglot import exp
 
-from ..nodes import Field, Join, Limit, Node, Rename, Scan, Select, Sort, Window, resolve_field
+from ..nodes import (Aggregate, Field, Join, Limit, Node, Project, Rename, Scan, Select, Sort, UnionAll,
+                     Window, resolve_field)
 from .exprs import columns_outside_queries
 
 
@@ -56,7 +57,9 @@ def outer_columns(q: exp.Expr) -> list[exp.Column]:
 
 def type_at(node: Node, i: int) -> str | None:
     """Spark type of output field ``i`` when it is a base column passed through
-    unchanged (None when unknown)."""
+    unchanged — by σ, sorts, limits, renames, joins, windows, a bare column of a
+    projection, a grouping key of an aggregate, a UNION ALL whose inputs agree (None
+    when unknown)."""
     try:
         if isinstance(node, Scan):
             return node.columns[i][1]
@@ -70,9 +73,29 @@ def type_at(node: Node, i: int) -> str | None:
             return type_at(node.left, i) if i < nl else type_at(node.right, i - nl)
         if isinstance(node, Window) and i < len(node.child.fields):
             return type_at(node.child, i)
-    except (ValueError, IndexError):
+        if isinstance(node, (Project, Aggregate)):
+            return _bare_item_type(node, i)
+        if isinstance(node, UnionAll):
+            types = {type_at(c, i) for c in node.inputs}
+            return types.pop() if len(types) == 1 else None
+    except (ValueError, IndexError, KeyError):
         return None
     return None
+
+
+def _bare_item_type(node: Project | Aggregate, i: int) -> str | None:
+    """The type of a projection's (an aggregate's) item that is a bare input column (a
+    grouping key: an aggregate's other columns are not passed through)."""
+    e = node.items[i][0]
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if not isinstance(e, exp.Column):
+        return None
+    j = resolve_field(node.child.fields, e)
+    if isinstance(node, Aggregate) and not any(
+            isinstance(k, exp.Column) and resolve_field(node.child.fields, k) == j for k in node.keys):
+        return None
+    return type_at(node.child, j)
 
 
 def column_type(node: Node, c: exp.Expr) -> str | None:

@@ -16,6 +16,8 @@ from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_wit
 from .scope import all_resolve, column_type, defined_aliases, outer_columns
 
 Items = list[tuple[exp.Expr, str]]
+# operators a scalar sub-query's value may pass through on its way to a comparison
+_VALUE_OPS = (exp.Paren, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Cast)
 
 
 @dataclass(frozen=True)
@@ -171,13 +173,16 @@ class SubqueryLowering(FromLowering):
         """The parts of ``x <op> (SELECT agg ... WHERE inner = outer ...)``, else None."""
         if not isinstance(c, CMP):
             return None
-        sides = [c.this, c.expression]
-        subs = [x for x in sides if isinstance(x, exp.Subquery)]
-        if len(subs) != 1:
+        subs = outermost_queries(c)
+        if len(subs) != 1 or not isinstance(subs[0], exp.Subquery):
             return None
-        other = sides[1] if sides[0] is subs[0] else sides[0]
-        if has_query(other):
-            return None
+        # used as a value through arithmetic only (``1.2 * (SELECT avg ...)``): the LEFT
+        # join's NULL for a row without a group is the sub-query's NULL over no row
+        p = subs[0].parent
+        while p is not c:
+            if not isinstance(p, _VALUE_OPS):
+                return None
+            p = p.parent
         return self._scalar_sub_form(subs[0])
 
     def _scalar_sub_form(self, sub: exp.Expr) -> Optional[ScalarForm]:
@@ -230,9 +235,8 @@ class SubqueryLowering(FromLowering):
             raise Unsupported("correlated subquery in WHERE")
         node, val = self._scalar_join_sub(node, form, ctes)
         pred = c.copy()
-        for side in ("this", "expression"):
-            if isinstance(pred.args.get(side), exp.Subquery):
-                pred.set(side, val)
+        (sub,) = outermost_queries(pred)
+        sub.replace(val)
         return node, pred
 
     def _scalar_join_sub(self, node: Node, form: ScalarForm, ctes: dict[str, Node]

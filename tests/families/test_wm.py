@@ -1,0 +1,107 @@
+"""WinMagic (superop/families/wm.py) beyond the fixture table: TPC-DS q1/q30/q81/q6/q32/q92
+lower and match as ONE instance each (the decorrelated sub-query's LEFT join sunk onto the
+input it reads, q32/q92 after regrouping the outer block around the sub-query's sub-join);
+the canonical form is idempotent and keeps regions it must not touch; the unbounded proof
+fails without the NULL-key guard; differential runs on Spark (NULL keys, NULL measures,
+groups the sub-query's own filter empties, duplicates, an empty input)."""
+from __future__ import annotations
+
+import pytest
+
+from superop import families
+from superop.families.kit import joinback
+from superop.ir import Join, lower, walk
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
+from superop.sparkutil import bag
+from superop.dsl import BUFFERING
+from superop.families.instances import find
+from superop.verify.template_proofs import prove_instance
+from superop.workloads.tpcds import TPCDS_SCHEMA, queries
+
+from ..runtime.runtime_fixtures import SCHEMA
+
+# statement -> the partition key of its window (the sub-query's correlation column)
+TPCDS = {"q1": ("ctr_store_sk",), "q30": ("ctr_state",), "q81": ("ctr_state",), "q6": ("i_category",),
+         "q32": ("cs_item_sk",), "q92": ("ws_item_sk",)}
+
+
+def test_tpcds_correlated_aggregates_are_one_winmagic_instance_each():
+    for name, keys in TPCDS.items():
+        found = families.scan(lower(queries()[name], TPCDS_SCHEMA).plan)
+        assert [(type(f).__name__, f.family, f.join_kind) for f in found] == [("Match", "WM", "left")], name
+        prog = found[0].program
+        assert prog.keys == keys and prog.memory == BUFFERING and not prog.sort, name
+        assert [a.func for a in prog.accumulators] == ["avg"], name
+
+
+def test_the_left_join_sinks_onto_the_cte_and_the_canonical_form_is_idempotent():
+    plan = lower(queries()["q1"], TPCDS_SCHEMA).plan
+    canon = families.regroup(plan)
+    assert canon is not plan and families.regroup(canon) is canon
+    (left,) = [n for n in walk(canon) if isinstance(n, Join) and n.kind == "left"]
+    # the CTE's use ctr1 is its left input now; store and customer are joined above it
+    assert left.left.op == "Rename" and left.left.qualifier == "ctr1"
+    assert {n.table for n in walk(left) if n.op == "Scan"} == {"store_returns", "date_dim"}
+
+
+def test_q32_is_regrouped_around_the_sub_querys_sub_join():
+    plan = lower(queries()["q32"], TPCDS_SCHEMA).plan
+    (m,) = families.scan(plan)
+    # the shared input is the sub-query's (catalog_sales ⋈ date_dim, date filter) — one node
+    # read by the rows and by the aggregate; item is joined above the window
+    assert m.source.op == "Select" and m.source.child.op == "Join"
+    assert {n.table for n in walk(m.source) if n.op == "Scan"} == {"catalog_sales", "date_dim"}
+    agg = m.branches[1].agg
+    assert agg is not None and any(n is m.source for n in walk(agg))
+
+
+# an outer block the sink must leave alone: its filter is nondeterministic (moving the
+# LEFT join below it would evaluate rand() on other rows)
+KEEP = [
+    "SELECT o.a, o.s FROM ops AS o, accounts AS x WHERE x.a = o.a AND rand() < 2 "
+    "AND o.s > (SELECT AVG(i.s) FROM ops AS i WHERE i.a = o.a)",
+    # the ON clause reads a column of another input that nothing equates with ops's
+    "SELECT o.a, o.s FROM ops AS o, accounts AS x WHERE x.a = o.a "
+    "AND o.s > (SELECT AVG(i.s) FROM ops AS i WHERE i.b = x.tier)",
+]
+
+
+@pytest.mark.parametrize("sql", KEEP)
+def test_regions_the_sink_must_not_touch(sql):
+    plan = lower(sql, SCHEMA).plan
+    assert families.regroup(plan) is plan
+    assert not [f for f in families.scan(plan) if isinstance(f, families.Match)]
+
+
+def test_the_proof_fails_without_the_null_key_guard(monkeypatch):
+    """A NULL key never joins: the row compares with NULL. Without the guard the window
+    would hand it the NULL group's aggregate — the template prover refutes that program."""
+    inst = find("WM/left/agg-right")
+    assert prove_instance(inst).status == "verified"
+    monkeypatch.setattr(joinback, "keys_not_null", lambda keys: None)
+    r = prove_instance(inst)
+    assert r.status == "refuted", r.reason
+
+
+DIFFERENTIAL = [
+    # NULL-key rows get NULL, not the NULL group's average; AVG over only-NULL s (a = 5)
+    "SELECT o.a, o.s, g.av FROM ops AS o LEFT JOIN (SELECT a, AVG(s) AS av FROM ops GROUP BY a) AS g ON o.a = g.a",
+    "SELECT o.a, o.s FROM ops AS o WHERE o.s > (SELECT 0.8 * AVG(i.s) FROM ops AS i WHERE i.a = o.a)",
+    # the sub-query's own filter empties a = 3 (every b < 0)
+    "SELECT o.a, o.b, o.c FROM ops AS o WHERE o.c >= (SELECT MIN(i.c) FROM ops AS i WHERE i.a = o.a AND i.b > 0)",
+    # duplicates (a = 1) count in the window as in the group
+    "SELECT o.a, o.d, g.n, g.t FROM ops AS o JOIN (SELECT a, COUNT(*) AS n, SUM(s) AS t FROM ops GROUP BY a) AS g "
+    "ON o.a = g.a AND o.s * g.n >= g.t",
+    "WITH t AS (SELECT a, d, SUM(s) AS tot FROM ops GROUP BY a, d) SELECT t1.a, t1.d, x.region FROM t AS t1, "
+    "accounts AS x WHERE t1.tot > (SELECT AVG(t2.tot) * 1.2 FROM t AS t2 WHERE t2.d = t1.d) AND x.a = t1.a",
+]
+
+
+@pytest.mark.parametrize("sql", DIFFERENTIAL)
+def test_differential_on_spark(sql, proof_catalog, tables, ops_empty, spark):
+    for table in ("ops", "ops_empty"):
+        q = sql.replace("FROM ops", f"FROM {table}")
+        schema = ops_empty if table == "ops_empty" else tables
+        r = rewrite_structural(Rewriter(proof_catalog), q, schema)
+        assert r.changed and all(a.startswith("winmagic-") for a in r.applied), r.explanation
+        assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect()), q
