@@ -62,7 +62,7 @@ def measure(args) -> list[dict]:
     path = ops_data(spark, args.rows, args.data_dir)
     register_ops(spark, path)
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()
-    so = SuperOpSession(spark, catalog, gate="off", cache=False)
+    so = SuperOpSession(spark, catalog, gate="ungated", cache=False, recheck=True)
     names = set(args.queries.split(",")) if args.queries else None
     passes = [("default", {}, MICRO_QUERIES),
               ("no-broadcast", {"spark.sql.autoBroadcastJoinThreshold": "-1"},
@@ -123,7 +123,7 @@ def replan(args, points: list[dict]) -> None:
     spark = get_spark("superop-cost-calibration", conf={})
     register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()
-    so = SuperOpSession(spark, catalog, gate="off", cache=False)
+    so = SuperOpSession(spark, catalog, gate="ungated", cache=False, recheck=True)
     by = {q.name: q for q in MICRO_QUERIES}
     for p in points:
         conf = p.get("conf") or ({"spark.sql.autoBroadcastJoinThreshold": "-1"}

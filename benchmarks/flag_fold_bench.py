@@ -46,8 +46,8 @@ def main(argv=None) -> int:
     print(f"{'query':16s} {'original B':>12s} {'before B':>12s} {'after B':>12s} after/before  equal")
     for q in [m for m in MICRO_QUERIES if m.name in names]:
         with mock.patch.object(C, "_flag_sql", _old_flag_sql):
-            before = SuperOpSession(spark, cat, gate="off", cache=False).rewrite(q.sql)
-        after = SuperOpSession(spark, cat, gate="off", cache=False).rewrite(q.sql)
+            before = SuperOpSession(spark, cat, gate="ungated", cache=False, recheck=True).rewrite(q.sql)
+        after = SuperOpSession(spark, cat, gate="ungated", cache=False, recheck=True).rewrite(q.sql)
         if not (before.changed and after.changed):
             print(f"{q.name:16s} not rewritten")
             continue

@@ -86,7 +86,8 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
     else:
         m = mined_catalog(data_dir, log, spark=spark, **(mine_kw or {}))
         cat, desc = str(m.path), m.describe()
-    so = SuperOpSession(spark, cat, keys=keys)
+    # the hand-built catalog is made here, unsigned: re-checked with z3 in this process
+    so = SuperOpSession(spark, cat, keys=keys, recheck=isinstance(cat, dict))
     info = {"catalog": desc, "catalog_version": so.catalog.get("version"),
             "keys": keys, "declared_keys": {t: [k.text() for k in ks] for t, ks in so.keys.items()},
             "catalog_checksum": so.catalog.get("checksum"),

@@ -20,6 +20,8 @@ from typing import Callable, Optional
 
 from .. import families
 from ..families import Side, first_match
+from ..rules_out.signing import Signer, signing_key
+from ..rules_out.trust import sign_fresh
 from .records import MinedCandidate, Outcome, OutcomeStatus, Support
 
 log = logging.getLogger(__name__)
@@ -273,13 +275,15 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 experiment: str = "superop-nightly", min_cost_share: Optional[float] = None,
                 min_executions: Optional[int] = None, include_failed: bool = False,
                 share_window_s: Optional[float] = 300.0,
-                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0) -> NightlyResult:
+                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0,
+                signer: Optional[Signer] = None) -> NightlyResult:
     """Run the nightly job on ``log_path`` into ``out_dir``. Selection of the mined candidates
     (:class:`superop.mining.selection.Selection`): by recurring cost unless ``k`` is set;
     ``min_cost_share`` / ``min_executions`` default to the documented thresholds. ``share_window_s``: the log
     windows in which work sharing across queries (``superop.share``) would have paid are
     reported (None: not computed); ``share_max_windows`` (the largest windows are kept) and
-    ``share_budget_s`` (no new window is planned after it) bound that step's work."""
+    ``share_budget_s`` (no new window is planned after it) bound that step's work.
+    ``signer``: the key the catalog is signed with (default ``signing.signing_key()``)."""
     from ..mining.job import run_mining
     from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, Selection
     from ..storage import OutputSet, local_path
@@ -288,6 +292,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
     from ..rules_out.generalize import generalize
     from ..rules_out.report import to_html, to_markdown
 
+    signer = signer or signing_key()      # a missing key fails before Spark starts
     local = local_path(str(out_dir))
     out = Path(local) if local is not None else str(out_dir)
     show = sys.stderr.isatty() if progress is None else progress
@@ -450,7 +455,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
         not_admitted += [{"candidate": r.pattern.candidate_id, "shape": r.pattern.shape, "reason": r.reason}
                          for r in rejected]
         cat_file = staged() / "catalog.json"
-        written = write_catalog(cat_file, catalog, require_verified=True)
+        written = write_catalog(cat_file, sign_fresh(catalog, signer), require_verified=True)
         outputs.write_bytes("catalog.json", cat_file.read_bytes())
         full = dict(written, report=catalog_report, rejected=not_admitted)
         outputs.write_text("report.md", to_markdown(full))

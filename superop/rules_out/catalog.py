@@ -18,15 +18,16 @@ its certificates and its support. The schema's enums (families, join kinds, aggr
 template and check names) are generated from the family registry (:func:`schema`).
 
 The runtime refuses a catalog unless the schema holds, the checksum matches, every rule
-carries certificates that are all ``verified`` and those certificates were re-checked
-(:func:`load_catalog` -> :func:`superop.rules_out.trust.ensure_trusted`). This module imports
-neither Spark, Z3 nor MLflow (MLflow only lazily, for ``models:/`` / ``runs:/`` URIs).
+carries certificates that are all ``verified`` and the catalog is signed by a trusted key
+for this superop build (:func:`load_catalog` / :func:`accept` ->
+:func:`superop.rules_out.signing.check_signature`; the signature covers every field,
+certificates included). This module imports neither Spark, Z3 nor MLflow (MLflow only
+lazily, for ``models:/`` / ``runs:/`` URIs).
 """
 from __future__ import annotations
 
 import copy
 import datetime as _dt
-import hashlib
 import json
 import os
 from functools import lru_cache
@@ -34,11 +35,16 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .. import __version__, families
-from ..errors import SuperopError
+from ..errors import CatalogError
 from ..families import EDGE_OPS, Covers, Side
 from ..ir.nodes import JOIN_KINDS
 from ..mlflow_store import register
 from ..storage import atomic_write_text
+from .canonical import canonical_json, checksum
+from .signing import Signature, Signer, TrustedKeys, check_signature, sign_catalog
+
+__all__ = ["CatalogError", "canonical_json", "checksum", "load_catalog", "read_catalog", "accept",
+           "validate", "problems", "write_catalog", "make_rule", "make_catalog", "certificate"]
 
 FORMAT = "superop-rule-catalog"
 FORMAT_VERSION = 1
@@ -46,24 +52,6 @@ SCHEMA_PATH = Path(__file__).with_name("catalog.schema.json")
 OPTIONAL_OPS = EDGE_OPS
 JOIN_KINDS_ORDER = tuple(k for k in JOIN_KINDS if k != "cross")   # the IR's order
 _MLFLOW_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/", "mlflow-artifacts:")
-
-
-class CatalogError(SuperopError):
-    """A catalog that cannot be used (missing, malformed, tampered, unverified)."""
-
-
-# ---------------------------------------------------------------------------
-# canonical form, checksum
-# ---------------------------------------------------------------------------
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
-def checksum(rules: Sequence[dict]) -> str:
-    """``sha256:<hex>`` over the canonical JSON of the rule list."""
-    return "sha256:" + hashlib.sha256(canonical_json(list(rules)).encode("utf-8")).hexdigest()
 
 
 # ---------------------------------------------------------------------------
@@ -203,30 +191,50 @@ def _resolve_mlflow(uri: str) -> Path:
     return local
 
 
-def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True) -> dict:
-    """Read, schema-check, checksum-check and certificate-check a catalog from a file or
-    an MLflow URI. Raises :class:`CatalogError` with a one-line reason."""
+def read_catalog(path_or_uri: str | os.PathLike) -> tuple[dict, str]:
+    """The parsed JSON of a catalog file or MLflow URI, unchecked, and its origin."""
     s = str(path_or_uri)
     path = _resolve_mlflow(s) if is_mlflow_uri(s) else Path(s)
     if not path.is_file():
         raise CatalogError(f"catalog not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8")), s
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CatalogError(f"catalog {path} is not valid JSON: {e}") from None
-    cat = validate(data, require_verified, where=f"catalog {s}")
-    if require_verified:   # certificates re-checked (or a recorded re-check), not just statuses
-        from .trust import ensure_trusted  # optional z3: see superop.rules_out.trust
-        ensure_trusted(cat, origin=s)
-    return cat
 
 
-def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False) -> dict:
-    """Set the checksum, validate, and write atomically (a failure leaves the old file).
-    Returns the catalog as written."""
+def accept(catalog: Any, origin: str = "(in-memory)", trusted: Optional[TrustedKeys] = None) -> Signature:
+    """What the runtime requires of a catalog: the format checks (:func:`validate`, every
+    certificate ``verified``) and a signature by a trusted key for this build
+    (:func:`superop.rules_out.signing.check_signature`). Raises :class:`CatalogError`
+    with a one-line reason."""
+    validate(catalog, True, where=f"catalog {origin}")
+    return check_signature(catalog, origin, trusted)
+
+
+def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True,
+                 trusted: Optional[TrustedKeys] = None) -> dict:
+    """Read and check a catalog from a file or an MLflow URI: with ``require_verified``
+    everything :func:`accept` checks; without, the format only (schema, checksum; for
+    commands that inspect or re-check a catalog). Raises :class:`CatalogError` with a
+    one-line reason."""
+    data, origin = read_catalog(path_or_uri)
+    if require_verified:
+        accept(data, origin, trusted)
+        return data
+    return validate(data, False, where=f"catalog {origin}")
+
+
+def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False,
+                  signer: Optional[Signer] = None, signed_by: str = "") -> dict:
+    """Set the checksum, validate, sign with ``signer`` (if given) and write atomically (a
+    failure leaves the old file). Returns the catalog as written. Without ``signer`` a
+    signature the catalog carries is kept as is: it holds only if nothing changed."""
     cat = copy.deepcopy(catalog)
     cat["checksum"] = checksum(cat.get("rules", []))
     validate(cat, require_verified, where=f"catalog {path}")
+    if signer is not None:
+        cat = sign_catalog(cat, signer, signed_by or "superop")
     atomic_write_text(path, json.dumps(cat, indent=2, ensure_ascii=False) + "\n")
     return cat
 

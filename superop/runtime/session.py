@@ -14,8 +14,22 @@ it has the same output columns and types and its predicted speed-up
 ``cost(original) / cost(candidate)`` is at least ``min_speedup``. The best-predicted
 candidate wins; any number of candidates per query can be ranked (all matches together,
 each alone, and alternative forms of one match). A refusal says why in the explanation.
-``gate="exchanges"`` is the old rule (fewer shuffle exchanges); ``gate=False`` applies any
-candidate that plans with the same schema (for tests of the rewriting itself).
+``gate="exchanges"`` is the old rule (fewer shuffle exchanges); ``gate="ungated"`` (or
+``False``) applies any candidate that plans with the same schema (for tests of the rewriting
+itself). ``"off"`` is refused: it reads like a kill switch, which is
+``spark.superop.enabled=false`` or :func:`superop.runtime.disable`.
+
+Catalogs: signed only (:func:`superop.rules_out.catalog.accept`: a trusted Ed25519 signature
+for this superop build; milliseconds, no Z3), from a path, an MLflow URI or a dict. An
+unsigned catalog — e.g. one a test or a benchmark just built from the verifier's
+certificates — loads only with ``recheck=True``: every certificate is re-checked with Z3 in
+this process (Z3 must be installed; the result is cached per checksum).
+
+Operations (:mod:`~superop.runtime.decisions`, :mod:`~superop.runtime.shadow`,
+:mod:`~superop.runtime.confs`): every ``sql``/``rewrite`` call reads the ``spark.superop.*``
+settings (kill switch, excluded rules, decision log, shadow fraction), produces one decision
+record (counted in ``counters``, written to the decision log when one is set) and, in shadow
+mode, compares a sample of rewrites with their originals off the caller's path.
 
 Decision cache: decisions are cached per query template, catalog checksum, table versions
 and plan-relevant settings (cache.py), so a repeated dashboard query pays only parsing
@@ -29,10 +43,11 @@ cache is locked.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
-from typing import Optional, Union
+from typing import Iterable, Optional, Union
 
 from .. import families
 from ..explain import PlanInfo
@@ -41,32 +56,47 @@ from ..ir.keys import keys_fingerprint
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema, session_keys
 from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
-from ..rules_out.catalog import load_catalog, validate
+from ..rules_out.catalog import accept, load_catalog, read_catalog
+from ..rules_out.signing import trusted_keys as read_trusted_keys
+from ..rules_out.trust import rechecked
+from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
 from .cost import CONSTANTS, CostConstants, judge
+from .decisions import DecisionRecord, Operations
 from .plan import analyze_plan
+from .reentry import working
+from .shadow import Shadow
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
 
-GATES = ("cost", "exchanges", "off")
+GATES = ("cost", "exchanges", "ungated")
 
 
-def _load(catalog, require_verified: bool) -> dict:
-    if isinstance(catalog, dict):
-        cat = validate(catalog, require_verified)
-        if require_verified:   # an in-memory catalog is trusted like a file (rules_out/trust.py)
-            from ..rules_out.trust import ensure_trusted  # optional z3: see superop.rules_out.trust
-            ensure_trusted(cat, origin="(in-memory)")
+def _load(spark, catalog, recheck: bool, trusted: Optional[str]) -> dict:
+    """The catalog, signed by a trusted key for this build — or, with ``recheck``,
+    re-checked with Z3 here (see the module doc)."""
+    origin = "(in-memory)" if isinstance(catalog, dict) else str(catalog)
+    if recheck:
+        cat = catalog if isinstance(catalog, dict) else read_catalog(catalog)[0]
+        rechecked(cat, origin)
         return cat
-    return load_catalog(catalog, require_verified)
+    keys = read_trusted_keys(trusted or confs.get(spark, confs.TRUSTED_KEYS))
+    if isinstance(catalog, dict):
+        accept(catalog, origin, keys)
+        return catalog
+    return load_catalog(catalog, trusted=keys)
 
 
 def _gate_mode(gate) -> str:
     if gate is True or gate is None:
         return "cost"
     if gate is False:
-        return "off"
+        return "ungated"
+    if gate == "off":
+        raise ValueError("gate='off' is not a kill switch: to run every query unchanged set "
+                         "spark.superop.enabled=false (or superop.runtime.disable(spark)); to rewrite "
+                         "without the benefit gate use gate='ungated'")
     if gate not in GATES:
         raise ValueError(f"gate must be one of {GATES} (or True/False), not {gate!r}")
     return gate
@@ -77,7 +107,9 @@ class SuperOpSession:
                  schema: Optional[dict] = None, max_alternatives: int = 4,
                  analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
                  cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
-                 keys: Union[None, str, dict] = None):
+                 keys: Union[None, str, dict] = None, recheck: bool = False,
+                 trusted_keys: Optional[str] = None, decision_log: Optional[str] = None,
+                 shadow: float = 0.0, exclude: Iterable[str] = ()):
         """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
         like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
         mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
@@ -88,12 +120,18 @@ class SuperOpSession:
         once per catalog table a query reads and give the cost model the stored row
         counts and column NDVs (temp views have no table statistics and are skipped).
         ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
-        :class:`DecisionCache`, or False."""
+        :class:`DecisionCache`, or False. ``recheck``: accept an unsigned catalog after
+        re-checking it with Z3 here. ``trusted_keys``: the public keys a signature may
+        be by (default ``spark.superop.trustedKeys``, ``$SUPEROP_TRUSTED_KEYS``, the local
+        key store). ``decision_log``: where decision records go when
+        ``spark.superop.decisionLog`` is not set. ``shadow``: the fraction of rewritten
+        queries compared with their originals when ``spark.superop.shadow`` is not set.
+        ``exclude``: rule ids never applied (besides ``spark.superop.rules.exclude``)."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
-        self.catalog = _load(catalog, require_verified=True)
+        self.catalog = _load(spark, catalog, recheck, trusted_keys)
         self.rewriter = Rewriter(self.catalog)
         self.gate = _gate_mode(gate)
         self.keys = session_keys(keys)
@@ -105,6 +143,35 @@ class SuperOpSession:
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
                                                DecisionCache(cache_size) if cache else None)
         self._probe = SessionProbe(spark)     # settings and table versions, few JVM calls
+        self.ops = Operations(spark, decision_log)
+        self.shadow = shadow
+        self.exclude = frozenset(exclude)
+        self.disabled_rules: set[str] = set()     # by a shadow mismatch, for this session's life
+        self._views: dict[frozenset, SuperOpSession] = {}
+        self._shadow: Optional[Shadow] = None
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Decisions so far by outcome, refusal reason and rule (decisions.Counters)."""
+        return self.ops.counters.snapshot()
+
+    # -- excluded rules: a view of the session with fewer rules --------------------------
+    def _view(self, exclude: frozenset) -> "SuperOpSession":
+        """This session without the rules in ``exclude`` (plus its own exclusions and the
+        rules shadow mode disabled): same Spark, cache and operations; its own rewriter,
+        and a checksum key of its own, so no decision crosses rule sets."""
+        out = exclude | self.exclude | frozenset(self.disabled_rules)
+        if not out:
+            return self
+        with self._lock:
+            v = self._views.get(out)
+            if v is None:
+                v = copy.copy(self)
+                v.rewriter = Rewriter(dict(self.catalog, rules=[r for r in self.catalog["rules"]
+                                                                if r["id"] not in out]))
+                v._checksum = self._checksum + "|without:" + ",".join(sorted(out))
+                self._views[out] = v
+            return v
 
     # -- helpers ------------------------------------------------------------
     def _schema_for(self, sql: str):
@@ -142,6 +209,20 @@ class SuperOpSession:
 
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
+        """The decision for ``sql`` (recorded like every decision; nothing runs)."""
+        conf = confs.read(self.spark)
+        with working():
+            res = self._decision(sql, conf)
+            self.ops.record(DecisionRecord.of(sql, res, self.catalog,
+                                              "disabled" if not conf.enabled else None), conf.decision_log)
+        return res
+
+    def _decision(self, sql: str, conf: confs.RuntimeConf) -> RewriteResult:
+        if not conf.enabled:
+            return unchanged(sql, f"superop is disabled ({confs.ENABLED}=false)")
+        return self._view(conf.exclude)._safe_rewrite(sql)
+
+    def _safe_rewrite(self, sql: str) -> RewriteResult:
         try:
             return self._rewrite(sql)
         except Exception as e:  # fail-safe: never break the user's query
@@ -306,7 +387,7 @@ class SuperOpSession:
                      "cost_terms": c.plan.estimate.terms(), "verdict": v.reason}
             if not same_schema:
                 entry["verdict"] = "different output schema"
-            elif self.gate == "off" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
+            elif self.gate == "ungated" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
                     or (self.gate == "cost" and v.accepted):
                 ok.append((c, v))
             ranked.append(entry)
@@ -317,7 +398,7 @@ class SuperOpSession:
         if not ok:
             rule = {"cost": f"no rewrite is predicted to be at least {self.constants.min_speedup:g}x faster",
                     "exchanges": f"no rewrite has fewer than {before.exchanges} shuffle exchanges",
-                    "off": "no candidate plans with the same output"}[self.gate]
+                    "ungated": "no candidate plans with the same output"}[self.gate]
             why = f"benefit gate ({self.gate}): {rule} — " + "; ".join(
                 f"{r['label']}: " + (r["error"] if "error" in r else
                                      f"{r['verdict']}; shuffle exchanges {before.exchanges} -> {r['exchanges']}")
@@ -347,34 +428,84 @@ class SuperOpSession:
                              literal_sensitive=sensitive, extra=extra)
 
     def sql(self, query: str):
-        """The query as a DataFrame, rewritten when a verified rule pays off."""
-        r = self.rewrite(query)
-        if r.changed:
-            try:
-                return self.spark.sql(r.sql)
-            except Exception as e:  # fail-safe
-                log.warning("superop: rewritten query failed (%s); running the original",
-                            str(e).splitlines()[0])
-        return self.spark.sql(query)
+        """The query as a DataFrame, rewritten when a verified rule pays off (see the
+        module doc for the settings read on each call, the decision record and shadow mode)."""
+        conf = confs.read(self.spark)
+        with working():
+            if not conf.enabled:
+                self.ops.counters.bump("disabled")
+                return self.spark.sql(query)
+            r = self._decision(query, conf)
+            t0 = time.perf_counter()
+            df, ran, outcome = None, "original", None
+            if r.changed:
+                try:
+                    df, ran = self.spark.sql(r.sql), "rewritten"
+                except Exception as e:  # fail-safe
+                    log.warning("superop: rewritten query failed (%s); running the original",
+                                str(e).splitlines()[0])
+                    outcome = "failed_safe"
+            if df is None:
+                df = self.spark.sql(query)
+            rec = DecisionRecord.of(query, r, self.catalog, outcome,
+                                    sql_ms=round((time.perf_counter() - t0) * 1e3, 3), ran=ran)
+            self.ops.record(rec, conf.decision_log)
+            fraction = self.shadow if conf.shadow is None else conf.shadow
+            if ran == "rewritten" and fraction > 0:
+                self._maybe_shadow(rec, query, r, fraction, conf.decision_log)
+        return df
+
+    # -- shadow mode ------------------------------------------------------------------------
+    def _maybe_shadow(self, rec: DecisionRecord, query: str, r: RewriteResult, fraction: float,
+                      target: Optional[str]) -> None:
+        with self._lock:
+            if self._shadow is None:
+                self._shadow = Shadow(self.spark.sql, lambda rec, bad: self._shadowed(rec, bad, target))
+            runner = self._shadow
+        if not runner.sampled(fraction):
+            return
+        base = copy.copy(rec)
+        base.sql_ms, base.ran = None, ""
+        if not runner.submit(base, query, r.sql, r.applied):
+            self.ops.counters.bump("shadow_skipped")
+
+    def _shadowed(self, rec: DecisionRecord, bad: set, target: Optional[str]) -> None:
+        if bad:
+            with self._lock:
+                self.disabled_rules |= bad
+                self._views.clear()
+        self.ops.record(rec, target)
+
+    def wait_shadow(self, timeout: Optional[float] = None) -> None:
+        """Wait for the shadow comparisons submitted so far."""
+        if self._shadow is not None:
+            self._shadow.wait(timeout)
+
+    def close(self) -> None:
+        """Finish shadow comparisons and flush the decision logs."""
+        if self._shadow is not None:
+            self._shadow.close()
+        self.ops.flush()
 
     def explain(self, sql: str) -> str:
         """The gate's decision and reason, and Spark's physical plans and the cost model's
         estimate before and after."""
         r = self.rewrite(sql)
-        stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
-        b = analyze_plan(self.spark, sql, stats, self.constants)
-        lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
-                 _plan_line("before:", b)]
-        a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql, stats, self.constants) if r.changed else None
-        if a is not None:
-            lines.append(_plan_line("after: ", a))
-        for c in r.candidates or []:
-            if "error" not in c:
-                lines.append(f"candidate {c['label']}: {c['verdict']}")
-        lines += ["", "== physical plan before ==", b.tree]
-        if a is not None:
-            lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
-        return "\n".join(lines)
+        with working():
+            stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
+            b = analyze_plan(self.spark, sql, stats, self.constants)
+            lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
+                     _plan_line("before:", b)]
+            a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql, stats, self.constants) if r.changed else None
+            if a is not None:
+                lines.append(_plan_line("after: ", a))
+            for c in r.candidates or []:
+                if "error" not in c:
+                    lines.append(f"candidate {c['label']}: {c['verdict']}")
+            lines += ["", "== physical plan before ==", b.tree]
+            if a is not None:
+                lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
+            return "\n".join(lines)
 
 
 def _plan_line(which: str, p: PlanInfo) -> str:

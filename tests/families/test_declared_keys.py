@@ -140,11 +140,11 @@ def test_runtime_rewrites_only_under_its_own_declaration(spark, kdata, keyed_cat
     from superop.runtime import SuperOpSession
     want = bag(spark.sql(SQL).collect())
     assert len(want) == 2          # c1 and c2 (NULL name); c3 has no 2002 group
-    r = SuperOpSession(spark, keyed_catalog, gate=False, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
+    r = SuperOpSession(spark, keyed_catalog, gate=False, recheck=True, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
     assert r.changed and r.applied == ["pj-inner-2way-keyed"], r.explanation
     assert bag(spark.sql(r.sql).collect()) == want
     for keys in (None, {"kcust": "c_sk"}):
-        r = SuperOpSession(spark, keyed_catalog, gate=False, keys=keys).rewrite(SQL)
+        r = SuperOpSession(spark, keyed_catalog, gate=False, recheck=True, keys=keys).rewrite(SQL)
         assert not r.changed and "join_on_subset_of_keys" in r.explanation, r.explanation
 
 

@@ -64,7 +64,7 @@ def test_the_keyless_partition_exists_over_an_empty_input():
 def ga_session(spark, ops_empty):
     schema = ops_empty
     sqls = [q.format(t=t) for q in GA_QUERIES for t in ("ops", "ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)))
+    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)), recheck=True)
 
 
 @pytest.mark.parametrize("table", ["ops", "ops_empty"])
@@ -86,7 +86,7 @@ def test_physical_plan_one_scan_one_aggregate(spark, tables, tmp_path):
     q = ("SELECT * FROM (SELECT COUNT(*) AS n FROM ops_pq WHERE b > 1) AS x, (SELECT SUM(s) AS t FROM ops_pq "
          "WHERE c = 2) AS y, (SELECT COUNT(DISTINCT d) AS cd FROM ops_pq WHERE s < 5) AS z")
     schema = dict(SCHEMA, ops_pq=SCHEMA["ops"])
-    so = SuperOpSession(spark, make_catalog(bounded_rules(sqls=[q], schema=schema)))
+    so = SuperOpSession(spark, make_catalog(bounded_rules(sqls=[q], schema=schema)), recheck=True)
     text = so.explain(q)
     after = text.split("== physical plan after ==")[1].split("== rewritten SQL ==")[0]
     before = text.split("== physical plan before ==")[1].split("== physical plan after ==")[0]

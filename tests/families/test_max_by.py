@@ -137,7 +137,7 @@ def paper_session(spark):
     rules = bounded_rules(sqls=[sql], schema=paper.PAPER_SCHEMA)
     (cert,) = [c for r in rules for c in r["certificates"]]
     assert TIE_ASSUMPTION in cert["assumptions"] and "max_by" in cert["covers"]["aggregates"]
-    return s, SuperOpSession(s, make_catalog(rules)), sql
+    return s, SuperOpSession(s, make_catalog(rules), recheck=True), sql
 
 
 def test_fig15_is_verified_and_rewritten_with_the_original_rows(paper_session):

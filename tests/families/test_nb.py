@@ -86,7 +86,7 @@ def test_what_the_pattern_refuses_would_be_wrong(spark, tables, sql, as_lag, rea
 def nb_session(spark, ops_empty):
     schema = ops_empty
     sqls = [q.format(t=t) for q in NB_QUERIES for t in ("ops", "ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)))
+    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)), recheck=True)
 
 
 @pytest.mark.parametrize("table", ["ops", "ops_empty"])

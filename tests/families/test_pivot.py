@@ -129,7 +129,7 @@ def so(spark, pv):
     from superop.runtime import SuperOpSession
     old = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    yield SuperOpSession(spark, catalog())
+    yield SuperOpSession(spark, catalog(), recheck=True)
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", old)
 
 

@@ -72,7 +72,7 @@ def test_generalization_rejects_a_buffering_pattern_with_its_reason():
 @pytest.fixture(scope="module")
 def sorted_session(spark, ops_empty):
     sqls = [q.format(t="ops") for q in SORTED] + [SORTED[2].format(t="ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=ops_empty)))
+    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=ops_empty)), recheck=True)
 
 
 # a keyed program has no partition over an empty input; the keyless one (GA) has one row

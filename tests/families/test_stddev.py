@@ -99,7 +99,7 @@ def sd_session(spark):
     values_view(s, "sd", "k int, y int, x int", ROWS)
     rules = bounded_rules(sqls=[Q39], schema=SD_SCHEMA)     # the runtime-template certificate
     assert {a for r in rules for a in r["aggregates"]} >= {"stddev_samp", "var_samp"}
-    return s, SuperOpSession(s, make_catalog(rules), gate=False)
+    return s, SuperOpSession(s, make_catalog(rules), gate=False, recheck=True)
 
 
 def test_rewritten_on_spark_with_the_original_rows(sd_session):

@@ -75,7 +75,7 @@ def test_miss_on_a_new_catalog_checksum(spark, ops, catalog):
     assert not _hit(a.rewrite(DU_Q)) and _hit(a.rewrite(DU_Q))
     # another catalog (another checksum) that also admits the query: its DU rule alone
     other = make_catalog([r for r in catalog["rules"] if r["family"] == "DU"], version="other")
-    b = SuperOpSession(spark, other, gate="exchanges", cache=shared)
+    b = SuperOpSession(spark, other, gate="exchanges", cache=shared, recheck=True)
     r = b.rewrite(DU_Q)
     assert not _hit(r) and r.changed
 

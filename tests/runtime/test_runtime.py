@@ -53,20 +53,22 @@ def test_uncovered_queries_come_back_byte_for_byte(so, sql):
 
 def test_catalog_without_the_family_and_edge_restrictions(spark, ops):
     only_du = SuperOpSession(spark, make_catalog([make_rule("DU", aggregates=STREAMING_FOLDS,
-                                                            certificates=rule_certificates("du-2way"))]))
+                                                            certificates=rule_certificates("du-2way"))]),
+                             recheck=True)
     assert only_du.rewrite(DU_Q).changed
     assert only_du.rewrite(DJ_Q).sql == DJ_Q
     # the spool->γ edges admit only ρ: the σ's of DU_Q are outside the abstract tree
     rho_only = make_rule("DU", rule_id="du-rho", aggregates=STREAMING_FOLDS,
                          edges=[("Rename",), ("Rename",), ("Select", "Project", "Rename"),
                                 ("Select", "Project", "Rename")], certificates=rule_certificates("du-2way"))
-    s = SuperOpSession(spark, make_catalog([rho_only]))
+    s = SuperOpSession(spark, make_catalog([rho_only]), recheck=True)
     r = s.rewrite(DU_Q)
     assert not r.changed and "Select on an edge" in r.explanation
     assert s.rewrite(DU_Q.replace(" WHERE b > 0", "").replace(" WHERE c < 5", "")).changed
     # a join-kind restricted rule does not fire on another kind
     left_only = SuperOpSession(spark, make_catalog([make_rule("DJ", join_kinds=["left"], aggregates=STREAMING_FOLDS,
-                                                              certificates=rule_certificates("dj-left"))]))
+                                                              certificates=rule_certificates("dj-left"))]),
+                               recheck=True)
     assert left_only.rewrite(DJ_Q).sql == DJ_Q
     assert left_only.rewrite(DJ_Q.replace(" JOIN ", " LEFT JOIN ", 1)).applied == ["dj-left"]
 

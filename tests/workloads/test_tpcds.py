@@ -29,7 +29,7 @@ def test_103_statements_of_99_queries():
 def so(tpcds_session):
     from superop.runtime import SuperOpSession
     from superop.bench.rewriters import default_catalog
-    return SuperOpSession(tpcds_session, default_catalog())
+    return SuperOpSession(tpcds_session, default_catalog(), recheck=True)
 
 
 # At SF 0.01 two statements divide by zero under Spark's default ANSI mode (a class whose
