@@ -19,12 +19,8 @@ PKG = ROOT / "superop"
 
 # (importer, imported) -> why the import stays inside a function
 LAZY = {
-    ("superop.rules_out.catalog", "superop.rules_out.trust"):
-        "loading re-checks certificates with z3 when no re-check is recorded; the runtime imports no z3",
-    ("superop.runtime.session", "superop.rules_out.trust"):
-        "an in-memory catalog is re-checked with z3 when no re-check is recorded; the runtime imports no z3",
     ("superop.rules_out.trust", "superop.verify.certificate"):
-        "the z3 re-check, only when z3 is installed; the runtime imports no z3",
+        "the z3 re-check (superop verify, promote, SuperOpSession(recheck=True)); the runtime imports no z3",
 }
 
 

@@ -43,7 +43,7 @@ from ..storage import atomic_write_text
 from .canonical import canonical_json, checksum
 from .signing import Signature, Signer, TrustedKeys, check_signature, sign_catalog
 
-__all__ = ["CatalogError", "canonical_json", "checksum", "load_catalog", "read_catalog", "accept",
+__all__ = ["CatalogError", "canonical_json", "checksum", "load_catalog", "read_catalog", "accept", "sign",
            "validate", "problems", "write_catalog", "make_rule", "make_catalog", "certificate"]
 
 FORMAT = "superop-rule-catalog"
@@ -84,14 +84,18 @@ def schema() -> dict:
     return generated_schema()
 
 
-def problems(catalog: Any, require_verified: bool = True) -> list[str]:
-    """Every reason the catalog is unusable (empty list = fine)."""
-    import jsonschema
+def problems(catalog: Any, require_verified: bool = True, json_schema: bool = True) -> list[str]:
+    """Every reason the catalog is unusable (empty list = fine). ``json_schema=False``
+    skips the JSON Schema (importing jsonschema alone takes most of a second): only for a
+    catalog whose signature holds for this build, whose signer checked it against this
+    very schema (the schema is part of the build fingerprint)."""
     out: list[str] = []
-    v = jsonschema.Draft202012Validator(schema())
-    for err in sorted(v.iter_errors(catalog), key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
-        out.append(f"{where}: {err.message}")
+    if json_schema:
+        import jsonschema
+        v = jsonschema.Draft202012Validator(schema())
+        for err in sorted(v.iter_errors(catalog), key=lambda e: list(e.absolute_path)):
+            where = "/".join(str(p) for p in err.absolute_path) or "(top)"
+            out.append(f"{where}: {err.message}")
     if out or not isinstance(catalog, dict):
         return out
     rules = catalog["rules"]
@@ -204,12 +208,26 @@ def read_catalog(path_or_uri: str | os.PathLike) -> tuple[dict, str]:
 
 
 def accept(catalog: Any, origin: str = "(in-memory)", trusted: Optional[TrustedKeys] = None) -> Signature:
-    """What the runtime requires of a catalog: the format checks (:func:`validate`, every
-    certificate ``verified``) and a signature by a trusted key for this build
-    (:func:`superop.rules_out.signing.check_signature`). Raises :class:`CatalogError`
-    with a one-line reason."""
-    validate(catalog, True, where=f"catalog {origin}")
-    return check_signature(catalog, origin, trusted)
+    """What the runtime requires of a catalog: a signature by a trusted key for this build
+    (:func:`superop.rules_out.signing.check_signature`: nothing changed since it was signed)
+    and the format checks (:func:`problems`: checksum, rules, every certificate
+    ``verified``; the JSON Schema was checked by the signer with this build's schema).
+    Raises :class:`CatalogError` with a one-line reason."""
+    where = f"catalog {origin}"
+    if not isinstance(catalog, dict):
+        raise CatalogError(f"{where} refused: not a JSON object")
+    sig = check_signature(catalog, origin, trusted)
+    ps = problems(catalog, True, json_schema=False)
+    if ps:
+        raise CatalogError(f"{where} refused: " + "; ".join(ps[:5]) + (f" (+{len(ps) - 5} more)" if len(ps) > 5 else ""))
+    return sig
+
+
+def sign(catalog: dict, signer: Signer, signed_by: str) -> dict:
+    """The catalog signed by ``signer`` after every format check (JSON Schema included):
+    what the runtime's :func:`accept` relies on."""
+    validate(catalog, True, where="catalog to sign")
+    return sign_catalog(catalog, signer, signed_by)
 
 
 def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True,
@@ -232,7 +250,7 @@ def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool
     signature the catalog carries is kept as is: it holds only if nothing changed."""
     cat = copy.deepcopy(catalog)
     cat["checksum"] = checksum(cat.get("rules", []))
-    validate(cat, require_verified, where=f"catalog {path}")
+    validate(cat, require_verified or signer is not None, where=f"catalog {path}")
     if signer is not None:
         cat = sign_catalog(cat, signer, signed_by or "superop")
     atomic_write_text(path, json.dumps(cat, indent=2, ensure_ascii=False) + "\n")

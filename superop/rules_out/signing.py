@@ -11,7 +11,7 @@ promote`` — and the runtime accepts a catalog only if
 2. the signing key is trusted here (:func:`trusted_keys`); and
 3. it was signed by this **build**: the block records :func:`build_fingerprint`, a hash of
    the code that decides what a rule rewrites into (``superop/ir``, ``dsl``, ``families``,
-   ``rewrite``). A certificate is about the program that code builds; after an upgrade
+   ``rewrite``) and of the catalog format (``rules_out/catalog.py`` and its JSON Schema). A certificate is about the program that code builds; after an upgrade
    that changes it, an old catalog is refused ("re-check and re-sign") instead of trusting
    certificates about other programs.
 
@@ -49,8 +49,10 @@ from .canonical import canonical_json
 
 SIGNATURE = "signature"            # the catalog's field holding the block
 ALGORITHM = "ed25519"
-# the packages whose code decides what a matched rule turns into (see the module doc)
+# the packages whose code decides what a matched rule turns into (see the module doc), and
+# what a valid catalog is (the runtime skips the JSON Schema of a catalog signed by this build)
 FINGERPRINTED = ("ir", "dsl", "families", "rewrite")
+FINGERPRINTED_FILES = ("rules_out/catalog.py", "rules_out/catalog.schema.json")
 _ROOT = Path(__file__).resolve().parents[1]
 _BLOCK_FIELDS = ("algorithm", "key_id", "public_key", "build", "superop_version", "signed_at",
                  "signed_by", "value")
@@ -72,11 +74,11 @@ def build_fingerprint() -> str:
     """sha256 over the source of the packages in :data:`FINGERPRINTED` (relative path and
     bytes of every ``.py`` file, path order): equal iff that code is equal."""
     h = hashlib.sha256()
-    for pkg in FINGERPRINTED:
-        for f in sorted((_ROOT / pkg).rglob("*.py")):
-            h.update(f.relative_to(_ROOT).as_posix().encode() + b"\0")
-            h.update(f.read_bytes())
-            h.update(b"\0")
+    files = [f for pkg in FINGERPRINTED for f in sorted((_ROOT / pkg).rglob("*.py"))]
+    for f in files + [_ROOT / name for name in FINGERPRINTED_FILES]:
+        h.update(f.relative_to(_ROOT).as_posix().encode() + b"\0")
+        h.update(f.read_bytes())
+        h.update(b"\0")
     return h.hexdigest()
 
 
@@ -248,9 +250,9 @@ class Signature:
         return f"signed by key {self.key_id} ({self.signed_by}, {self.signed_at})"
 
 
-def _recheck_hint(origin: str) -> str:
+def _recheck_hint(origin: str, verb: str = "re-sign") -> str:
     target = origin if origin and not origin.startswith("(") else "FILE"
-    return f"re-check and re-sign it: superop verify --catalog {target} --record"
+    return f"re-check and {verb} it: superop verify --catalog {target} --record"
 
 
 def check_signature(catalog: dict, origin: str = "catalog", trusted: Optional[TrustedKeys] = None) -> Signature:
@@ -259,7 +261,7 @@ def check_signature(catalog: dict, origin: str = "catalog", trusted: Optional[Tr
     where = f"catalog {origin}"
     block = catalog.get(SIGNATURE)
     if block is None:
-        raise SignatureError(f"{where} refused: it is not signed ({_recheck_hint(origin)})")
+        raise SignatureError(f"{where} refused: it is not signed ({_recheck_hint(origin, 'sign')})")
     if not isinstance(block, dict) or any(not isinstance(block.get(f), str) for f in _BLOCK_FIELDS):
         raise SignatureError(f"{where} refused: malformed signature block (needs {', '.join(_BLOCK_FIELDS)})")
     if block["algorithm"] != ALGORITHM:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from ..errors import CatalogError
 from .canonical import checksum
-from .catalog import validate
+from .catalog import sign, validate
 from .coverage import coverage_problems
-from .signing import Signer, sign_catalog
+from .signing import Signer
 
 
 class UntrustedCatalog(CatalogError):
@@ -123,7 +123,7 @@ def recheck_and_sign(catalog: dict, origin: str, signer: Signer, signed_by: str)
     signed by ``signer`` for this build (``superop verify --record``, ``superop catalog
     promote``)."""
     v = rechecked(catalog, origin)
-    return sign_catalog(catalog, signer, signed_by), v
+    return sign(catalog, signer, signed_by), v
 
 
 def sign_fresh(catalog: dict, signer: Signer, signed_by: str = "superop mine") -> dict:
@@ -134,4 +134,4 @@ def sign_fresh(catalog: dict, signer: Signer, signed_by: str = "superop mine") -
     if problems:
         cs = catalog.get("checksum") or checksum(catalog.get("rules", []))
         raise UntrustedCatalog(Verdict(False, "refused", cs, problems).line("new catalog"))
-    return sign_catalog(catalog, signer, signed_by)
+    return sign(catalog, signer, signed_by)

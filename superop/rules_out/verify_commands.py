@@ -33,9 +33,9 @@ from ..verify.certificate import bounded_certificate, recheck_detail
 from ..verify.check import check_sql
 from ..verify.template_proofs import prove_instance
 from ..storage import local_path
-from .catalog import is_mlflow_uri, load_catalog, write_catalog
+from .catalog import is_mlflow_uri, load_catalog, sign, write_catalog
 from .coverage import coverage_problems
-from .signing import sign_catalog, signing_key
+from .signing import signing_key
 
 
 def register(subparsers) -> None:
@@ -160,7 +160,7 @@ def _catalog(args) -> int:
     recorded = []
     if all_ok and report and args.record:
         out, signer = _record_target(args), signing_key(args.signing_key)
-        write_catalog(out, sign_catalog(cat, signer, "superop verify --record"))
+        write_catalog(out, sign(cat, signer, "superop verify --record"))
         recorded = [f"signed with key {signer.key_id} ({signer.source}) -> {out}"]
     if args.json:
         print(json.dumps({"ok": all_ok, "certificates": report, "recorded": recorded}, indent=2))

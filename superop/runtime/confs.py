@@ -9,6 +9,7 @@
 ``spark.superop.catalog``           the catalog ``enable_from_conf`` loads (path or MLflow URI)
 ``spark.superop.trustedKeys``       public keys a catalog may be signed with (see rules_out.signing)
 ``spark.superop.gate``              the benefit gate of ``enable_from_conf``: cost | exchanges
+``spark.superop.decisionStore``     directory of persisted decisions (default: beside a catalog file)
 ==================================  ===============================================================
 
 Classic sessions read each key (a py4j call each); Spark Connect sessions read all set
@@ -29,6 +30,7 @@ SHADOW = PREFIX + "shadow"
 CATALOG = PREFIX + "catalog"
 TRUSTED_KEYS = PREFIX + "trustedKeys"
 GATE = PREFIX + "gate"
+DECISION_STORE = PREFIX + "decisionStore"
 PER_CALL = (ENABLED, EXCLUDE, DECISION_LOG, SHADOW)
 
 

@@ -156,6 +156,12 @@ class TableStats(Protocol):
     def ndv(self, table: str, column: str) -> Optional[float]: ...
 
 
+# Spark's sizeInBytes of a relation it knows nothing about (spark.sql.defaultSizeInBytes,
+# Long.MaxValue: "8.0 EiB" in EXPLAIN COST); any size this large is that default
+UNKNOWN_SIZE = float(2 ** 62)
+UNKNOWN_SIZE_TEXT = "8 EiB"
+
+
 # ---------------------------------------------------------------------------
 # the estimate
 # ---------------------------------------------------------------------------
@@ -166,6 +172,7 @@ class PlanCost:
     constants: CostConstants = CONSTANTS
     uses_cbo: bool = False       # a filter/aggregate row count came from Spark's CBO
     notes: list = field(default_factory=list)
+    missing_stats: list = field(default_factory=list)   # relations Spark has no size for
 
     def terms(self) -> dict:
         """Seconds per feature (plus the fixed part)."""
@@ -312,6 +319,7 @@ class _Estimator:
         self.width: dict[str, float] = {}
         self.uses_cbo = False
         self.notes: list[str] = []
+        self.missing: list[str] = []
         self.groups: dict[frozenset, float] = {}
         self.scan_table: dict[str, tuple[str, str]] = {}   # attr id -> (table, column)
         self.exchange_rows: dict[str, float] = {}
@@ -431,6 +439,10 @@ class _Estimator:
             rows = self.stats.rows(table)
         if rows is None and rel is not None and rel.rows is not None:
             rows = rel.rows
+        if rel is not None and rel.size is not None and rel.size >= UNKNOWN_SIZE and rows is None:
+            name = table or n.name
+            if name not in self.missing:
+                self.missing.append(name)
         if rows is None and rel is not None and rel.size is not None:
             all_ids = _ids(_bracket(rel.text) or "")
             width = self.w(all_ids or ids)
@@ -516,14 +528,15 @@ def estimate(info: PlanInfo, stats: Optional[TableStats] = None,
     if info.physical is not None:
         e.visit(info.physical)
     total = c.query_s + sum(e.f[f] * getattr(c, k) for f, k in FEATURES.items())
-    return PlanCost(features=e.f, total=total, constants=c, uses_cbo=e.uses_cbo, notes=e.notes)
+    return PlanCost(features=e.f, total=total, constants=c, uses_cbo=e.uses_cbo, notes=e.notes,
+                    missing_stats=e.missing)
 
 
 def with_constants(cost: PlanCost, c: CostConstants) -> PlanCost:
     """The same features priced with other constants (calibration)."""
     total = c.query_s + sum(cost.features.get(f, 0.0) * getattr(c, k) for f, k in FEATURES.items())
     return PlanCost(features=dict(cost.features), total=total, constants=c, uses_cbo=cost.uses_cbo,
-                    notes=list(cost.notes))
+                    notes=list(cost.notes), missing_stats=list(cost.missing_stats))
 
 
 # ---------------------------------------------------------------------------
@@ -563,6 +576,22 @@ def judge(label: str, before: PlanCost, after: PlanCost,
                                            f"({before.total:.3g} s -> {after.total:.3g} s){note}")
     speedup = before.total / after.total
     ok = speedup >= c.min_speedup
-    why = (f"cost {before.total:.3g} s -> {after.total:.3g} s, predicted {speedup:.2f}x "
-           f"{'>=' if ok else '<'} {c.min_speedup:g}x ({compare(before, after)}){note}")
+    missing = no_statistics(before, after)
+    if missing:     # Spark's default size (8 EiB) in every term: no seconds worth printing
+        why = (f"predicted {speedup:.2f}x {'>=' if ok else '<'} {c.min_speedup:g}x from the plans' "
+               f"operators alone: {missing}")
+    else:
+        why = (f"cost {before.total:.3g} s -> {after.total:.3g} s, predicted {speedup:.2f}x "
+               f"{'>=' if ok else '<'} {c.min_speedup:g}x ({compare(before, after)}){note}")
     return Verdict(label, ok, speedup, why)
+
+
+def no_statistics(*costs: PlanCost) -> str:
+    """"statistics are missing for t1, t2 (...)" when a plan read a relation Spark has no
+    size for, else "" — its seconds would rest on Spark's default size of 8 EiB."""
+    names = list(dict.fromkeys(t for c in costs for t in c.missing_stats))
+    if not names:
+        return ""
+    return (f"statistics are missing for {', '.join(names)} (Spark assumes {UNKNOWN_SIZE_TEXT} for a "
+            f"relation it has no size for, so the estimate is not in seconds; ANALYZE TABLE or "
+            f"file-based tables give real sizes)")

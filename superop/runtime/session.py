@@ -47,6 +47,7 @@ import copy
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from .. import families
@@ -57,15 +58,17 @@ from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema, session_keys
 from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
 from ..rules_out.catalog import accept, load_catalog, read_catalog
+from ..rules_out.signing import TrustedKeys
 from ..rules_out.signing import trusted_keys as read_trusted_keys
 from ..rules_out.trust import rechecked
 from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
-from .cost import CONSTANTS, CostConstants, judge
+from .cost import CONSTANTS, CostConstants, judge, no_statistics
 from .decisions import DecisionRecord, Operations
 from .plan import analyze_plan
 from .reentry import working
 from .shadow import Shadow
+from .store import DecisionStore, default_location
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
@@ -73,19 +76,26 @@ log = logging.getLogger("superop.runtime")
 GATES = ("cost", "exchanges", "ungated")
 
 
-def _load(spark, catalog, recheck: bool, trusted: Optional[str]) -> dict:
-    """The catalog, signed by a trusted key for this build — or, with ``recheck``,
+def _load(catalog, recheck: bool, keys: TrustedKeys) -> dict:
+    """The catalog, signed by one of ``keys`` for this build — or, with ``recheck``,
     re-checked with Z3 here (see the module doc)."""
     origin = "(in-memory)" if isinstance(catalog, dict) else str(catalog)
     if recheck:
         cat = catalog if isinstance(catalog, dict) else read_catalog(catalog)[0]
         rechecked(cat, origin)
         return cat
-    keys = read_trusted_keys(trusted or confs.get(spark, confs.TRUSTED_KEYS))
     if isinstance(catalog, dict):
         accept(catalog, origin, keys)
         return catalog
     return load_catalog(catalog, trusted=keys)
+
+
+def _store(spark, catalog, where: Union[None, bool, str], keys: TrustedKeys) -> Optional[DecisionStore]:
+    if where is False:
+        return None
+    if where is None or where is True:
+        where = confs.get(spark, confs.DECISION_STORE) or default_location(catalog)
+    return DecisionStore.open(Path(str(where)), keys) if where else None
 
 
 def _gate_mode(gate) -> str:
@@ -109,7 +119,8 @@ class SuperOpSession:
                  cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
                  keys: Union[None, str, dict] = None, recheck: bool = False,
                  trusted_keys: Optional[str] = None, decision_log: Optional[str] = None,
-                 shadow: float = 0.0, exclude: Iterable[str] = ()):
+                 shadow: float = 0.0, exclude: Iterable[str] = (),
+                 decision_store: Union[None, bool, str] = None):
         """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
         like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
         mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
@@ -126,12 +137,15 @@ class SuperOpSession:
         key store). ``decision_log``: where decision records go when
         ``spark.superop.decisionLog`` is not set. ``shadow``: the fraction of rewritten
         queries compared with their originals when ``spark.superop.shadow`` is not set.
-        ``exclude``: rule ids never applied (besides ``spark.superop.rules.exclude``)."""
+        ``exclude``: rule ids never applied (besides ``spark.superop.rules.exclude``).
+        ``decision_store``: the directory of persisted decisions (store.py; default
+        ``spark.superop.decisionStore``, else beside a catalog file); False: none."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
-        self.catalog = _load(spark, catalog, recheck, trusted_keys)
+        trusted = read_trusted_keys(trusted_keys or confs.get(spark, confs.TRUSTED_KEYS))
+        self.catalog = _load(catalog, recheck, trusted)
         self.rewriter = Rewriter(self.catalog)
         self.gate = _gate_mode(gate)
         self.keys = session_keys(keys)
@@ -143,6 +157,7 @@ class SuperOpSession:
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
                                                DecisionCache(cache_size) if cache else None)
         self._probe = SessionProbe(spark)     # settings and table versions, few JVM calls
+        self.store = _store(spark, catalog, decision_store, trusted) if self.cache is not None else None
         self.ops = Operations(spark, decision_log)
         self.shadow = shadow
         self.exclude = frozenset(exclude)
@@ -264,7 +279,7 @@ class SuperOpSession:
         the decision was looked up or made with (a change since then is a miss)."""
         assert self.cache is not None
         expl = res.explanation
-        for p in ("cached decision (exact text): ", "cached decision: "):
+        for p in ("cached decision (exact text): ", "cached decision: ", "persisted decision: "):
             expl = expl[len(p):] if expl.startswith(p) else expl
         extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
                      cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates)
@@ -284,8 +299,14 @@ class SuperOpSession:
         snap = self._snapshot(tpl.tables)
         key = DecisionCache.key(tpl, self._checksum, tuple(zip(tpl.tables, snap.versions)), snap.conf)
         d = self.cache.get(key, tpl.literals)
+        persisted = False
+        if d is None and self.store is not None:
+            d = self.store.get(key, tpl.literals)
+            if d is not None:
+                persisted = True
+                self.cache.put(key, d)
         if d is not None:
-            res = self._from_cache(sql, tpl, d, t0)
+            res = self._from_cache(sql, tpl, d, t0, persisted)
         else:
             res, decision = self._decide(sql, t0)
             if decision is not None:
@@ -294,17 +315,23 @@ class SuperOpSession:
                     decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
                 decision.literals = tpl.literals
                 self.cache.put(key, decision)
+                if self.store is not None:
+                    self.store.put(key, decision)
                 res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
             res.timings_ms["cache_hit"] = 0.0
         if not self.analyze_tables and res.error is None:
             self._exact_store(sql, tpl.tables, snap, res)
         return res
 
-    def _from_cache(self, sql: str, tpl, d: Decision, t0: float) -> RewriteResult:
+    def _from_cache(self, sql: str, tpl, d: Decision, t0: float, persisted: bool = False) -> RewriteResult:
         timings = {"cache_hit": 1.0}
+        prefix = "cached decision: "
+        if persisted:
+            timings["persisted_hit"] = 1.0
+            prefix = "persisted decision: "
         if not d.changed:
             timings["total_ms"] = (time.perf_counter() - t0) * 1e3
-            return unchanged(sql, "cached decision: " + d.explanation, timings, **d.extra)
+            return unchanged(sql, prefix + d.explanation, timings, **d.extra)
         if d.render is not None:
             new = d.render.fill(tpl.literals)
         else:
@@ -314,7 +341,7 @@ class SuperOpSession:
                                       "original kept", timings)
         timings["total_ms"] = (time.perf_counter() - t0) * 1e3
         return RewriteResult(sql=new, applied=list(d.applied), changed=True,
-                             explanation="cached decision: " + d.explanation, original_sql=sql,
+                             explanation=prefix + d.explanation, original_sql=sql,
                              timings_ms=timings, **d.extra)
 
     def _generate(self, sql: str, label: str) -> Optional[str]:
@@ -509,6 +536,11 @@ class SuperOpSession:
 
 
 def _plan_line(which: str, p: PlanInfo) -> str:
-    terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
+    missing = no_statistics(p.estimate) if p.estimate else ""
+    if missing:
+        cost = f"predicted cost unknown in seconds: {missing}"
+    else:
+        terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
+        cost = f"predicted cost {p.cost:.3g} s ({terms})"
     return (f"exchanges {which} {p.exchanges} shuffle, {p.reused} reused, {p.broadcasts} broadcast; "
-            f"predicted cost {p.cost:.3g} s ({terms}); PushedFilters {p.pushed_filters}")
+            f"{cost}; PushedFilters {p.pushed_filters}")
