@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..errors import SuperopError
 from ..families import names as family_names
+from ..sparkutil import prepare_executors
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
 from .readers import SUCCESS, open_log
@@ -163,6 +164,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     if spark is None:
         from ..sparkutil import get_spark
         spark = get_spark(app_name="superop-mine", master=master)
+    prepare_executors(spark)        # superop and its executor modules on a cluster's executors
     own_outputs = outputs is None
     if schema is None:
         from ..workloads.loggen import mining_schema

@@ -219,7 +219,8 @@ def accept(catalog: Any, origin: str = "(in-memory)", trusted: Optional[TrustedK
     sig = check_signature(catalog, origin, trusted)
     ps = problems(catalog, True, json_schema=False)
     if ps:
-        raise CatalogError(f"{where} refused: " + "; ".join(ps[:5]) + (f" (+{len(ps) - 5} more)" if len(ps) > 5 else ""))
+        more = f" (+{len(ps) - 5} more)" if len(ps) > 5 else ""
+        raise CatalogError(f"{where} refused: " + "; ".join(ps[:5]) + more)
     return sig
 
 

@@ -11,7 +11,8 @@ promote`` — and the runtime accepts a catalog only if
 2. the signing key is trusted here (:func:`trusted_keys`); and
 3. it was signed by this **build**: the block records :func:`build_fingerprint`, a hash of
    the code that decides what a rule rewrites into (``superop/ir``, ``dsl``, ``families``,
-   ``rewrite``) and of the catalog format (``rules_out/catalog.py`` and its JSON Schema). A certificate is about the program that code builds; after an upgrade
+   ``rewrite``) and of the catalog format (``rules_out/catalog.py`` and its JSON Schema).
+   A certificate is about the program that code builds; after an upgrade
    that changes it, an old catalog is refused ("re-check and re-sign") instead of trusting
    certificates about other programs.
 

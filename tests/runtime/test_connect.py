@@ -13,8 +13,10 @@ from __future__ import annotations
 import pytest
 
 from .runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, values_view
-from .test_differential import CASES
+from .test_differential import CASES, DU, _dj
 from superop.sparkutil import bag
+
+DU_SIGMA, DJ_INNER = DU["sigma"], _dj("inner", "sigma-rho")
 
 pytest.importorskip("grpc", reason="Spark Connect needs the connect extra (grpcio, grpcio-status, "
                                    "googleapis-common-protos)")
@@ -87,3 +89,26 @@ def test_uncovered_and_bad_queries_pass_through_on_connect(cso):
     for q in ("SELECT a, sum(s) FROM ops GROUP BY a", "SELECT a FROM no_such_table"):
         r = cso.rewrite(q)
         assert not r.changed and r.sql == q
+
+
+@pytest.mark.parametrize("sql,rule", [(DU_SIGMA, "du-2way"), (DJ_INNER, "dj-inner")], ids=["DU", "DJ"])
+def test_enable_on_a_connect_session(connect, catalog, sql, rule):
+    from superop.runtime import disable, enable
+    from .test_enable import exchanges
+    before = connect.sql(sql)
+    n, want = exchanges(before), bag(before.collect())
+    so = enable(connect, catalog, gate="exchanges")
+    try:
+        df = connect.sql(sql)
+        assert exchanges(df) < n and bag(df.collect()) == want
+        assert so.counters[f"rule: {rule}"] == 1
+        connect.conf.set("spark.superop.enabled", "false")     # the kill switch, over the wire
+        assert exchanges(connect.sql(sql)) == n
+        connect.conf.set("spark.superop.enabled", "true")
+        connect.conf.set("spark.superop.rules.exclude", rule)
+        assert exchanges(connect.sql(sql)) == n
+    finally:
+        connect.conf.unset("spark.superop.enabled")
+        connect.conf.unset("spark.superop.rules.exclude")
+        disable(connect)
+    assert exchanges(connect.sql(sql)) == n

@@ -13,6 +13,7 @@ import pytest
 
 from .runtime_fixtures import OPS_ROWS, STREAMING_FOLDS, catalog_rules, rule_certificates
 from superop.rules_out.catalog import make_catalog, make_rule, write_catalog
+from superop.rules_out.signing import signing_key
 from superop.runtime import SuperOpSession, compile_program, run_generic
 from superop.runtime.plan import analyze_plan
 from superop.sparkutil import bag
@@ -195,7 +196,7 @@ def test_compile_program_matches_interpreter(spark, ops, name):
 @pytest.fixture(scope="module")
 def cli_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
-    write_catalog(d / "catalog.json", make_catalog(catalog_rules()))
+    write_catalog(d / "catalog.json", make_catalog(catalog_rules()), signer=signing_key())
     (d / "schema.json").write_text(json.dumps({"ops": {"a": "int", "b": "int", "c": "int", "d": "string",
                                                       "s": "int"}}))
     return d
