@@ -6,7 +6,9 @@ query template (a hash of the text with its literals as ``?``), which catalog (c
 version), what happened (``outcome``: rewritten, unchanged, failed_safe, disabled), the rules
 applied or why none was, the shuffle exchanges before and after, the predicted speed-up,
 how long deciding took and where the decision came from (``cache``), and — for a query run
-through the session — how long ``spark.sql`` took. A shadow comparison
+through the session — how long the ``spark.sql`` call took (``sql_ms``: Spark analyses the
+query there; it runs when the caller collects) and, for ``SuperOpSession.collect``, how long
+running it took (``run_ms``). A shadow comparison
 (:mod:`superop.runtime.shadow`) adds a record of its own (``outcome`` shadow_equal /
 shadow_mismatch) with both wall times.
 
@@ -94,7 +96,8 @@ class DecisionRecord:
     predicted_speedup: Optional[float] = None
     decision_ms: Optional[float] = None
     cache: str = "miss"
-    sql_ms: Optional[float] = None          # the spark.sql call of the query that ran
+    sql_ms: Optional[float] = None          # the spark.sql call (analysis) of the query that ran
+    run_ms: Optional[float] = None          # running it (SuperOpSession.collect); None if the caller runs it
     ran: str = ""                           # rewritten | original | "" (not run: rewrite() only)
     shadow: Optional[dict] = None
 

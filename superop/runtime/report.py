@@ -4,9 +4,10 @@ Reads a decision log (JSON Lines, :mod:`superop.runtime.decisions`; a malformed 
 counted and skipped) and reports: decisions by outcome, refusals by reason, per rule the
 queries it rewrote, their predicted speed-ups and shuffle exchanges saved, and the time
 saved — **measured** where shadow mode ran the original beside the rewrite (original minus
-rewritten wall time), **estimated** nowhere else: the runtime does not time a query the
-caller runs later, so rewritten queries without a shadow comparison are counted, not
-guessed at.
+rewritten wall time); **estimated** for rewritten queries whose run the session timed
+(``SuperOpSession.collect``: ``run_ms``) from the cost model's predicted speed-up
+(``run_ms × (predicted − 1)``); a rewritten query the caller ran itself was not timed and is
+only counted.
 """
 from __future__ import annotations
 
@@ -26,13 +27,17 @@ class RuleSummary:
     exchanges_saved: int = 0
     shadow_runs: int = 0
     shadow_saved_ms: float = 0.0
+    estimated_saved_ms: float = 0.0
+    timed: int = 0
     mismatches: int = 0
 
     def to_json(self) -> dict:
         return {"rewritten": self.rewritten,
                 "predicted_speedup_median": round(statistics.median(self.speedups), 3) if self.speedups else None,
                 "exchanges_saved": self.exchanges_saved, "shadow_runs": self.shadow_runs,
-                "measured_saved_s": round(self.shadow_saved_ms / 1e3, 3), "shadow_mismatches": self.mismatches}
+                "measured_saved_s": round(self.shadow_saved_ms / 1e3, 3),
+                "estimated_saved_s": round(self.estimated_saved_ms / 1e3, 3), "timed_runs": self.timed,
+                "shadow_mismatches": self.mismatches}
 
 
 @dataclass
@@ -65,6 +70,9 @@ class Report:
                     s.speedups.append(float(r["predicted_speedup"]))
                 if r.get("exchanges_before") is not None and r.get("exchanges_after") is not None:
                     s.exchanges_saved += int(r["exchanges_before"]) - int(r["exchanges_after"])
+                if isinstance(r.get("run_ms"), (int, float)) and r.get("predicted_speedup"):
+                    s.timed += 1
+                    s.estimated_saved_ms += float(r["run_ms"]) * (float(r["predicted_speedup"]) - 1.0)
         elif out in ("unchanged", "failed_safe"):
             self.refusals[r.get("reason_class") or "unknown"] += 1
         elif out in ("shadow_equal", "shadow_mismatch"):
@@ -85,6 +93,8 @@ class Report:
                 "decision_ms_p50": ms[len(ms) // 2] if ms else None,
                 "decision_ms_p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))] if ms else None,
                 "measured_saved_s": round(sum(s.shadow_saved_ms for s in self.rules.values()) / 1e3, 3),
+                "estimated_saved_s": round(sum(s.estimated_saved_ms for s in self.rules.values()) / 1e3, 3),
+                "timed_runs": sum(s.timed for s in self.rules.values()),
                 "shadow_runs": shadow,
                 "rules": {k: v.to_json() for k, v in sorted(self.rules.items())}}
 
@@ -124,15 +134,18 @@ def format_report(rep: Report, path: str) -> str:
     if j["refusals"]:
         lines.append("not rewritten, by reason: " + ", ".join(f"{k} {v}" for k, v in j["refusals"].items()))
     shadow = j["shadow_runs"]
+    untimed = o.get("rewritten", 0) - j["timed_runs"]
     lines.append(f"time saved: {j['measured_saved_s']:.3f} s measured by shadow runs ({shadow} comparisons); "
-                 f"{o.get('rewritten', 0)} rewritten runs were not timed against their original")
+                 f"{j['estimated_saved_s']:.3f} s estimated from predicted speed-ups of {j['timed_runs']} timed "
+                 f"runs; {untimed} rewritten queries run by the caller were not timed")
     if j["rules"]:
-        lines.append(f"{'rule':40s} {'rewritten':>9s} {'pred. x':>8s} {'exch. saved':>11s} "
-                     f"{'shadow':>6s} {'saved s':>8s} {'mismatch':>8s}")
+        lines.append(f"{'rule':32s} {'rewritten':>9s} {'pred. x':>8s} {'exch. saved':>11s} "
+                     f"{'shadow':>6s} {'meas. s':>8s} {'est. s':>8s} {'mismatch':>8s}")
         for rid, s in j["rules"].items():
             sp = f"{s['predicted_speedup_median']:.2f}" if s["predicted_speedup_median"] else "-"
-            lines.append(f"{rid:40s} {s['rewritten']:9d} {sp:>8s} {s['exchanges_saved']:11d} "
-                         f"{s['shadow_runs']:6d} {s['measured_saved_s']:8.3f} {s['shadow_mismatches']:8d}")
+            lines.append(f"{rid:32s} {s['rewritten']:9d} {sp:>8s} {s['exchanges_saved']:11d} "
+                         f"{s['shadow_runs']:6d} {s['measured_saved_s']:8.3f} {s['estimated_saved_s']:8.3f} "
+                         f"{s['shadow_mismatches']:8d}")
     if o.get("shadow_mismatch"):
         lines.append(f"WARNING: {o['shadow_mismatch']} shadow comparisons found other rows than the original: "
                      "those rules were disabled in their sessions; report them")

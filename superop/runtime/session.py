@@ -457,11 +457,20 @@ class SuperOpSession:
     def sql(self, query: str):
         """The query as a DataFrame, rewritten when a verified rule pays off (see the
         module doc for the settings read on each call, the decision record and shadow mode)."""
+        return self._run(query, collect=False)
+
+    def collect(self, query: str) -> list:
+        """The query's rows, like ``sql(query).collect()``; its decision record also has
+        the wall time of running it (``run_ms``)."""
+        return self._run(query, collect=True)
+
+    def _run(self, query: str, collect: bool):
         conf = confs.read(self.spark)
         with working():
             if not conf.enabled:
                 self.ops.counters.bump("disabled")
-                return self.spark.sql(query)
+                df = self.spark.sql(query)
+                return df.collect() if collect else df
             r = self._decision(query, conf)
             t0 = time.perf_counter()
             df, ran, outcome = None, "original", None
@@ -474,8 +483,13 @@ class SuperOpSession:
                     outcome = "failed_safe"
             if df is None:
                 df = self.spark.sql(query)
-            rec = DecisionRecord.of(query, r, self.catalog, outcome,
-                                    sql_ms=round((time.perf_counter() - t0) * 1e3, 3), ran=ran)
+            sql_ms = round((time.perf_counter() - t0) * 1e3, 3)
+            run_ms = None
+            if collect:
+                t1 = time.perf_counter()
+                df = df.collect()
+                run_ms = round((time.perf_counter() - t1) * 1e3, 3)
+            rec = DecisionRecord.of(query, r, self.catalog, outcome, sql_ms=sql_ms, run_ms=run_ms, ran=ran)
             self.ops.record(rec, conf.decision_log)
             fraction = self.shadow if conf.shadow is None else conf.shadow
             if ran == "rewritten" and fraction > 0:
@@ -492,7 +506,7 @@ class SuperOpSession:
         if not runner.sampled(fraction):
             return
         base = copy.copy(rec)
-        base.sql_ms, base.ran = None, ""
+        base.sql_ms, base.run_ms, base.ran = None, None, ""
         if not runner.submit(base, query, r.sql, r.applied):
             self.ops.counters.bump("shadow_skipped")
 

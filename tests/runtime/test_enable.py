@@ -200,3 +200,30 @@ def test_shadow_mode_agrees_on_a_correct_rewrite(spark, ops, catalog, settings):
         assert so.counters["shadow_equal"] == 1
     finally:
         disable(spark)
+
+
+def test_collect_times_the_run_and_the_report_sums_the_log(spark, ops, catalog, tmp_path, capsys):
+    from superop.cli import main
+    log = tmp_path / "d.jsonl"
+    so = SuperOpSession(spark, catalog, decision_log=str(log), shadow=1.0, gate="exchanges")
+    rows = so.collect(DU_Q)
+    assert bag(rows) == bag(spark.sql(DU_Q).collect())
+    so.sql(DJ_Q)
+    so.sql("SELECT a, sum(s) FROM ops GROUP BY a")
+    so.wait_shadow(timeout=300)
+    with log.open("a") as f:
+        f.write("{not json\n")
+    recs = [json.loads(x) for x in log.read_text().splitlines()[:-1]]
+    timed = [r for r in recs if r["outcome"] == "rewritten" and r["run_ms"] is not None]
+    assert len(timed) == 1 and timed[0]["rules"] == ["du-2way"] and timed[0]["run_ms"] > 0
+    assert main(["runtime", "report", "--decision-log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "(1 malformed lines skipped)" in out
+    assert "decisions: 3 (2 rewritten, 1 unchanged, 0 failed safe) over 3 query templates (2 rewritten)" in out
+    assert "not rewritten, by reason: no rule matches 1" in out
+    assert "measured by shadow runs (2 comparisons)" in out and "1 timed runs" in out
+    assert re.search(r"du-2way\s+1\s+", out) and re.search(r"dj-inner\s+1\s+", out)
+    assert main(["runtime", "report", "--decision-log", str(log), "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["outcomes"]["shadow_equal"] == 2 and j["rules"]["du-2way"]["exchanges_saved"] == 1
+    assert main(["runtime", "report", "--decision-log", str(tmp_path / "none.jsonl")]) == 2
