@@ -282,7 +282,7 @@ def check_signature(catalog: dict, origin: str = "catalog", trusted: Optional[Tr
         raise SignatureError(f"{where} refused: signed by key {block['key_id']}, which is not trusted "
                              f"here (trusted keys from {trusted.where}: {known})")
     if block["build"] != build_fingerprint():
-        raise SignatureError(f"{where} refused: checked and signed by another superop build "
+        raise SignatureError(f"{where} refused: checked and signed by another build of superop "
                              f"(build {block['build'][:12]}, superop {block['superop_version']}; this is "
                              f"build {build_fingerprint()[:12]}, superop {__version__}): {_recheck_hint(origin)}")
     return Signature(block["key_id"], block["signed_at"], block["signed_by"])

@@ -13,11 +13,12 @@ before signing), ``superop verify --catalog X --record`` and ``superop catalog p
    exactly what they cover); a forged certificate is refused here;
 2. re-runs every certificate with Z3 (:func:`recheck`, cached per checksum in-process).
 
-``SuperOpSession(spark, catalog_dict, recheck=True)`` runs the same re-check in-process for
-an unsigned in-memory catalog (Z3 must be installed); the default is signed only.
+A catalog built in a process of its own (a test, a benchmark) is unsigned:
+:func:`recheck_locally` re-checks it and signs it with the local signing key, which the
+runtime trusts by default.
 
-This module imports no Z3 at import time (the runtime must stay free of it): the verifier
-is imported only when a re-check runs.
+This module imports Z3 (through :mod:`superop.verify.certify`); nothing the runtime imports
+imports it.
 """
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ import importlib.util
 from dataclasses import dataclass, field
 
 from ..errors import CatalogError
+from ..verify.certificate import structural_check
+from ..verify.certify import recheck_detail
 from .canonical import checksum
 from .catalog import sign, validate
 from .coverage import coverage_problems
-from .signing import Signer
+from .signing import Signer, signing_key
 
 
 class UntrustedCatalog(CatalogError):
@@ -69,7 +72,6 @@ def _rule_problems(rule: dict) -> list[str]:
 
 def structural_problems(catalog: dict) -> list[str]:
     """Everything wrong that can be seen without running Z3."""
-    from ..verify.certificate import structural_check   # the verifier loads z3
     out = []
     for r, i, c in _certs(catalog):
         ok, why = structural_check(c, require_runtime=True)
@@ -85,7 +87,6 @@ def recheck(catalog: dict) -> Verdict:
     cs = catalog.get("checksum") or checksum(catalog.get("rules", []))
     if cs in _RECHECKED:
         return _RECHECKED[cs]
-    from ..verify.certificate import recheck_detail    # the verifier loads z3
     problems = []
     n = 0
     for r, i, c in _certs(catalog):
@@ -135,3 +136,12 @@ def sign_fresh(catalog: dict, signer: Signer, signed_by: str = "superop mine") -
         cs = catalog.get("checksum") or checksum(catalog.get("rules", []))
         raise UntrustedCatalog(Verdict(False, "refused", cs, problems).line("new catalog"))
     return sign(catalog, signer, signed_by)
+
+
+def recheck_locally(catalog: dict, origin: str = "(in-memory)") -> dict:
+    """An unsigned catalog built in this process (tests, benchmarks), re-checked with Z3
+    (:func:`rechecked`, cached per checksum) and signed with the local signing key
+    (``$SUPEROP_SIGNING_KEY`` or the key store's), which the runtime trusts unless told
+    otherwise: ``SuperOpSession(spark, recheck_locally(catalog))``."""
+    rechecked(catalog, origin)
+    return sign(catalog, signing_key(), "re-checked in process")

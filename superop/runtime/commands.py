@@ -30,7 +30,6 @@ from ..ir.schema import DictSchema, load_schema_arg
 from ..rewrite.rewriter import Rewriter, rewrite_structural
 from ..rules_out.catalog import load_catalog
 from ..sparkutil import get_spark
-from . import report
 from .cache import tables_of
 from .session import SuperOpSession
 
@@ -51,7 +50,6 @@ def register(sub) -> None:
     p.add_argument("--no-gate", action="store_true", help="no Spark: structural rewrite without the benefit gate")
     add_spark_args(p)
     p.set_defaults(func=run)
-    register_runtime(sub)
 
 
 def _empty_tables(spark, schema: dict) -> None:
@@ -113,25 +111,4 @@ def run(args) -> int:
             text = pretty_sql(text)
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
         print(summary_line(res), file=sys.stderr)
-    return 0
-
-
-def register_runtime(sub) -> None:
-    import argparse
-
-    p = sub.add_parser("runtime", help="operate the runtime: summarize its decision log")
-    rs = p.add_subparsers(dest="runtime_cmd", metavar="ACTION")
-    r = rs.add_parser("report", help="decisions, refusals, rules and time saved, from a decision log",
-                      description=plain(report.__doc__ or ""),
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("--decision-log", required=True, metavar="PATH",
-                   help="a JSON Lines decision log (spark.superop.decisionLog)")
-    add_json_arg(r, "the summary")
-    r.set_defaults(func=_report)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
-
-
-def _report(args) -> int:
-    rep = report.read(args.decision_log)
-    print(json.dumps(rep.to_json(), indent=2) if args.json else report.format_report(rep, args.decision_log))
     return 0

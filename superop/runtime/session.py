@@ -7,7 +7,7 @@
     print(so.explain(query))                        # plans, costs and the gate's reason
 
 Benefit gate (``gate="cost"``, the default): Spark plans the original and every candidate
-rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.cost` estimates what each plan
+rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.plan_cost` estimates what each plan
 costs from Spark's statistics — bytes every shuffle and broadcast moves, rows every scan
 reads, rows every sort/aggregate/join/window consumes — and a candidate is applied only if
 it has the same output columns and types and its predicted speed-up
@@ -22,8 +22,9 @@ itself). ``"off"`` is refused: it reads like a kill switch, which is
 Catalogs: signed only (:func:`superop.rules_out.catalog.accept`: a trusted Ed25519 signature
 for this superop build; milliseconds, no Z3), from a path, an MLflow URI or a dict. An
 unsigned catalog — e.g. one a test or a benchmark just built from the verifier's
-certificates — loads only with ``recheck=True``: every certificate is re-checked with Z3 in
-this process (Z3 must be installed; the result is cached per checksum).
+certificates — is signed where it is checked: ``superop verify --catalog X --record``, or
+``superop.rules_out.trust.recheck_locally(catalog)`` in the process that built it (Z3
+re-checks every certificate, the local key signs).
 
 Operations (:mod:`~superop.runtime.decisions`, :mod:`~superop.runtime.shadow`,
 :mod:`~superop.runtime.confs`): every ``sql``/``rewrite`` call reads the ``spark.superop.*``
@@ -57,13 +58,13 @@ from ..ir.keys import keys_fingerprint
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema, session_keys
 from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
-from ..rules_out.catalog import accept, load_catalog, read_catalog
+from ..rules_out.catalog import accept, load_catalog
 from ..rules_out.signing import TrustedKeys
 from ..rules_out.signing import trusted_keys as read_trusted_keys
-from ..rules_out.trust import rechecked
 from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
-from .cost import CONSTANTS, CostConstants, judge, no_statistics
+from .calibration import CONSTANTS, CostConstants
+from .cost import judge, no_statistics
 from .decisions import DecisionRecord, Operations
 from .plan import analyze_plan
 from .reentry import working
@@ -76,14 +77,9 @@ log = logging.getLogger("superop.runtime")
 GATES = ("cost", "exchanges", "ungated")
 
 
-def _load(catalog, recheck: bool, keys: TrustedKeys) -> dict:
-    """The catalog, signed by one of ``keys`` for this build — or, with ``recheck``,
-    re-checked with Z3 here (see the module doc)."""
+def _load(catalog, keys: TrustedKeys) -> dict:
+    """The catalog, signed by one of ``keys`` for this build (see the module doc)."""
     origin = "(in-memory)" if isinstance(catalog, dict) else str(catalog)
-    if recheck:
-        cat = catalog if isinstance(catalog, dict) else read_catalog(catalog)[0]
-        rechecked(cat, origin)
-        return cat
     if isinstance(catalog, dict):
         accept(catalog, origin, keys)
         return catalog
@@ -117,7 +113,7 @@ class SuperOpSession:
                  schema: Optional[dict] = None, max_alternatives: int = 4,
                  analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
                  cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
-                 keys: Union[None, str, dict] = None, recheck: bool = False,
+                 keys: Union[None, str, dict] = None,
                  trusted_keys: Optional[str] = None, decision_log: Optional[str] = None,
                  shadow: float = 0.0, exclude: Iterable[str] = (),
                  decision_store: Union[None, bool, str] = None):
@@ -131,8 +127,7 @@ class SuperOpSession:
         once per catalog table a query reads and give the cost model the stored row
         counts and column NDVs (temp views have no table statistics and are skipped).
         ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
-        :class:`DecisionCache`, or False. ``recheck``: accept an unsigned catalog after
-        re-checking it with Z3 here. ``trusted_keys``: the public keys a signature may
+        :class:`DecisionCache`, or False. ``trusted_keys``: the public keys a signature may
         be by (default ``spark.superop.trustedKeys``, ``$SUPEROP_TRUSTED_KEYS``, the local
         key store). ``decision_log``: where decision records go when
         ``spark.superop.decisionLog`` is not set. ``shadow``: the fraction of rewritten
@@ -145,7 +140,7 @@ class SuperOpSession:
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
         trusted = read_trusted_keys(trusted_keys or confs.get(spark, confs.TRUSTED_KEYS))
-        self.catalog = _load(catalog, recheck, trusted)
+        self.catalog = _load(catalog, trusted)
         self.rewriter = Rewriter(self.catalog)
         self.gate = _gate_mode(gate)
         self.keys = session_keys(keys)

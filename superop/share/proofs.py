@@ -38,8 +38,8 @@ from sqlglot import exp
 
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Project, Scan, Select, walk
-from ..verify import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from ..verify.plans import certificate, check_plans_equivalent, prove_spj_equivalent
+from ..verify.result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from .blocks import Block, and_all
 from .canonical import canonical_leaf, join_tree, to_canon
 from .covering import Consumer, CoveringExpression, rewrite_block
@@ -247,6 +247,11 @@ class Prover:
         return self._rowwise("placement", rw.proof_rewritten, rw.proof_original,
                              "the block over the extraction(s) (covering expressions inlined)",
                              "the block as the query wrote it")
+
+
+def prove(consumer: Consumer, K: int = 3, timeout_ms: int = 20000, leaf_types=None) -> ConsumerProof:
+    """Every obligation of one consumer; use the consumer only if ``.verified``."""
+    return Prover(K, timeout_ms, leaf_types).prove_consumer(consumer)
 
 
 def join_table(ce: CoveringExpression) -> tuple[Scan, dict]:

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from superop.bench.cluster import Standalone, executor_env
 from superop.rules_out.catalog import make_catalog, write_catalog
 from superop.rules_out.coverage import covered_rule
 from superop.rules_out.signing import sign_catalog, signing_key
 from tests.runtime.runtime_fixtures import rule_certificates
 from tests.runtime.test_differential import DU
-
-from superop.bench.cluster import Standalone, executor_env
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 

@@ -16,6 +16,7 @@ from superop.ir import lower, to_sql
 from superop.ir.dependencies import Determines
 from superop.ir.keys import KEYS_ENTRY, DeclaredKey
 from superop.ir.schema import normalize_schema
+from superop.rules_out.trust import recheck_locally
 from superop.sparkutil import bag
 
 from ..runtime.runtime_fixtures import values_view
@@ -98,13 +99,13 @@ def _cut() -> tuple[str, dict]:
 
 @functools.lru_cache(maxsize=1)
 def _certificate() -> dict:
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
     sql, schema = _cut()
     return check_and_certify(sql, schema, K=2, timeout_ms=60000)
 
 
 def test_certificate_records_the_premise_and_z3_needs_it():
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     sql, schema = _cut()
     cert = _certificate()
     assert cert["status"] == "verified", cert.get("reason")
@@ -140,11 +141,11 @@ def test_runtime_rewrites_only_under_its_own_declaration(spark, kdata, keyed_cat
     from superop.runtime import SuperOpSession
     want = bag(spark.sql(SQL).collect())
     assert len(want) == 2          # c1 and c2 (NULL name); c3 has no 2002 group
-    r = SuperOpSession(spark, keyed_catalog, gate=False, recheck=True, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
+    r = SuperOpSession(spark, recheck_locally(keyed_catalog), gate=False, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
     assert r.changed and r.applied == ["pj-inner-2way-keyed"], r.explanation
     assert bag(spark.sql(r.sql).collect()) == want
     for keys in (None, {"kcust": "c_sk"}):
-        r = SuperOpSession(spark, keyed_catalog, gate=False, recheck=True, keys=keys).rewrite(SQL)
+        r = SuperOpSession(spark, recheck_locally(keyed_catalog), gate=False, keys=keys).rewrite(SQL)
         assert not r.changed and "join_on_subset_of_keys" in r.explanation, r.explanation
 
 
@@ -157,17 +158,18 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     Since the test domains hold every constant of the query (tests/synth/test_literals.py)
     the generated tables refute q4's wrong candidate, so a test-passing wrong candidate is
     staged here by generating tables without the query's constants (the old blind spot)."""
-    import superop.synth.synthesizer as synthesizer
-    import superop.verify
+    import superop.synth.synthesizer
+    import superop.synth.testdata as testdata
     from superop.synth.literals import Literals
-    from superop.synth.synthesizer import UNKNOWN, VERIFIED, Synthesizer
+    from superop.synth.result import UNKNOWN, VERIFIED
+    from superop.synth.synthesizer import Synthesizer
     from superop.verify.result import Result
     sql, schema = _cut()
     plan = lower(sql, normalize_schema(schema)).plan
-    monkeypatch.setattr(synthesizer, "plan_literals", lambda plan: Literals())
+    monkeypatch.setattr(testdata, "plan_literals", lambda plan: Literals())
     monkeypatch.setattr(Synthesizer, "_verify", lambda self, prog: Result(UNKNOWN, K=2, reason="solver: timeout"))
     if not template_verifies:
-        monkeypatch.setattr(superop.verify, "check_equivalence",
+        monkeypatch.setattr(superop.synth.synthesizer, "check_equivalence",
                             lambda *a, **k: Result(UNKNOWN, K=2, reason="solver: timeout"))
     res = Synthesizer(plan, K=2, timeout_s=60, verify_timeout_s=30, initial_tests=12).run()
     if template_verifies:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import disable, enable
 from superop.runtime.report import format_report, read
 from superop.sparkutil import bag
@@ -19,7 +20,7 @@ ENTRIES = all_entries()
 def test_every_fixture_query_through_enable(spark, proof_catalog, tables, tmp_path):
     before = {e.id: bag(spark.sql(e.sql).collect()) for e in ENTRIES}
     log = tmp_path / "decisions.jsonl"
-    so = enable(spark, proof_catalog, recheck=True, decision_log=str(log))
+    so = enable(spark, recheck_locally(proof_catalog), decision_log=str(log))
     try:
         got = {e.id: bag(spark.sql(e.sql).collect()) for e in ENTRIES}
     finally:

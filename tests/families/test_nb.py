@@ -12,6 +12,7 @@ import pytest
 from superop import families
 from superop.ir import lower
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
@@ -86,7 +87,7 @@ def test_what_the_pattern_refuses_would_be_wrong(spark, tables, sql, as_lag, rea
 def nb_session(spark, ops_empty):
     schema = ops_empty
     sqls = [q.format(t=t) for q in NB_QUERIES for t in ("ops", "ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)), recheck=True)
+    return SuperOpSession(spark, recheck_locally(make_catalog(bounded_rules(sqls=sqls, schema=schema))))
 
 
 @pytest.mark.parametrize("table", ["ops", "ops_empty"])
@@ -132,7 +133,7 @@ def test_the_bounded_check_refutes_a_program_with_the_wrong_offset():
 def test_the_nightly_carries_the_variant_into_its_pattern():
     """The nightly's outcome of a mined NB sub-query is verified and records the point's
     variant (the rank offsets), so the rule it generalizes to admits only that variant."""
-    from superop.pipeline.nightly import synthesize_candidate
+    from superop.pipeline.candidates import synthesize_candidate
     from superop.pipeline.records import MinedCandidate
     sql = NB_QUERIES[2].format(t="ops")
     m = families.first_match(lower(sql, SCHEMA).plan, finished=True)

@@ -18,7 +18,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from superop.cli import main
 from superop.rules_out.catalog import CatalogError, accept, checksum, load_catalog, make_catalog, make_rule
 from superop.rules_out.coverage import covered_rule
-from superop.rules_out.signing import (Signer, public_spec, sign_catalog, signing_key, trusted_keys)
+from superop.rules_out.signing import Signer, public_spec, sign_catalog, signing_key, trusted_keys
+from superop.rules_out.trust import recheck_locally
 from tests.runtime.runtime_fixtures import rule_certificates
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +156,7 @@ def test_a_catalog_signed_by_another_build_is_refused(tmp_path, signed):
                          cwd=copy_root, env=dict(os.environ, PYTHONPATH=str(copy_root)))
     assert out.returncode == 0, out.stderr
     line = out.stdout.strip()
-    assert len(line.splitlines()) == 1 and "checked and signed by another superop build" in line
+    assert len(line.splitlines()) == 1 and "checked and signed by another build of superop" in line
     assert "re-check and re-sign it: superop verify --catalog" in line
 
 
@@ -178,11 +179,11 @@ def test_in_memory_catalogs_are_signed_or_rechecked_here(spark, rules, signed):
     unsigned = make_catalog(rules, version="mem")
     with pytest.raises(CatalogError, match=r"catalog \(in-memory\) refused: it is not signed"):
         SuperOpSession(spark, unsigned)
-    assert SuperOpSession(spark, unsigned, recheck=True).catalog["version"] == "mem"
+    assert SuperOpSession(spark, recheck_locally(unsigned)).catalog["version"] == "mem"
     assert SuperOpSession(spark, signed).catalog["version"] == "t"
     forged = make_catalog([make_rule("DU", certificates=[FORGED])])
     with pytest.raises(CatalogError) as e:
-        SuperOpSession(spark, forged, recheck=True)
+        SuperOpSession(spark, recheck_locally(forged))
     assert "not produced by superop.verify" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -192,6 +193,7 @@ def test_promote_resigns_a_version_signed_by_another_key(tmp_path, rules, seed_m
     promoter signed moves the alias as it is."""
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
+
     from superop.rules_out.registry import MODEL_NAME, promote
     from superop.tracking import tracking_uri
     uri = seed_mlflow_db(tmp_path / "mlflow.db")

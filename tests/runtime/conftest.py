@@ -3,11 +3,20 @@ from __future__ import annotations
 
 import pytest
 
-from .runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
-                              catalog_rules, values_view, verifier_certificates)
+from superop.rewrite.rewriter import Rewriter
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.signing import sign_catalog, signing_key
-from superop.rewrite.rewriter import Rewriter
+
+from .runtime_fixtures import (
+    ACCOUNTS_ROWS,
+    ACCOUNTS_SCHEMA,
+    OPS_ROWS,
+    OPS_SCHEMA,
+    SCHEMA,
+    catalog_rules,
+    values_view,
+    verifier_certificates,
+)
 
 
 @pytest.fixture(scope="session")

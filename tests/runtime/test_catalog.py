@@ -7,10 +7,20 @@ import json
 
 import pytest
 
-from .runtime_fixtures import catalog_rules
-from superop.rules_out.catalog import (CatalogError, canonical_json, certificate, checksum, load_catalog,
-                                       make_catalog, make_rule, problems, write_catalog)
+from superop.rules_out.catalog import (
+    CatalogError,
+    canonical_json,
+    certificate,
+    checksum,
+    load_catalog,
+    make_catalog,
+    make_rule,
+    problems,
+    write_catalog,
+)
 from superop.rules_out.signing import signing_key
+
+from .runtime_fixtures import catalog_rules
 
 
 def test_roundtrip_and_checksum(tmp_path):

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import pytest
 
+from superop.sparkutil import bag
+
 from .runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, values_view
 from .test_differential import CASES, DU, _dj
-from superop.sparkutil import bag
 
 DU_SIGMA, DJ_INNER = DU["sigma"], _dj("inner", "sigma-rho")
 
@@ -94,6 +95,7 @@ def test_uncovered_and_bad_queries_pass_through_on_connect(cso):
 @pytest.mark.parametrize("sql,rule", [(DU_SIGMA, "du-2way"), (DJ_INNER, "dj-inner")], ids=["DU", "DJ"])
 def test_enable_on_a_connect_session(connect, catalog, sql, rule):
     from superop.runtime import disable, enable
+
     from .test_enable import exchanges
     before = connect.sql(sql)
     n, want = exchanges(before), bag(before.collect())

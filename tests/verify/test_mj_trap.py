@@ -11,10 +11,11 @@ from __future__ import annotations
 import pytest
 
 from superop import families
+from superop.dsl import e
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.coverage import covered_rule
+from superop.rules_out.trust import recheck_locally
 from superop.sparkutil import bag
-from superop.dsl import e
 
 T = "proofs_mj_trap"          # a view of its own (temp views are global to the test session)
 # key 2 has s = 2: 10 / (o.s - m.a) divides by zero on its rows; key 1 keeps its group
@@ -27,7 +28,7 @@ KEY_HAVING, AGG_HAVING = "a <> 2", "min(b) < 4"
 @pytest.fixture(scope="module")
 def so(spark, tmp_path_factory):
     from superop.runtime import SuperOpSession
-    from superop.verify.certificate import prove_and_certify
+    from superop.verify.certify import prove_and_certify
     assert spark.conf.get("spark.sql.ansi.enabled") == "true"
     # a file-backed table, as in production (Spark would fold an inline VALUES table at
     # planning time, where the runtime's fail-safe catches an error)
@@ -37,7 +38,7 @@ def so(spark, tmp_path_factory):
     # the rule for FULL joins with the MIN on the left: both parts of its template proof
     insts = [i for i in families.get("MJ").proofs_for(("MJ", 2, "full", "left")) if "/min" in i.name]
     rule = covered_rule("MJ", [prove_and_certify(i) for i in insts], rule_id="mj-full-agg-left")
-    yield SuperOpSession(spark, make_catalog([rule]), gate=False, recheck=True)
+    yield SuperOpSession(spark, recheck_locally(make_catalog([rule])), gate=False)
     spark.sql(f"DROP VIEW IF EXISTS {T}")
 
 
@@ -65,8 +66,8 @@ def test_a_filter_on_the_aggregate_is_refused_with_its_reason_and_runs_unchanged
 def test_the_template_as_it_was_raises_where_spark_does_not(spark, so, monkeypatch):
     """The flag without the guard (the residual on every row): so.sql returns, collect()
     raises DIVIDE_BY_ZERO, while spark.sql(q) returns rows."""
-    from superop.families import mj
-    monkeypatch.setattr(mj, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
+    from superop.families.mj import template as mj_template
+    monkeypatch.setattr(mj_template, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
     monkeypatch.setattr(so, "cache", None)    # decide again: the cached decision is the fixed template's
     q = Q.format(having=KEY_HAVING)
     assert so.rewrite(q).changed

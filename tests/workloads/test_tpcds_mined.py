@@ -5,9 +5,11 @@ that catalog rewrites q47 and q57 (the same shape over catalog_sales) through th
 with the original's rows at SF 0.01 — compared as bags, on data with NULLs."""
 from __future__ import annotations
 
-from superop.pipeline.nightly import pattern_of, synthesize_at_bounds, template_proofs
+from superop.pipeline.candidates import synthesize_at_bounds
+from superop.pipeline.certificates import pattern_of, template_proofs
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.generalize import generalize
+from superop.rules_out.trust import recheck_locally
 from superop.sparkutil import bag
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 
@@ -24,7 +26,7 @@ def test_a_mined_neighbour_rule_rewrites_q47_and_q57(tpcds_session):
     assert (p.certificate["status"], p.certificate["K"]) == ("verified", 3)
     rules, rejected = generalize([p], template_proofs(30000))
     assert len(rules) == 1 and not rejected, rejected
-    so = SuperOpSession(tpcds_session, make_catalog(rules), recheck=True)
+    so = SuperOpSession(tpcds_session, recheck_locally(make_catalog(rules)))
     for name in ("q47", "q57"):
         sql = queries()[name]
         r = so.rewrite(sql)
