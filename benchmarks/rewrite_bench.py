@@ -237,7 +237,7 @@ def cache_bench(args) -> int:
     if args.limit:
         queries = dict(list(queries.items())[:args.limit])
     _empty_views(spark, queries)
-    # an unsigned catalog built here: the session re-checks it with z3 (recheck=True); the
+    # an unsigned catalog built here: re-checked with z3 and signed locally (recheck_locally); the
     # built-in rules each admit what superop.verify's template proofs cover
     from superop.rules_out.builtin import builtin_rules
     so = SuperOpSession(spark, recheck_locally(make_catalog(builtin_rules(per="skeleton"), version="bench")))

@@ -29,7 +29,7 @@ from ..ir.names import TableName
 from ..ir.schema import DictSchema, load_schema_arg
 from ..rewrite.rewriter import Rewriter, rewrite_structural
 from ..rules_out.catalog import load_catalog
-from ..sparkutil import get_spark
+from ..sparkutil import empty_tables, get_spark
 from .cache import tables_of
 from .session import SuperOpSession
 
@@ -50,16 +50,6 @@ def register(sub) -> None:
     p.add_argument("--no-gate", action="store_true", help="no Spark: structural rewrite without the benefit gate")
     add_spark_args(p)
     p.set_defaults(func=run)
-
-
-def _empty_tables(spark, schema: dict) -> None:
-    """Empty tables with the schema's types: Spark plans them like large tables (an RDD
-    relation has no size estimate, so no broadcast joins), which is what the gate needs."""
-    from pyspark.sql.types import StructType
-    for table, cols in schema.items():
-        ddl = ", ".join(f"`{c}` {t}" for c, t in cols.items())
-        st = StructType.fromDDL(ddl)
-        spark.createDataFrame(spark.sparkContext.emptyRDD(), st).createOrReplaceTempView(table)
 
 
 def _check_inputs(args) -> tuple[str, dict, dict]:
@@ -97,7 +87,7 @@ def run(args) -> int:
         spark = get_spark(app_name="superop-rewrite", master=args.master,
                           conf=spark_conf(args)).newSession()
         if schema:
-            _empty_tables(spark, schema)
+            empty_tables(spark, schema)
         res = SuperOpSession(spark, catalog, schema=schema or None).rewrite(sql)
         if res.error:
             log.warning("rewrite failed: %s", res.error)

@@ -15,6 +15,8 @@ from superop.sparkutil import bag
 from .fixtures import all_entries
 
 ENTRIES = all_entries()
+# rand() differs from run to run: its rows are not compared (it is never rewritten either)
+RANDOM = {e.id for e in ENTRIES if "rand(" in e.sql.lower()}
 
 
 def test_every_fixture_query_through_enable(spark, proof_catalog, tables, tmp_path):
@@ -27,7 +29,7 @@ def test_every_fixture_query_through_enable(spark, proof_catalog, tables, tmp_pa
         got = {e.id: bag(spark.sql(e.sql).collect()) for e in ENTRIES}
     finally:
         disable(spark)
-    assert got == before
+    assert {k: v for k, v in got.items() if k not in RANDOM} == {k: v for k, v in before.items() if k not in RANDOM}
     recs = [json.loads(x) for x in log.read_text().splitlines()]
     assert len(recs) == len(ENTRIES)
     for e, r in zip(ENTRIES, recs):
@@ -35,5 +37,6 @@ def test_every_fixture_query_through_enable(spark, proof_catalog, tables, tmp_pa
             assert r["rules"] == [e.runtime], (e.id, r)
         else:
             assert r["outcome"] == "unchanged" and r["reason"], (e.id, r)
+        assert e.id not in RANDOM or r["outcome"] == "unchanged", (e.id, r)
     assert so.counters["rewritten"] == sum(r["outcome"] == "rewritten" for r in recs) > 0
     print("\n" + format_report(read(str(log)), "families fixtures through enable (cost gate)"))
