@@ -139,11 +139,12 @@ def format_report(rep: Report, path: str) -> str:
                  f"{j['estimated_saved_s']:.3f} s estimated from predicted speed-ups of {j['timed_runs']} timed "
                  f"runs; {untimed} rewritten queries run by the caller were not timed")
     if j["rules"]:
-        lines.append(f"{'rule':32s} {'rewritten':>9s} {'pred. x':>8s} {'exch. saved':>11s} "
+        w = max([32] + [len(r) for r in j["rules"]])
+        lines.append(f"{'rule':{w}s} {'rewritten':>9s} {'pred. x':>8s} {'exch. saved':>11s} "
                      f"{'shadow':>6s} {'meas. s':>8s} {'est. s':>8s} {'mismatch':>8s}")
         for rid, s in j["rules"].items():
             sp = f"{s['predicted_speedup_median']:.2f}" if s["predicted_speedup_median"] else "-"
-            lines.append(f"{rid:32s} {s['rewritten']:9d} {sp:>8s} {s['exchanges_saved']:11d} "
+            lines.append(f"{rid:{w}s} {s['rewritten']:9d} {sp:>8s} {s['exchanges_saved']:11d} "
                          f"{s['shadow_runs']:6d} {s['measured_saved_s']:8.3f} {s['estimated_saved_s']:8.3f} "
                          f"{s['shadow_mismatches']:8d}")
     if o.get("shadow_mismatch"):
