@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from superop.rules_out.trust import recheck_locally  # noqa: E402
 from superop.runtime.calibration import CONSTANTS, FEATURES, CostConstants  # noqa: E402
 
 # The hand-set starting guesses (seconds per unit), the prior of the fit. Kept here, not in
@@ -62,7 +63,7 @@ def measure(args) -> list[dict]:
     path = ops_data(spark, args.rows, args.data_dir)
     register_ops(spark, path)
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()
-    so = SuperOpSession(spark, catalog, gate="off", cache=False)
+    so = SuperOpSession(spark, recheck_locally(catalog), gate="ungated", cache=False)
     names = set(args.queries.split(",")) if args.queries else None
     passes = [("default", {}, MICRO_QUERIES),
               ("no-broadcast", {"spark.sql.autoBroadcastJoinThreshold": "-1"},
@@ -123,7 +124,7 @@ def replan(args, points: list[dict]) -> None:
     spark = get_spark("superop-cost-calibration", conf={})
     register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()
-    so = SuperOpSession(spark, catalog, gate="off", cache=False)
+    so = SuperOpSession(spark, recheck_locally(catalog), gate="ungated", cache=False)
     by = {q.name: q for q in MICRO_QUERIES}
     for p in points:
         conf = p.get("conf") or ({"spark.sql.autoBroadcastJoinThreshold": "-1"}

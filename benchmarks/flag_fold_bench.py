@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from unittest import mock
 
+from superop.rules_out.trust import recheck_locally
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
@@ -30,12 +32,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = int(float(args.rows.lower().rstrip("km")) * (1_000_000 if args.rows.lower().endswith("m")
                                                       else 1_000 if args.rows.lower().endswith("k") else 1))
-    from superop.runtime import SuperOpSession
-    from superop.rewrite import compile as C
-    from superop.sparkutil import get_spark
     from superop.bench.harness import check_equal, plan_info, timed_run
     from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
     from superop.bench.rewriters import default_catalog
+    from superop.rewrite import compile as C
+    from superop.runtime import SuperOpSession
+    from superop.sparkutil import get_spark
 
     spark = get_spark("superop-flag-fold-bench", conf={})
     register_ops(spark, ops_data(spark, rows, args.data_dir))
@@ -46,8 +48,8 @@ def main(argv=None) -> int:
     print(f"{'query':16s} {'original B':>12s} {'before B':>12s} {'after B':>12s} after/before  equal")
     for q in [m for m in MICRO_QUERIES if m.name in names]:
         with mock.patch.object(C, "_flag_sql", _old_flag_sql):
-            before = SuperOpSession(spark, cat, gate="off", cache=False).rewrite(q.sql)
-        after = SuperOpSession(spark, cat, gate="off", cache=False).rewrite(q.sql)
+            before = SuperOpSession(spark, recheck_locally(cat), gate="ungated", cache=False).rewrite(q.sql)
+        after = SuperOpSession(spark, recheck_locally(cat), gate="ungated", cache=False).rewrite(q.sql)
         if not (before.changed and after.changed):
             print(f"{q.name:16s} not rewritten")
             continue

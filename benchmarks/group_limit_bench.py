@@ -27,10 +27,10 @@ def main() -> int:
     ap.add_argument("--keys", default="50k")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from superop.rules_out.catalog import make_catalog, make_rule
-    from superop.rewrite.rewriter import Rewriter, rewrite_structural
-    from superop.sparkutil import bag_of, get_spark
     from superop.families.coverage import covers_of, match_of
+    from superop.rewrite.rewriter import Rewriter, rewrite_structural
+    from superop.rules_out.catalog import make_catalog, make_rule
+    from superop.sparkutil import bag_of, get_spark
     rows, keys = _n(args.rows), _n(args.keys)
     schema = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
     q = ("SELECT o.a, o.b, o.c, o.d, o.s FROM ops o JOIN (SELECT a, MIN(s) AS ms FROM ops GROUP BY a) m "

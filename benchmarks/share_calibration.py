@@ -49,8 +49,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from superop.storage import atomic_write_json  # noqa: E402
 from superop.share.store import CHECKPOINT, STORAGES  # noqa: E402
+from superop.storage import atomic_write_json  # noqa: E402
 
 # Column sets of store_sales: 3, 9 and the 19 columns of the SF 1 run's whole-table CE.
 COLUMN_SETS = {
@@ -198,8 +198,8 @@ def main(argv=None) -> int:
     ap.add_argument("--master", help="Spark master (default local[2])")
     ap.add_argument("--out", default="out/bench/share-calibration")
     args = ap.parse_args(argv)
-    from superop.sparkutil import get_spark
     from superop.bench.report import code_version, machine_info, now
+    from superop.sparkutil import get_spark
     doc: dict[str, Any] = {"started_at": now(), "command": "python benchmarks/share_calibration.py " + " ".join(
         sys.argv[1:] if argv is None else argv), "machine": machine_info(), "code": code_version(),
         "load_start": _load()}

@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from superop.ir import lower  # noqa: E402
 from superop.cliutil import deprecated, seconds_as_ms  # noqa: E402
 from superop.families import build_program  # noqa: E402
+from superop.families.instances import all_instances  # noqa: E402
+from superop.ir import lower  # noqa: E402
 from superop.verify.check import check_equivalence  # noqa: E402
 from superop.verify.corpus import OPS_SCHEMA, TABLE2  # noqa: E402
-from superop.families.instances import all_instances  # noqa: E402
 from superop.verify.streamability import find_match  # noqa: E402
 from superop.verify.template_proofs import prove_instance  # noqa: E402
 

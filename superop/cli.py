@@ -26,6 +26,7 @@ COMMANDS = {
     "verify": "superop.rules_out.verify_commands",
     "catalog": "superop.rules_out.commands",
     "rewrite": "superop.runtime.commands",
+    "runtime": "superop.runtime.report_commands",
     "bench": "superop.bench.commands",
     "workload": "superop.workloads.tpcds.commands",
     "plan": "superop.ir.commands",

@@ -11,3 +11,7 @@ class SqlError(SuperopError):
 
 class SchemaError(SuperopError):
     """A schema file that is missing or malformed."""
+
+
+class CatalogError(SuperopError):
+    """A rule catalog that cannot be used (missing, malformed, tampered, unsigned, unverified)."""

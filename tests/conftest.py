@@ -12,9 +12,12 @@ import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _trust_store(tmp_path_factory):
-    """Records of re-checked catalogs (superop.rules_out.trust) go to a throwaway store."""
-    os.environ["SUPEROP_TRUST_DIR"] = str(tmp_path_factory.mktemp("trust"))
+def _key_store(tmp_path_factory):
+    """Catalog signing keys (superop.rules_out.signing) live in a throwaway key store: its
+    key is generated on first use and is the only one trusted."""
+    os.environ["SUPEROP_KEY_DIR"] = str(tmp_path_factory.mktemp("keys"))
+    for k in ("SUPEROP_SIGNING_KEY", "SUPEROP_TRUSTED_KEYS"):
+        os.environ.pop(k, None)
 
 
 @pytest.fixture(scope="session")

@@ -17,15 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "superop"
 
-# (importer, imported) -> why the import stays inside a function
-LAZY = {
-    ("superop.rules_out.catalog", "superop.rules_out.trust"):
-        "loading re-checks certificates with z3 when no re-check is recorded; the runtime imports no z3",
-    ("superop.runtime.session", "superop.rules_out.trust"):
-        "an in-memory catalog is re-checked with z3 when no re-check is recorded; the runtime imports no z3",
-    ("superop.rules_out.trust", "superop.verify.certify"):
-        "the z3 re-check, only when z3 is installed; the runtime imports no z3",
-}
+# (importer, imported) -> why the import stays inside a function (none today: z3 stays out of
+# the runtime because nothing the runtime imports imports superop.verify.certify)
+LAZY: dict[tuple[str, str], str] = {}
 
 
 def layers() -> list[list[str]]:

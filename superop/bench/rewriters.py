@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 from ..errors import SuperopError
 from ..rules_out.builtin import builtin_rules
 from ..rules_out.catalog import make_catalog
+from ..rules_out.trust import recheck_locally
 from ..runtime import SuperOpSession
 from .mined import mined_catalog
 
@@ -90,7 +91,9 @@ def runtime_session(spark, catalog: Union[None, str, dict] = None, data_dir: str
     else:
         m = mined_catalog(data_dir, log, spark=spark, **(mine_kw or {}))
         cat, desc = str(m.path), m.describe()
-    so = SuperOpSession(spark, cat, keys=keys)
+    # the hand-built catalog is made here, unsigned: re-checked with z3 and signed in this process
+    so = SuperOpSession(spark, recheck_locally(cat) if isinstance(cat, dict) and "signature" not in cat else cat,
+                        keys=keys)
     info = {"catalog": desc, "catalog_version": so.catalog.get("version"),
             "keys": keys, "declared_keys": {t: [k.text() for k in ks] for t, ks in so.keys.items()},
             "catalog_checksum": so.catalog.get("checksum"),

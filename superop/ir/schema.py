@@ -29,6 +29,7 @@ from .dialect import check_session_dialect
 from .functions import NONDETERMINISTIC
 from .keys import KEYS_ENTRY, Declarations, DeclaredKey, check_columns, parse_keys
 from .names import TableName
+from .types import type_problem
 
 Columns = tuple[tuple[str, str], ...]
 
@@ -231,6 +232,11 @@ def normalize_schema(data: object, where: str = "schema",
             continue
         k = str(table) if keep_case else str(table).lower()
         out[k] = {(str(c) if keep_case else str(c).lower()): str(t).lower() for c, t in cols.items()}
+        for c, t in cols.items():
+            why = type_problem(str(t)) if isinstance(t, str) else "not a type name"
+            if why:
+                raise SchemaError(f"{where}: column {table}.{c} has type {t!r}, which Spark does not "
+                                  f"read as a type ({why})")
     decls = parse_keys(data.get(KEYS_ENTRY), where)
     if decls:
         low = (lambda x: x) if keep_case else str.lower

@@ -38,7 +38,7 @@ import pandas as pd
 from ..errors import SuperopError
 from ..families import names as family_names
 from ..ir.schema import schema_from_spark
-from ..sparkutil import get_spark
+from ..sparkutil import get_spark, prepare_executors
 from ..storage import OutputSet, local_path
 from ..tracking import Tracker, store_for
 from ..tracking import tracking_uri_for as uri_for
@@ -164,6 +164,7 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     prog = Progress(progress)
     if spark is None:
         spark = get_spark(app_name="superop-mine", master=master)
+    prepare_executors(spark)        # superop and its executor modules on a cluster's executors
     own_outputs = outputs is None
     if schema is None:
         schema = mining_schema()

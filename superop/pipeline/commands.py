@@ -14,6 +14,7 @@ from ..mining.readers import parse_column_map, table_source
 from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES
 from ..sparkutil import get_spark
 from ..storage import scheme
+from ..rules_out.signing import signing_key
 from .nightly import run_nightly
 
 
@@ -82,6 +83,9 @@ def register(subparsers) -> None:
                    help="synthesize at most N candidates (the costliest first)")
     p.add_argument("--no-register", action="store_true",
                    help="do not register the catalog in the MLflow Model Registry")
+    p.add_argument("--signing-key", metavar="PEM",
+                   help="Ed25519 private key the catalog is signed with (default $SUPEROP_SIGNING_KEY, "
+                        "else the local key store's, generated on first use)")
     add_spark_args(p)
     add_json_arg(p, "the summary")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -138,13 +142,15 @@ def _print_unreadable(summary: dict) -> None:
 
 
 def _nightly(args, log, schema, column_map) -> int:
+    signer = signing_key(args.signing_key)      # before Spark starts: a bad key fails at once
     r = run_nightly(log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
                     min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share,
                     min_executions=args.min_executions,
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
                     spark=_spark(args, "superop-nightly"), column_map=column_map,
                     progress=not args.quiet, register=not args.no_register,
-                    max_candidates=args.max_candidates, include_failed=args.include_failed)
+                    max_candidates=args.max_candidates, include_failed=args.include_failed,
+                    signer=signer)
     m = r.metrics
     if args.json:
         print(json.dumps({"catalog": str(r.catalog_path), "report": str(r.report_path),
@@ -159,7 +165,7 @@ def _nightly(args, log, schema, column_map) -> int:
           f"{m.get('verified')} verified, {m.get('refuted')} refuted, {m.get('unknown')} unknown, "
           f"{m.get('no_program')} no program, {m.get('crashed')} crashed; "
           f"{m.get('patterns')} patterns -> {m.get('rules')} rules")
-    print(f"catalog: {r.catalog_path}")
+    print(f"catalog: {r.catalog_path} (signed with key {signer.key_id}, {signer.source})")
     print(f"report:  {r.report_path}")
     print(f"mlflow:  run {r.mlflow_run_id} in {r.tracking_uri}"
           + (f" (catalog registered as models:/superop-catalog/{r.registered_version}, alias "

@@ -27,6 +27,8 @@ from ..rules_out.examples import rule_examples
 from ..rules_out.generalize import generalize
 from ..rules_out.registry import log_catalog_model, register_catalog_model
 from ..rules_out.report import to_html, to_markdown
+from ..rules_out.signing import Signer, signing_key
+from ..rules_out.trust import sign_fresh
 from ..share.opportunities import log_sharing_report
 from ..sparkutil import get_spark
 from ..storage import OutputSet, filesystem, local_path
@@ -106,14 +108,17 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                 experiment: str = "superop-nightly", min_cost_share: Optional[float] = None,
                 min_executions: Optional[int] = None, include_failed: bool = False,
                 share_window_s: Optional[float] = 300.0,
-                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0) -> NightlyResult:
+                share_max_windows: int = 20, share_budget_s: Optional[float] = 60.0,
+                signer: Optional[Signer] = None) -> NightlyResult:
     """Run the nightly job on ``log_path`` into ``out_dir``. Selection of the mined candidates
     (:class:`superop.mining.selection.Selection`): by recurring cost unless ``k`` is set;
     ``min_cost_share`` / ``min_executions`` default to the documented thresholds. ``share_window_s``: the log
     windows in which work sharing across queries (``superop.share``) would have paid are
     reported (None: not computed); ``share_max_windows`` (the largest windows are kept) and
-    ``share_budget_s`` (no new window is planned after it) bound that step's work."""
+    ``share_budget_s`` (no new window is planned after it) bound that step's work.
+    ``signer``: the key the catalog is signed with (default ``signing.signing_key()``)."""
 
+    signer = signer or signing_key()      # a missing key fails before Spark starts
     local = local_path(str(out_dir))
     out = Path(local) if local is not None else str(out_dir)
     show = sys.stderr.isatty() if progress is None else progress
@@ -135,7 +140,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                min_executions=MIN_EXECUTIONS if min_executions is None else min_executions,
                include_failed=include_failed, K=K, min_bound=min_bound, synth_timeout_s=synth_timeout_s,
                verify_timeout_s=verify_timeout_s, max_candidates=max_candidates, synth_fn=synth_fn,
-               register=register)
+               register=register, signer=signer)
     params = {"log": str(log_path), "format": fmt, **job.selection(), "K": K, "min_bound": min_bound,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
               "max_candidates": max_candidates}
@@ -189,6 +194,7 @@ class _Job:
     max_candidates: Optional[int]
     synth_fn: Optional[Callable]
     register: bool
+    signer: Optional[Signer] = None   # signs the catalog (its certificates were just proved)
     parent: str = ""
     log_hash: str = ""
     metrics: dict = field(default_factory=dict)
@@ -364,7 +370,7 @@ def _export(job: _Job, mined: _Mined, syn: _Synthesized, rules: list, rejected: 
     not_admitted += [{"candidate": r.pattern.candidate_id, "shape": r.pattern.shape, "reason": r.reason}
                      for r in rejected]
     cat_file = staged() / "catalog.json"
-    written = write_catalog(cat_file, catalog, require_verified=True)
+    written = write_catalog(cat_file, sign_fresh(catalog, job.signer or signing_key()), require_verified=True)
     outputs.write_bytes("catalog.json", cat_file.read_bytes())
     full = dict(written, report=catalog_report, rejected=not_admitted)
     outputs.write_text("report.md", to_markdown(full))

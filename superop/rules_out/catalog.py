@@ -21,15 +21,16 @@ its certificates and its support. The schema's enums (families, join kinds, aggr
 template and check names) are generated from the family registry (:func:`schema`).
 
 The runtime refuses a catalog unless the schema holds, the checksum matches, every rule
-carries certificates that are all ``verified`` and those certificates were re-checked
-(:func:`load_catalog` -> :func:`superop.rules_out.trust.ensure_trusted`). This module imports
-neither Spark, Z3 nor MLflow (MLflow only lazily, for ``models:/`` / ``runs:/`` URIs).
+carries certificates that are all ``verified`` and the catalog is signed by a trusted key
+for this superop build (:func:`load_catalog` / :func:`accept` ->
+:func:`superop.rules_out.signing.check_signature`; the signature covers every field,
+certificates included). This module imports neither Spark, Z3 nor MLflow (MLflow only
+lazily, for ``models:/`` / ``runs:/`` URIs).
 """
 from __future__ import annotations
 
 import copy
 import datetime as _dt
-import hashlib
 import json
 import os
 from functools import lru_cache
@@ -37,11 +38,16 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .. import __version__, families
-from ..errors import SuperopError
+from ..errors import CatalogError
 from ..families import EDGE_OPS, Covers, Side
 from ..ir.nodes import JOIN_KINDS
 from ..mlflow_store import register
 from ..storage import atomic_write_text
+from .canonical import canonical_json, checksum
+from .signing import Signature, Signer, TrustedKeys, check_signature, sign_catalog
+
+__all__ = ["CatalogError", "canonical_json", "checksum", "load_catalog", "read_catalog", "accept", "sign",
+           "validate", "problems", "write_catalog", "make_rule", "make_catalog", "certificate"]
 
 FORMAT = "superop-rule-catalog"
 FORMAT_VERSION = 1
@@ -49,24 +55,6 @@ SCHEMA_PATH = Path(__file__).with_name("catalog.schema.json")
 OPTIONAL_OPS = EDGE_OPS
 JOIN_KINDS_ORDER = tuple(k for k in JOIN_KINDS if k != "cross")   # the IR's order
 _MLFLOW_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/", "mlflow-artifacts:")
-
-
-class CatalogError(SuperopError):
-    """A catalog that cannot be used (missing, malformed, tampered, unverified)."""
-
-
-# ---------------------------------------------------------------------------
-# canonical form, checksum
-# ---------------------------------------------------------------------------
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
-def checksum(rules: Sequence[dict]) -> str:
-    """``sha256:<hex>`` over the canonical JSON of the rule list."""
-    return "sha256:" + hashlib.sha256(canonical_json(list(rules)).encode("utf-8")).hexdigest()
 
 
 # ---------------------------------------------------------------------------
@@ -100,14 +88,18 @@ def schema() -> dict:
     return generated_schema()
 
 
-def problems(catalog: Any, require_verified: bool = True) -> list[str]:
-    """Every reason the catalog is unusable (empty list = fine)."""
-    import jsonschema
+def problems(catalog: Any, require_verified: bool = True, json_schema: bool = True) -> list[str]:
+    """Every reason the catalog is unusable (empty list = fine). ``json_schema=False``
+    skips the JSON Schema (importing jsonschema alone takes most of a second): only for a
+    catalog whose signature holds for this build, whose signer checked it against this
+    very schema (the schema is part of the build fingerprint)."""
     out: list[str] = []
-    v = jsonschema.Draft202012Validator(schema())
-    for err in sorted(v.iter_errors(catalog), key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
-        out.append(f"{where}: {err.message}")
+    if json_schema:
+        import jsonschema
+        v = jsonschema.Draft202012Validator(schema())
+        for err in sorted(v.iter_errors(catalog), key=lambda e: list(e.absolute_path)):
+            where = "/".join(str(p) for p in err.absolute_path) or "(top)"
+            out.append(f"{where}: {err.message}")
     if out or not isinstance(catalog, dict):
         return out
     rules = catalog["rules"]
@@ -207,30 +199,65 @@ def _resolve_mlflow(uri: str) -> Path:
     return local
 
 
-def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True) -> dict:
-    """Read, schema-check, checksum-check and certificate-check a catalog from a file or
-    an MLflow URI. Raises :class:`CatalogError` with a one-line reason."""
+def read_catalog(path_or_uri: str | os.PathLike) -> tuple[dict, str]:
+    """The parsed JSON of a catalog file or MLflow URI, unchecked, and its origin."""
     s = str(path_or_uri)
     path = _resolve_mlflow(s) if is_mlflow_uri(s) else Path(s)
     if not path.is_file():
         raise CatalogError(f"catalog not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8")), s
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CatalogError(f"catalog {path} is not valid JSON: {e}") from None
-    cat = validate(data, require_verified, where=f"catalog {s}")
-    if require_verified:   # certificates re-checked (or a recorded re-check), not just statuses
-        from .trust import ensure_trusted  # optional z3: see superop.rules_out.trust
-        ensure_trusted(cat, origin=s)
-    return cat
 
 
-def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False) -> dict:
-    """Set the checksum, validate, and write atomically (a failure leaves the old file).
-    Returns the catalog as written."""
+def accept(catalog: Any, origin: str = "(in-memory)", trusted: Optional[TrustedKeys] = None) -> Signature:
+    """What the runtime requires of a catalog: a signature by a trusted key for this build
+    (:func:`superop.rules_out.signing.check_signature`: nothing changed since it was signed)
+    and the format checks (:func:`problems`: checksum, rules, every certificate
+    ``verified``; the JSON Schema was checked by the signer with this build's schema).
+    Raises :class:`CatalogError` with a one-line reason."""
+    where = f"catalog {origin}"
+    if not isinstance(catalog, dict):
+        raise CatalogError(f"{where} refused: not a JSON object")
+    sig = check_signature(catalog, origin, trusted)
+    ps = problems(catalog, True, json_schema=False)
+    if ps:
+        more = f" (+{len(ps) - 5} more)" if len(ps) > 5 else ""
+        raise CatalogError(f"{where} refused: " + "; ".join(ps[:5]) + more)
+    return sig
+
+
+def sign(catalog: dict, signer: Signer, signed_by: str) -> dict:
+    """The catalog signed by ``signer`` after every format check (JSON Schema included):
+    what the runtime's :func:`accept` relies on."""
+    validate(catalog, True, where="catalog to sign")
+    return sign_catalog(catalog, signer, signed_by)
+
+
+def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True,
+                 trusted: Optional[TrustedKeys] = None) -> dict:
+    """Read and check a catalog from a file or an MLflow URI: with ``require_verified``
+    everything :func:`accept` checks; without, the format only (schema, checksum; for
+    commands that inspect or re-check a catalog). Raises :class:`CatalogError` with a
+    one-line reason."""
+    data, origin = read_catalog(path_or_uri)
+    if require_verified:
+        accept(data, origin, trusted)
+        return data
+    return validate(data, False, where=f"catalog {origin}")
+
+
+def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False,
+                  signer: Optional[Signer] = None, signed_by: str = "") -> dict:
+    """Set the checksum, validate, sign with ``signer`` (if given) and write atomically (a
+    failure leaves the old file). Returns the catalog as written. Without ``signer`` a
+    signature the catalog carries is kept as is: it holds only if nothing changed."""
     cat = copy.deepcopy(catalog)
     cat["checksum"] = checksum(cat.get("rules", []))
-    validate(cat, require_verified, where=f"catalog {path}")
+    validate(cat, require_verified or signer is not None, where=f"catalog {path}")
+    if signer is not None:
+        cat = sign_catalog(cat, signer, signed_by or "superop")
     atomic_write_text(path, json.dumps(cat, indent=2, ensure_ascii=False) + "\n")
     return cat
 

@@ -1,4 +1,4 @@
-"""`superop catalog ...`: export, diff, show, promote, versions."""
+"""`superop catalog ...`: export, diff, show, promote, versions, key."""
 from __future__ import annotations
 
 import json
@@ -11,6 +11,7 @@ from .catalog import load_catalog
 from .diff import diff, format_diff
 from .registry import promote, versions
 from .report import to_html, to_markdown
+from .signing import public_spec, signing_key
 
 
 def register(sub) -> None:
@@ -45,6 +46,15 @@ def register(sub) -> None:
     pr.add_argument("--alias", default="production", help="the alias to move (default production)")
     add_json_arg(pr, "the promoted model URI")
     pr.set_defaults(func=_promote)
+
+    pr.add_argument("--signing-key", metavar="PEM",
+                    help="the Ed25519 private key the promoted catalog is signed with (default "
+                         "$SUPEROP_SIGNING_KEY, else the local key store's)")
+
+    k = cs.add_parser("key", help="this machine's catalog signing key: where it is and the public key "
+                                  "to trust (generated on first use)")
+    add_json_arg(k, "the key")
+    k.set_defaults(func=_key)
 
     v = cs.add_parser("versions", help="registered catalog versions, their aliases and tags")
     v.add_argument("--tracking-uri", help=tracking)
@@ -96,8 +106,20 @@ def _show(args) -> int:
 
 
 def _promote(args) -> int:
-    uri = promote(args.version, args.tracking_uri, alias=args.alias)
+    signer = signing_key(args.signing_key)      # a bad key fails before the re-check
+    uri = promote(args.version, args.tracking_uri, alias=args.alias, signer=signer)
     print(json.dumps({"model_uri": uri, "version": str(args.version)}) if args.json else uri)
+    return 0
+
+
+def _key(args) -> int:
+    s = signing_key()
+    spec = public_spec(s.public)
+    if args.json:
+        print(json.dumps({"key_id": s.key_id, "private_key": s.source, "public_key": spec}))
+        return 0
+    print(f"key {s.key_id}: {s.source}")
+    print(f"trust it elsewhere with: SUPEROP_TRUSTED_KEYS={spec}  (or --conf spark.superop.trustedKeys={spec})")
     return 0
 
 

@@ -5,9 +5,19 @@ SQL text in, rewritten SQL and the rules applied out, with a signature; ``catalo
 ``schema.json`` and the reports as artifacts) and registered as a new version of
 ``superop-catalog`` with the alias ``candidate`` and tags describing it
 (:func:`catalog_tags`: checksum, rule count, families, verification verdict). A person (or a
-CI gate) promotes a reviewed version with ``superop catalog promote --version N``, which
-re-loads and validates that version (:func:`load_version`) and moves the ``production``
-alias. Rolling back is promoting an older version. Both readers work on the result:
+CI gate) promotes a reviewed version with ``superop catalog promote --version N``
+(:func:`promote`): it re-checks every certificate of that version with Z3, and
+
+* if the version's catalog is already signed with the promoter's signing key for this
+  superop build, moves the ``production`` alias to it;
+* otherwise (unsigned, signed by another key — e.g. the nightly job's —, or by an older
+  build) registers the re-signed catalog as a **new version** (a registered version is
+  immutable; tag ``superop.resigned_from`` = N, the same schema and reports) and moves the
+  alias there.
+
+So ``production`` always names a catalog signed by the promoter's key for the promoter's
+build; production runtimes need to trust only that key. Rolling back is promoting an older
+version (re-signed if it needs it). Both readers work on the result:
 
     mlflow.pyfunc.load_model("models:/superop-catalog@production").predict([sql])
     SuperOpSession(spark, "models:/superop-catalog@production")
@@ -15,6 +25,7 @@ alias. Rolling back is promoting an older version. Both readers work on the resu
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -22,9 +33,10 @@ from .. import __version__
 from ..errors import SuperopError
 from ..mlflow_store import register
 from ..tracking import tracking_uri as using
-from .catalog import load_catalog
+from .catalog import load_catalog, write_catalog
 from .pyfunc import CODE_PATH, signature
-from .trust import recheck_and_record
+from .signing import Signer, signed_here, signing_key
+from .trust import recheck_and_sign
 
 MODEL_NAME = "superop-catalog"
 CANDIDATE, PRODUCTION = "candidate", "production"
@@ -55,6 +67,7 @@ def catalog_tags(catalog: dict) -> dict[str, str]:
                                 f"rules with an unbounded proof",
         "superop.catalog_version": str(catalog.get("version")),
         "superop.format_version": str(catalog.get("format_version")),
+        "superop.signed_by_key": str((catalog.get("signature") or {}).get("key_id") or "unsigned"),
     }
 
 
@@ -80,10 +93,10 @@ def log_catalog_model(catalog_path, schema: dict, extra_artifacts: dict[str, str
 
 
 def register_catalog_model(model_uri: str, catalog: dict, tracking_uri: Optional[str] = None,
-                           name: str = MODEL_NAME, alias: str = CANDIDATE,
+                           name: str = MODEL_NAME, alias: Optional[str] = CANDIDATE,
                            run_id: Optional[str] = None) -> str:
     """Register a logged catalog model as a new version of ``name`` (with
-    :func:`catalog_tags`) and point ``alias`` at it; returns the version."""
+    :func:`catalog_tags`) and point ``alias`` (if any) at it; returns the version."""
     c = _client(tracking_uri)
     try:
         c.get_registered_model(name)
@@ -97,32 +110,65 @@ def register_catalog_model(model_uri: str, catalog: dict, tracking_uri: Optional
                                 description=f"nightly catalog {catalog.get('version')}: "
                                             f"{tags['superop.rule_count']} rules "
                                             f"({tags['superop.families']})")
-    c.set_registered_model_alias(name, alias, mv.version)
+    if alias:
+        c.set_registered_model_alias(name, alias, mv.version)
     return str(mv.version)
 
 
 def load_version(version: str, tracking_uri: Optional[str] = None,
                  name: str = MODEL_NAME) -> dict:
-    """The catalog of one registered version, downloaded and validated (schema, checksum,
-    every certificate verified) — the one check a version passes before an alias moves."""
+    """The catalog of one registered version, downloaded and checked as the runtime checks
+    it (schema, checksum, every certificate verified, a trusted signature for this build)."""
     with using(tracking_uri):
         return load_catalog(f"models:/{name}/{version}")    # raises CatalogError if unusable
 
 
 def promote(version: str, tracking_uri: Optional[str] = None, name: str = MODEL_NAME,
-            alias: str = PRODUCTION, check: bool = True) -> str:
-    """Point ``alias`` at ``version`` after re-loading and validating that catalog."""
+            alias: str = PRODUCTION, check: bool = True, signer: Optional[Signer] = None) -> str:
+    """Point ``alias`` at ``version`` after re-checking it with Z3 — or at a new version
+    holding its catalog re-signed by ``signer`` (default :func:`signing_key`) when the
+    version is not signed by that key for this build (see the module doc). Returns
+    ``models:/name@alias``."""
     c = _client(tracking_uri)
     try:
         c.get_model_version(name, str(version))
     except Exception:
         raise SuperopError(f"no version {version} of registered model {name}") from None
-    if check:   # re-check the certificates (always, not a recorded verdict) and tag the version
+    target = str(version)
+    if check:
+        signer = signer or signing_key()
         with using(tracking_uri):
             uri = f"models:/{name}/{version}"
-            recheck_and_record(load_catalog(uri, require_verified=False), uri)
-    c.set_registered_model_alias(name, alias, str(version))
+            cat = load_catalog(uri, require_verified=False)
+            signed, _ = recheck_and_sign(cat, uri, signer, f"superop catalog promote (version {version})")
+            if not signed_here(cat, signer):
+                target = _register_resigned(c, name, str(version), signed, tracking_uri)
+    c.set_registered_model_alias(name, alias, target)
     return f"models:/{name}@{alias}"
+
+
+def _register_resigned(c, name: str, version: str, signed: dict, tracking_uri: Optional[str]) -> str:
+    """Log ``signed`` as a catalog model (with the schema and reports of ``version``) in a
+    run of the version's experiment and register it as a new version; returns it."""
+    import mlflow
+    src = c.get_model_version(name, version)
+    exp_id = c.get_run(src.run_id).info.experiment_id if src.run_id else None
+    with tempfile.TemporaryDirectory(prefix="superop-promote-") as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{version}",
+                                                         dst_path=str(Path(tmp) / "src")))
+        schema_files = sorted(local.rglob("schema.json"))
+        schema = json.loads(schema_files[0].read_text()) if schema_files else {}
+        extra = {f"report_{p.suffix[1:]}": str(p) for p in sorted(local.rglob("report.*"))
+                 if p.suffix in (".md", ".html")}
+        path = Path(tmp) / "catalog.json"
+        write_catalog(path, signed)
+        with mlflow.start_run(experiment_id=exp_id, run_name=f"promote-{version}") as run:
+            mlflow.set_tag("superop.resigned_from", version)
+            model = log_catalog_model(path, schema, extra)
+    new = register_catalog_model(model.model_uri, signed, tracking_uri, name=name, alias=None,
+                                 run_id=run.info.run_id)
+    c.set_model_version_tag(name, new, "superop.resigned_from", version)
+    return new
 
 
 def versions(tracking_uri: Optional[str] = None, name: str = MODEL_NAME) -> list[dict]:

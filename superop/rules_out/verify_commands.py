@@ -7,9 +7,11 @@
   re-run it. Exit 0 only if every rule has at least one certificate and every certificate
   holds and every rule admits only what its certificates cover
   (``superop.rules_out.coverage``). The catalog must pass the format checks of ``superop.rules_out.catalog`` (schema,
-  checksum); statuses are re-checked, not trusted. ``--record`` records the successful
-  re-check so that a runtime without z3 accepts this exact catalog (the local trust store,
-  and the MLflow model version / run for ``models:/`` / ``runs:/`` URIs).
+  checksum); statuses are re-checked, not trusted. ``--record`` signs the catalog after a
+  successful re-check (Ed25519, ``superop.rules_out.signing``: the key of
+  ``--signing-key`` / ``$SUPEROP_SIGNING_KEY`` / the local key store) and writes it back
+  (or to ``--out FILE``; an MLflow URI needs ``--out``, or ``superop catalog promote``):
+  the runtime loads only signed catalogs, in milliseconds, without z3.
 * ``superop verify (--sql TEXT | --sql-file F) --schema F --program P.json [--bound 4]`` —
   bounded equivalence of one sub-query and one program (DSL JSON); prints the result
   (``--json``: the result object incl. counterexample and certificate). Exit 0 iff verified.
@@ -30,9 +32,10 @@ from ..ir.schema import load_schema_arg
 from ..verify.certify import bounded_certificate, recheck_detail
 from ..verify.check import check_sql
 from ..verify.template_proofs import prove_instance
-from . import trust
-from .catalog import load_catalog
+from ..storage import local_path
+from .catalog import is_mlflow_uri, load_catalog, sign, write_catalog
 from .coverage import coverage_problems
+from .signing import signing_key
 
 
 def register(subparsers) -> None:
@@ -57,13 +60,20 @@ def register(subparsers) -> None:
     deprecated(p, "--timeout-ms", dest="timeout_ms", use="--timeout-s (seconds)", type=int)
     add_json_arg(p, "a report")
     p.add_argument("--record", action="store_true",
-                   help="with --catalog: record a successful re-check (trust store / MLflow tag)")
+                   help="with --catalog: sign the catalog after a successful re-check and write it "
+                        "back (or to --out)")
+    p.add_argument("--out", metavar="FILE", help="with --record: write the signed catalog here")
+    p.add_argument("--signing-key", metavar="PEM",
+                   help="with --record: the Ed25519 private key (default $SUPEROP_SIGNING_KEY, else "
+                        "the local key store's, generated on first use)")
     p.add_argument("--only", default="", metavar="PREFIX",
                    help="with --templates: instance ids starting with this")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.catalog is not None and args.record:
+        _record_target(args)            # before any re-check: say what is wrong at once
     if args.templates:
         return _templates(args)
     if args.catalog is None:
@@ -123,6 +133,17 @@ def _one(args) -> int:
     return 0 if r.status == "verified" else 1
 
 
+def _record_target(args) -> str:
+    out = args.out or (None if is_mlflow_uri(args.catalog) else args.catalog)
+    if out is None:
+        raise SuperopError(f"--record of {args.catalog} needs --out FILE (a registered version is not "
+                           "changed in place; `superop catalog promote` signs registered versions)")
+    if local_path(out) is None:
+        raise SuperopError(f"--out must be a local file, not {out}")
+    signing_key(args.signing_key)       # a missing or unreadable key fails before the re-check
+    return out
+
+
 def _catalog(args) -> int:
     cat = load_catalog(args.catalog, require_verified=False)   # CatalogError -> exit 2
     report, all_ok = [], True
@@ -138,7 +159,9 @@ def _catalog(args) -> int:
                            "why": f"not covered: {why}"})
     recorded = []
     if all_ok and report and args.record:
-        recorded = trust.record(trust.recheck(cat), args.catalog)
+        out, signer = _record_target(args), signing_key(args.signing_key)
+        write_catalog(out, sign(cat, signer, "superop verify --record"))
+        recorded = [f"signed with key {signer.key_id} ({signer.source}) -> {out}"]
     if args.json:
         print(json.dumps({"ok": all_ok, "certificates": report, "recorded": recorded}, indent=2))
     else:

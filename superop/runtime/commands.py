@@ -2,7 +2,13 @@
 
 Prints the rewritten SQL, one clause per line (or, with ``--json``, an object with ``sql``
 exactly as generated, ``applied``, ``changed``, ``explanation``, exchange counts and
-timings). A query no rule covers is printed unchanged, byte for byte.
+timings). A query no rule covers is printed unchanged, byte for byte. On stderr, one line
+says what happened: the rules applied and the shuffle exchanges before -> after, or why
+the query was left unchanged.
+
+Inputs are checked before Spark starts: the SQL parses as one query, the schema file's
+types are Spark types, every table the query reads is in ``--schema`` (when given), and the
+catalog is signed by a trusted key for this build.
 
 The benefit gate plans both queries with Spark: tables come from ``--schema`` (as empty
 tables with those column types, in a private Spark session) or, without ``--schema``, from
@@ -19,10 +25,12 @@ from ..cliutil import add_json_arg, add_spark_args, add_sql_args, plain, read_sq
 from ..errors import SuperopError
 from ..ir.dialect import pretty_sql
 from ..ir.lower import parse
-from ..ir.schema import load_schema_arg
+from ..ir.names import TableName
+from ..ir.schema import DictSchema, load_schema_arg
 from ..rewrite.rewriter import Rewriter, rewrite_structural
 from ..rules_out.catalog import load_catalog
 from ..sparkutil import empty_tables, get_spark
+from .cache import tables_of
 from .session import SuperOpSession
 
 log = logging.getLogger("superop.runtime")
@@ -44,16 +52,38 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def _check_inputs(args) -> tuple[str, dict, dict]:
+    """The SQL, the schema and the catalog, each checked (one-line errors), before Spark."""
     sql = read_sql(args)
+    tree = parse(sql)       # a syntax error is the user's: report it instead of failing safe
     schema = load_schema_arg(args.schema)
-    catalog = load_catalog(args.catalog)
+    if args.no_gate and not schema:
+        raise SuperopError("--no-gate needs --schema FILE")
+    if schema:
+        known = DictSchema(schema)
+        for t in tables_of(tree):
+            if known.resolve(TableName.parse(t)) is None:
+                raise SuperopError(f"the query reads table {t}, which --schema {args.schema} does not define")
+    return sql, schema, load_catalog(args.catalog)
+
+
+def summary_line(res) -> str:
+    """What happened, in one line: the rules applied and the shuffle exchanges, or why not."""
+    ex = ""
+    if res.exchanges_before is not None:
+        ex = f"; shuffle exchanges {res.exchanges_before} -> " + (
+            f"{res.exchanges_after}" if res.changed and res.exchanges_after is not None else "unchanged")
+    if res.changed:
+        return f"superop rewrite: applied {', '.join(res.applied)}{ex}"
+    why = (res.explanation or "").splitlines()[0] if res.explanation else "no reason given"
+    return f"superop rewrite: unchanged — {why[:400]}{'…' if len(why) > 400 else ''}{ex}"
+
+
+def run(args) -> int:
+    sql, schema, catalog = _check_inputs(args)
     if args.no_gate:
-        if not schema:
-            raise SuperopError("--no-gate needs --schema FILE")
         res = rewrite_structural(Rewriter(catalog), sql, schema)
     else:
-        parse(sql)  # a syntax error is the user's: report it instead of failing safe
         spark = get_spark(app_name="superop-rewrite", master=args.master,
                           conf=spark_conf(args)).newSession()
         if schema:
@@ -70,4 +100,5 @@ def run(args) -> int:
         if res.changed and not args.compact:
             text = pretty_sql(text)
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        print(summary_line(res), file=sys.stderr)
     return 0

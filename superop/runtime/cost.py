@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .calibration import CostConstants
-from .plan_cost import PlanCost, with_constants
+from .plan_cost import UNKNOWN_SIZE_TEXT, PlanCost, with_constants
 
 
 @dataclass
@@ -47,6 +47,22 @@ def judge(label: str, before: PlanCost, after: PlanCost,
                                            f"({before.total:.3g} s -> {after.total:.3g} s){note}")
     speedup = before.total / after.total
     ok = speedup >= c.min_speedup
-    why = (f"cost {before.total:.3g} s -> {after.total:.3g} s, predicted {speedup:.2f}x "
-           f"{'>=' if ok else '<'} {c.min_speedup:g}x ({compare(before, after)}){note}")
+    missing = no_statistics(before, after)
+    if missing:     # Spark's default size (8 EiB) in every term: no seconds worth printing
+        why = (f"predicted {speedup:.2f}x {'>=' if ok else '<'} {c.min_speedup:g}x from the plans' "
+               f"operators alone: {missing}")
+    else:
+        why = (f"cost {before.total:.3g} s -> {after.total:.3g} s, predicted {speedup:.2f}x "
+               f"{'>=' if ok else '<'} {c.min_speedup:g}x ({compare(before, after)}){note}")
     return Verdict(label, ok, speedup, why)
+
+
+def no_statistics(*costs: PlanCost) -> str:
+    """"statistics are missing for t1, t2 (...)" when a plan read a relation Spark has no
+    size for, else "" — its seconds would rest on Spark's default size of 8 EiB."""
+    names = list(dict.fromkeys(t for c in costs for t in c.missing_stats))
+    if not names:
+        return ""
+    return (f"statistics are missing for {', '.join(names)} (Spark assumes {UNKNOWN_SIZE_TEXT} for a "
+            f"relation it has no size for, so the estimate is not in seconds; ANALYZE TABLE or "
+            f"file-based tables give real sizes)")

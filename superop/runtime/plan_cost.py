@@ -62,6 +62,12 @@ def type_width(t: str) -> float:
 # ---------------------------------------------------------------------------
 # statistics beyond the plan (ANALYZE TABLE results)
 # ---------------------------------------------------------------------------
+# Spark's sizeInBytes of a relation it knows nothing about (spark.sql.defaultSizeInBytes,
+# Long.MaxValue: "8.0 EiB" in EXPLAIN COST); any size this large is that default
+UNKNOWN_SIZE = float(2 ** 62)
+UNKNOWN_SIZE_TEXT = "8 EiB"
+
+
 class TableStats(Protocol):
     """Statistics ANALYZE TABLE stored, by table name as Spark prints it in a scan."""
 
@@ -80,6 +86,7 @@ class PlanCost:
     constants: CostConstants = CONSTANTS
     uses_cbo: bool = False       # a filter/aggregate row count came from Spark's CBO
     notes: list = field(default_factory=list)
+    missing_stats: list = field(default_factory=list)   # relations Spark has no size for
 
     def terms(self) -> dict:
         """Seconds per feature (plus the fixed part)."""
@@ -147,6 +154,7 @@ class _Estimator:
         self.width: dict[str, float] = {}
         self.uses_cbo = False
         self.notes: list[str] = []
+        self.missing: list[str] = []
         self.groups: dict[frozenset, float] = {}
         self.scan_table: dict[str, tuple[str, str]] = {}   # attr id -> (table, column)
         self.exchange_rows: dict[str, float] = {}
@@ -266,6 +274,10 @@ class _Estimator:
             rows = self.stats.rows(table)
         if rows is None and rel is not None and rel.rows is not None:
             rows = rel.rows
+        if rel is not None and rel.size is not None and rel.size >= UNKNOWN_SIZE and rows is None:
+            name = table or n.name
+            if name not in self.missing:
+                self.missing.append(name)
         if rows is None and rel is not None and rel.size is not None:
             all_ids = attr_ids(bracket(rel.text) or "")
             width = self.w(all_ids or ids)
@@ -351,11 +363,12 @@ def estimate(info: PlanInfo, stats: Optional[TableStats] = None,
     if info.physical is not None:
         e.visit(info.physical)
     total = c.query_s + sum(e.f[f] * getattr(c, k) for f, k in FEATURES.items())
-    return PlanCost(features=e.f, total=total, constants=c, uses_cbo=e.uses_cbo, notes=e.notes)
+    return PlanCost(features=e.f, total=total, constants=c, uses_cbo=e.uses_cbo, notes=e.notes,
+                    missing_stats=e.missing)
 
 
 def with_constants(cost: PlanCost, c: CostConstants) -> PlanCost:
     """The same features priced with other constants (calibration)."""
     total = c.query_s + sum(cost.features.get(f, 0.0) * getattr(c, k) for f, k in FEATURES.items())
     return PlanCost(features=dict(cost.features), total=total, constants=c, uses_cbo=cost.uses_cbo,
-                    notes=list(cost.notes))
+                    notes=list(cost.notes), missing_stats=list(cost.missing_stats))

@@ -18,8 +18,23 @@ Spark's own merge settings (``MergeSubplans`` with filter propagation, symmetric
 through joins) are one more candidate form — the original query, or the best rewrite, run
 with them for that query only in a clone of the session (:mod:`.merge_flags`); the result's
 ``conf`` names the settings and ``sql()`` runs it in the clone.
-``gate="exchanges"`` is the old rule (fewer shuffle exchanges); ``gate=False`` applies any
-candidate that plans with the same schema (for tests of the rewriting itself).
+``gate="exchanges"`` is the old rule (fewer shuffle exchanges); ``gate="ungated"`` (or
+``False``) applies any candidate that plans with the same schema (for tests of the rewriting
+itself). ``"off"`` is refused: it reads like a kill switch, which is
+``spark.superop.enabled=false`` or :func:`superop.runtime.disable`.
+
+Catalogs: signed only (:func:`superop.rules_out.catalog.accept`: a trusted Ed25519 signature
+for this superop build; milliseconds, no Z3), from a path, an MLflow URI or a dict. An
+unsigned catalog — e.g. one a test or a benchmark just built from the verifier's
+certificates — is signed where it is checked: ``superop verify --catalog X --record``, or
+``superop.rules_out.trust.recheck_locally(catalog)`` in the process that built it (Z3
+re-checks every certificate, the local key signs).
+
+Operations (:mod:`~superop.runtime.decisions`, :mod:`~superop.runtime.shadow`,
+:mod:`~superop.runtime.confs`): every ``sql``/``rewrite`` call reads the ``spark.superop.*``
+settings (kill switch, excluded rules, decision log, shadow fraction), produces one decision
+record (counted in ``counters``, written to the decision log when one is set) and, in shadow
+mode, compares a sample of rewrites with their originals off the caller's path.
 
 Decision cache: decisions are cached per query template, catalog checksum, table versions
 and plan-relevant settings (cache.py), so a repeated dashboard query pays only parsing
@@ -33,10 +48,12 @@ cache is locked.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
-from typing import Optional, Union
+from pathlib import Path
+from typing import Iterable, Optional, Union
 
 from .. import families
 from ..explain import PlanInfo
@@ -45,34 +62,52 @@ from ..ir.keys import keys_fingerprint
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema, session_keys
 from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
-from ..rules_out.catalog import load_catalog, validate
+from ..rules_out.catalog import accept, load_catalog
+from ..rules_out.signing import TrustedKeys
+from ..rules_out.signing import trusted_keys as read_trusted_keys
+from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
 from .calibration import CONSTANTS, CostConstants
-from .cost import judge
+from .cost import judge, no_statistics
+from .decisions import DecisionRecord, Operations
 from .merge_flags import FORM, FlagCandidate, base_label, describe, flag_candidates, may_merge, session_with
 from .plan import analyze_plan
+from .reentry import working
+from .shadow import Shadow
+from .store import DecisionStore, default_location
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
 
-GATES = ("cost", "exchanges", "off")
+GATES = ("cost", "exchanges", "ungated")
 
 
-def _load(catalog, require_verified: bool) -> dict:
+def _load(catalog, keys: TrustedKeys) -> dict:
+    """The catalog, signed by one of ``keys`` for this build (see the module doc)."""
+    origin = "(in-memory)" if isinstance(catalog, dict) else str(catalog)
     if isinstance(catalog, dict):
-        cat = validate(catalog, require_verified)
-        if require_verified:   # an in-memory catalog is trusted like a file (rules_out/trust.py)
-            from ..rules_out.trust import ensure_trusted  # optional z3: see superop.rules_out.trust
-            ensure_trusted(cat, origin="(in-memory)")
-        return cat
-    return load_catalog(catalog, require_verified)
+        accept(catalog, origin, keys)
+        return catalog
+    return load_catalog(catalog, trusted=keys)
+
+
+def _store(spark, catalog, where: Union[None, bool, str], keys: TrustedKeys) -> Optional[DecisionStore]:
+    if where is False:
+        return None
+    if where is None or where is True:
+        where = confs.get(spark, confs.DECISION_STORE) or default_location(catalog)
+    return DecisionStore.open(Path(str(where)), keys) if where else None
 
 
 def _gate_mode(gate) -> str:
     if gate is True or gate is None:
         return "cost"
     if gate is False:
-        return "off"
+        return "ungated"
+    if gate == "off":
+        raise ValueError("gate='off' is not a kill switch: to run every query unchanged set "
+                         "spark.superop.enabled=false (or superop.runtime.disable(spark)); to rewrite "
+                         "without the benefit gate use gate='ungated'")
     if gate not in GATES:
         raise ValueError(f"gate must be one of {GATES} (or True/False), not {gate!r}")
     return gate
@@ -83,7 +118,10 @@ class SuperOpSession:
                  schema: Optional[dict] = None, max_alternatives: int = 4,
                  analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
                  cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
-                 keys: Union[None, str, dict] = None, merge_flags: bool = True):
+                 keys: Union[None, str, dict] = None,
+                 trusted_keys: Optional[str] = None, decision_log: Optional[str] = None,
+                 shadow: float = 0.0, exclude: Iterable[str] = (),
+                 decision_store: Union[None, bool, str] = None, merge_flags: bool = True):
         """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
         like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
         mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
@@ -94,13 +132,22 @@ class SuperOpSession:
         once per catalog table a query reads and give the cost model the stored row
         counts and column NDVs (temp views have no table statistics and are skipped).
         ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
-        :class:`DecisionCache`, or False. ``merge_flags``: also price the query with Spark's
-        own merge settings on, for that query only (:mod:`superop.runtime.merge_flags`)."""
+        :class:`DecisionCache`, or False. ``trusted_keys``: the public keys a signature may
+        be by (default ``spark.superop.trustedKeys``, ``$SUPEROP_TRUSTED_KEYS``, the local
+        key store). ``decision_log``: where decision records go when
+        ``spark.superop.decisionLog`` is not set. ``shadow``: the fraction of rewritten
+        queries compared with their originals when ``spark.superop.shadow`` is not set.
+        ``exclude``: rule ids never applied (besides ``spark.superop.rules.exclude``).
+        ``decision_store``: the directory of persisted decisions (store.py; default
+        ``spark.superop.decisionStore``, else beside a catalog file); False: none. ``merge_flags``: also price the
+        query with Spark's own merge settings on, for that query only
+        (:mod:`superop.runtime.merge_flags`)."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
-        self.catalog = _load(catalog, require_verified=True)
+        trusted = read_trusted_keys(trusted_keys or confs.get(spark, confs.TRUSTED_KEYS))
+        self.catalog = _load(catalog, trusted)
         self.rewriter = Rewriter(self.catalog)
         self.gate = _gate_mode(gate)
         self.keys = session_keys(keys)
@@ -113,6 +160,36 @@ class SuperOpSession:
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
                                                DecisionCache(cache_size) if cache else None)
         self._probe = SessionProbe(spark)     # settings and table versions, few JVM calls
+        self.store = _store(spark, catalog, decision_store, trusted) if self.cache is not None else None
+        self.ops = Operations(spark, decision_log)
+        self.shadow = shadow
+        self.exclude = frozenset(exclude)
+        self.disabled_rules: set[str] = set()     # by a shadow mismatch, for this session's life
+        self._views: dict[frozenset, SuperOpSession] = {}
+        self._shadow: Optional[Shadow] = None
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Decisions so far by outcome, refusal reason and rule (decisions.Counters)."""
+        return self.ops.counters.snapshot()
+
+    # -- excluded rules: a view of the session with fewer rules --------------------------
+    def _view(self, exclude: frozenset) -> "SuperOpSession":
+        """This session without the rules in ``exclude`` (plus its own exclusions and the
+        rules shadow mode disabled): same Spark, cache and operations; its own rewriter,
+        and a checksum key of its own, so no decision crosses rule sets."""
+        out = exclude | self.exclude | frozenset(self.disabled_rules)
+        if not out:
+            return self
+        with self._lock:
+            v = self._views.get(out)
+            if v is None:
+                v = copy.copy(self)
+                v.rewriter = Rewriter(dict(self.catalog, rules=[r for r in self.catalog["rules"]
+                                                                if r["id"] not in out]))
+                v._checksum = self._checksum + "|without:" + ",".join(sorted(out))
+                self._views[out] = v
+            return v
 
     # -- helpers ------------------------------------------------------------
     def _schema_for(self, sql: str):
@@ -150,6 +227,20 @@ class SuperOpSession:
 
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
+        """The decision for ``sql`` (recorded like every decision; nothing runs)."""
+        conf = confs.read(self.spark)
+        with working():
+            res = self._decision(sql, conf)
+            self.ops.record(DecisionRecord.of(sql, res, self.catalog,
+                                              "disabled" if not conf.enabled else None), conf.decision_log)
+        return res
+
+    def _decision(self, sql: str, conf: confs.RuntimeConf) -> RewriteResult:
+        if not conf.enabled:
+            return unchanged(sql, f"superop is disabled ({confs.ENABLED}=false)")
+        return self._view(conf.exclude)._safe_rewrite(sql)
+
+    def _safe_rewrite(self, sql: str) -> RewriteResult:
         try:
             return self._rewrite(sql)
         except Exception as e:  # fail-safe: never break the user's query
@@ -191,7 +282,7 @@ class SuperOpSession:
         the decision was looked up or made with (a change since then is a miss)."""
         assert self.cache is not None
         expl = res.explanation
-        for p in ("cached decision (exact text): ", "cached decision: "):
+        for p in ("cached decision (exact text): ", "cached decision: ", "persisted decision: "):
             expl = expl[len(p):] if expl.startswith(p) else expl
         extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
                      cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates,
@@ -212,8 +303,14 @@ class SuperOpSession:
         snap = self._snapshot(tpl.tables)
         key = DecisionCache.key(tpl, self._checksum, tuple(zip(tpl.tables, snap.versions)), snap.conf)
         d = self.cache.get(key, tpl.literals)
+        persisted = False
+        if d is None and self.store is not None:
+            d = self.store.get(key, tpl.literals)
+            if d is not None:
+                persisted = True
+                self.cache.put(key, d)
         if d is not None:
-            res = self._from_cache(sql, tpl, d, t0)
+            res = self._from_cache(sql, tpl, d, t0, persisted)
         else:
             res, decision = self._decide(sql, t0)
             if decision is not None:
@@ -222,17 +319,23 @@ class SuperOpSession:
                     decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
                 decision.literals = tpl.literals
                 self.cache.put(key, decision)
+                if self.store is not None:
+                    self.store.put(key, decision)
                 res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
             res.timings_ms["cache_hit"] = 0.0
         if not self.analyze_tables and res.error is None:
             self._exact_store(sql, tpl.tables, snap, res)
         return res
 
-    def _from_cache(self, sql: str, tpl, d: Decision, t0: float) -> RewriteResult:
+    def _from_cache(self, sql: str, tpl, d: Decision, t0: float, persisted: bool = False) -> RewriteResult:
         timings = {"cache_hit": 1.0}
+        prefix = "cached decision: "
+        if persisted:
+            timings["persisted_hit"] = 1.0
+            prefix = "persisted decision: "
         if not d.changed:
             timings["total_ms"] = (time.perf_counter() - t0) * 1e3
-            return unchanged(sql, "cached decision: " + d.explanation, timings, **d.extra)
+            return unchanged(sql, prefix + d.explanation, timings, **d.extra)
         if d.render is not None:
             new = d.render.fill(tpl.literals)
         else:
@@ -242,7 +345,7 @@ class SuperOpSession:
                                       "original kept", timings)
         timings["total_ms"] = (time.perf_counter() - t0) * 1e3
         return RewriteResult(sql=new, applied=list(d.applied), changed=True,
-                             explanation="cached decision: " + d.explanation, original_sql=sql,
+                             explanation=prefix + d.explanation, original_sql=sql,
                              timings_ms=timings, **d.extra)
 
     def _generate(self, sql: str, label: str) -> Optional[str]:
@@ -311,7 +414,7 @@ class SuperOpSession:
         if not ok:
             rule = {"cost": f"no rewrite is predicted to be at least {self.constants.min_speedup:g}x faster",
                     "exchanges": f"no rewrite has fewer than {before.exchanges} shuffle exchanges",
-                    "off": "no candidate plans with the same output"}[self.gate]
+                    "ungated": "no candidate plans with the same output"}[self.gate]
             why = f"benefit gate ({self.gate}): {rule} — " + "; ".join(
                 f"{r['label']}: " + (r["error"] if "error" in r else
                                      f"{r['verdict']}; shuffle exchanges {before.exchanges} -> {r['exchanges']}")
@@ -344,7 +447,7 @@ class SuperOpSession:
                 entry["verdict"] = "different output schema"
             elif isinstance(c, FlagCandidate) and c.unchanged_by_flags():
                 entry["verdict"] = "Spark's merge settings leave this plan unchanged"
-            elif self.gate == "off" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
+            elif self.gate == "ungated" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
                     or (self.gate == "cost" and v.accepted):
                 ok.append((c, v))
             ranked.append(entry)
@@ -380,38 +483,107 @@ class SuperOpSession:
                              literal_sensitive=sensitive, extra=extra)
 
     def sql(self, query: str):
-        """The query as a DataFrame, rewritten when a verified rule pays off."""
-        r = self.rewrite(query)
-        if r.changed:
-            try:       # a flag form runs in a clone of the session with its settings
-                return session_with(self.spark, r.conf).sql(r.sql)
-            except Exception as e:  # fail-safe
-                log.warning("superop: rewritten query failed (%s); running the original",
-                            str(e).splitlines()[0])
-        return self.spark.sql(query)
+        """The query as a DataFrame, rewritten when a verified rule pays off (see the
+        module doc for the settings read on each call, the decision record and shadow mode)."""
+        return self._run(query, collect=False)
+
+    def collect(self, query: str) -> list:
+        """The query's rows, like ``sql(query).collect()``; its decision record also has
+        the wall time of running it (``run_ms``)."""
+        return self._run(query, collect=True)
+
+    def _run(self, query: str, collect: bool):
+        conf = confs.read(self.spark)
+        with working():
+            if not conf.enabled:
+                self.ops.counters.bump("disabled")
+                df = self.spark.sql(query)
+                return df.collect() if collect else df
+            r = self._decision(query, conf)
+            t0 = time.perf_counter()
+            df, ran, outcome = None, "original", None
+            if r.changed:
+                try:
+                    df, ran = session_with(self.spark, r.conf).sql(r.sql), "rewritten"   # a flag form: in a clone
+                except Exception as e:  # fail-safe
+                    log.warning("superop: rewritten query failed (%s); running the original",
+                                str(e).splitlines()[0])
+                    outcome = "failed_safe"
+            if df is None:
+                df = self.spark.sql(query)
+            sql_ms = round((time.perf_counter() - t0) * 1e3, 3)
+            run_ms = None
+            if collect:
+                t1 = time.perf_counter()
+                df = df.collect()
+                run_ms = round((time.perf_counter() - t1) * 1e3, 3)
+            rec = DecisionRecord.of(query, r, self.catalog, outcome, sql_ms=sql_ms, run_ms=run_ms, ran=ran)
+            self.ops.record(rec, conf.decision_log)
+            fraction = self.shadow if conf.shadow is None else conf.shadow
+            if ran == "rewritten" and fraction > 0:
+                self._maybe_shadow(rec, query, r, fraction, conf.decision_log)
+        return df
+
+    # -- shadow mode ------------------------------------------------------------------------
+    def _maybe_shadow(self, rec: DecisionRecord, query: str, r: RewriteResult, fraction: float,
+                      target: Optional[str]) -> None:
+        with self._lock:
+            if self._shadow is None:
+                self._shadow = Shadow(self.spark.sql, lambda rec, bad: self._shadowed(rec, bad, target))
+            runner = self._shadow
+        if not runner.sampled(fraction):
+            return
+        base = copy.copy(rec)
+        base.sql_ms, base.run_ms, base.ran = None, None, ""
+        if not runner.submit(base, query, r.sql, r.applied):
+            self.ops.counters.bump("shadow_skipped")
+
+    def _shadowed(self, rec: DecisionRecord, bad: set, target: Optional[str]) -> None:
+        if bad:
+            with self._lock:
+                self.disabled_rules |= bad
+                self._views.clear()
+        self.ops.record(rec, target)
+
+    def wait_shadow(self, timeout: Optional[float] = None) -> None:
+        """Wait for the shadow comparisons submitted so far."""
+        if self._shadow is not None:
+            self._shadow.wait(timeout)
+
+    def close(self) -> None:
+        """Finish shadow comparisons and flush the decision logs."""
+        if self._shadow is not None:
+            self._shadow.close()
+        self.ops.flush()
 
     def explain(self, sql: str) -> str:
         """The gate's decision and reason, and Spark's physical plans and the cost model's
         estimate before and after."""
         r = self.rewrite(sql)
-        stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
-        b = analyze_plan(self.spark, sql, stats, self.constants)
-        lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
-                 _plan_line("before:", b)]
-        a: Optional[PlanInfo] = (analyze_plan(session_with(self.spark, r.conf), r.sql, stats, self.constants)
-                                 if r.changed else None)
-        if a is not None:
-            lines.append(_plan_line("after: ", a))
-        for c in r.candidates or []:
-            if "error" not in c:
-                lines.append(f"candidate {c['label']}: {c['verdict']}")
-        lines += ["", "== physical plan before ==", b.tree]
-        if a is not None:
-            lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
-        return "\n".join(lines)
+        with working():
+            stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
+            b = analyze_plan(self.spark, sql, stats, self.constants)
+            lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
+                     _plan_line("before:", b)]
+            a: Optional[PlanInfo] = (analyze_plan(session_with(self.spark, r.conf), r.sql, stats, self.constants)
+                                     if r.changed else None)
+            if a is not None:
+                lines.append(_plan_line("after: ", a))
+            for c in r.candidates or []:
+                if "error" not in c:
+                    lines.append(f"candidate {c['label']}: {c['verdict']}")
+            lines += ["", "== physical plan before ==", b.tree]
+            if a is not None:
+                lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
+            return "\n".join(lines)
 
 
 def _plan_line(which: str, p: PlanInfo) -> str:
-    terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
+    missing = no_statistics(p.estimate) if p.estimate else ""
+    if missing:
+        cost = f"predicted cost unknown in seconds: {missing}"
+    else:
+        terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
+        cost = f"predicted cost {p.cost:.3g} s ({terms})"
     return (f"exchanges {which} {p.exchanges} shuffle, {p.reused} reused, {p.broadcasts} broadcast; "
-            f"predicted cost {p.cost:.3g} s ({terms}); PushedFilters {p.pushed_filters}")
+            f"{cost}; PushedFilters {p.pushed_filters}")

@@ -13,11 +13,12 @@ prints each query's time. Tables come from the Spark catalog, or from ``--tables
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..cliutil import add_json_arg, add_spark_args, deprecated, plain, seconds_as_ms, spark_conf
 from ..errors import SuperopError
 from ..sparkutil import get_spark
-from ..storage import atomic_write_json
+from ..storage import atomic_write_json, local_path
 from .estimate import cost_model, parse_budget
 from .inputs import read_sql_dir, read_sql_file, register_tables_dir
 from .opportunities import read_log_window
@@ -87,6 +88,10 @@ def run(args) -> int:
     if (args.start or args.end) and not args.log:
         raise SuperopError("--start/--end need --log")
     batch = read_sql_dir(args.sql_dir) if args.sql_dir else read_sql_file(args.sql_file) if args.sql_file else None
+    for flag, path, kind in (("--tables-dir", args.tables_dir, "directory"), ("--log", args.log, "path")):
+        local = local_path(path) if path else None        # checked before Spark starts
+        if local is not None and not (Path(local).is_dir() if kind == "directory" else Path(local).exists()):
+            raise SuperopError(f"{flag} {path}: no such {kind}")
     spark = get_spark(app_name="superop-share", master=args.master, conf=spark_conf(args))
     say = (lambda *a, **k: None) if args.json else print
     if args.tables_dir:
@@ -108,7 +113,6 @@ def run(args) -> int:
     if not args.plan_only:
         consume = args.consume
         if args.results_dir:
-            from pathlib import Path
 
             def consume(df, name):   # Spark writes a directory and commits it at the end
                 df.write.mode("overwrite").parquet(str(Path(args.results_dir) / name))

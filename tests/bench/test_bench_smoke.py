@@ -226,8 +226,8 @@ def test_tpch_bench_one_query(spark, tpch_dir):
 
 
 def test_unchanged_query_reports_n_a_not_equal(spark, micro_data):
-    from superop.bench.rewriters import identity_rewriter
     from superop.bench.report import micro_markdown
+    from superop.bench.rewriters import identity_rewriter
     doc = run_micro(spark, identity_rewriter(), rows=[2000], repeat=1, warmup=0, data_dir=micro_data,
                     queries=select_queries(["du_core"]), progress=Progress(enabled=False))
     r = doc["results"][0]

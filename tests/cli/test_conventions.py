@@ -123,17 +123,17 @@ def test_spark_settings_from_the_usual_places_are_kept(tmp_path, monkeypatch):
 
 def test_runtime_commands_work_without_the_mining_stack(tmp_path, monkeypatch):
     """What a runtime-only install has: no z3, mlflow, pandas, pyarrow, numpy, matplotlib. It
-    accepts only a catalog whose re-check was recorded (superop.rules_out.trust), so the
-    catalog here is real (template proofs + a bounded certificate) and re-checked first."""
+    accepts only a signed catalog (superop.rules_out.signing), so the catalog here is real
+    (template proofs + a bounded certificate), re-checked and signed first."""
     from superop.rules_out import trust
     from superop.rules_out.catalog import make_catalog
     from superop.rules_out.coverage import covered_rule
+    from superop.rules_out.signing import signing_key
     from tests.runtime.runtime_fixtures import rule_certificates
-    monkeypatch.setenv("SUPEROP_TRUST_DIR", str(tmp_path / "trust"))
     catalog = make_catalog([covered_rule("DJ", rule_certificates("dj-inner"), rule_id="dj-inner")],
                            version="t")
-    trust.recheck_and_record(catalog, "test")
-    (tmp_path / "c.json").write_text(json.dumps(catalog))
+    signed, _ = trust.recheck_and_sign(catalog, "test", signing_key(), "tests")
+    (tmp_path / "c.json").write_text(json.dumps(signed))
     (tmp_path / "s.json").write_text(json.dumps({"ops": {"a": "int", "b": "int"}}))
     sql = ("SELECT x.a, x.n, y.m FROM (SELECT a, COUNT(*) AS n FROM ops GROUP BY a) x "
            "JOIN (SELECT a, MAX(b) AS m FROM ops GROUP BY a) y ON x.a = y.a")
@@ -154,7 +154,8 @@ def test_runtime_commands_work_without_the_mining_stack(tmp_path, monkeypatch):
 
 def test_rewrite_prints_unchanged_sql_byte_for_byte(tmp_path, capsys):
     from superop.rules_out.catalog import make_catalog
-    (tmp_path / "c.json").write_text(json.dumps(make_catalog([], version="t")))
+    from superop.rules_out.signing import sign_catalog, signing_key
+    (tmp_path / "c.json").write_text(json.dumps(sign_catalog(make_catalog([], version="t"), signing_key(), "t")))
     (tmp_path / "s.json").write_text(json.dumps({"ops": {"a": "int"}}))
     q = "select   a\nfrom ops  -- no rule"
     assert main(["rewrite", "--no-gate", "--catalog", str(tmp_path / "c.json"),

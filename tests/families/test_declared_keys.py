@@ -16,6 +16,7 @@ from superop.ir import lower, to_sql
 from superop.ir.dependencies import Determines
 from superop.ir.keys import KEYS_ENTRY, DeclaredKey
 from superop.ir.schema import normalize_schema
+from superop.rules_out.trust import recheck_locally
 from superop.sparkutil import bag
 
 from ..runtime.runtime_fixtures import values_view
@@ -140,11 +141,11 @@ def test_runtime_rewrites_only_under_its_own_declaration(spark, kdata, keyed_cat
     from superop.runtime import SuperOpSession
     want = bag(spark.sql(SQL).collect())
     assert len(want) == 2          # c1 and c2 (NULL name); c3 has no 2002 group
-    r = SuperOpSession(spark, keyed_catalog, gate=False, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
+    r = SuperOpSession(spark, recheck_locally(keyed_catalog), gate=False, keys={"kcust": "c_sk; c_id"}).rewrite(SQL)
     assert r.changed and r.applied == ["pj-inner-2way-keyed"], r.explanation
     assert bag(spark.sql(r.sql).collect()) == want
     for keys in (None, {"kcust": "c_sk"}):
-        r = SuperOpSession(spark, keyed_catalog, gate=False, keys=keys).rewrite(SQL)
+        r = SuperOpSession(spark, recheck_locally(keyed_catalog), gate=False, keys=keys).rewrite(SQL)
         assert not r.changed and "join_on_subset_of_keys" in r.explanation, r.explanation
 
 
@@ -157,8 +158,8 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     Since the test domains hold every constant of the query (tests/synth/test_literals.py)
     the generated tables refute q4's wrong candidate, so a test-passing wrong candidate is
     staged here by generating tables without the query's constants (the old blind spot)."""
-    import superop.synth.testdata as testdata
     import superop.synth.synthesizer
+    import superop.synth.testdata as testdata
     from superop.synth.literals import Literals
     from superop.synth.result import UNKNOWN, VERIFIED
     from superop.synth.synthesizer import Synthesizer

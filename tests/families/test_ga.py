@@ -9,12 +9,13 @@ from __future__ import annotations
 import pytest
 
 from superop import families
+from superop.dsl.interpreter import run_program_rows
 from superop.ir import lower
 from superop.ir.nodes import Join, Select, walk
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.dsl.interpreter import run_program_rows
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 
 from ..runtime.runtime_fixtures import SCHEMA
@@ -64,7 +65,7 @@ def test_the_keyless_partition_exists_over_an_empty_input():
 def ga_session(spark, ops_empty):
     schema = ops_empty
     sqls = [q.format(t=t) for q in GA_QUERIES for t in ("ops", "ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)))
+    return SuperOpSession(spark, recheck_locally(make_catalog(bounded_rules(sqls=sqls, schema=schema))))
 
 
 @pytest.mark.parametrize("table", ["ops", "ops_empty"])
@@ -86,7 +87,7 @@ def test_physical_plan_one_scan_one_aggregate(spark, tables, tmp_path):
     q = ("SELECT * FROM (SELECT COUNT(*) AS n FROM ops_pq WHERE b > 1) AS x, (SELECT SUM(s) AS t FROM ops_pq "
          "WHERE c = 2) AS y, (SELECT COUNT(DISTINCT d) AS cd FROM ops_pq WHERE s < 5) AS z")
     schema = dict(SCHEMA, ops_pq=SCHEMA["ops"])
-    so = SuperOpSession(spark, make_catalog(bounded_rules(sqls=[q], schema=schema)))
+    so = SuperOpSession(spark, recheck_locally(make_catalog(bounded_rules(sqls=[q], schema=schema))))
     text = so.explain(q)
     after = text.split("== physical plan after ==")[1].split("== rewritten SQL ==")[0]
     before = text.split("== physical plan before ==")[1].split("== physical plan after ==")[0]

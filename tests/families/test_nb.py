@@ -12,6 +12,7 @@ import pytest
 from superop import families
 from superop.ir import lower
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
@@ -86,7 +87,7 @@ def test_what_the_pattern_refuses_would_be_wrong(spark, tables, sql, as_lag, rea
 def nb_session(spark, ops_empty):
     schema = ops_empty
     sqls = [q.format(t=t) for q in NB_QUERIES for t in ("ops", "ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=schema)))
+    return SuperOpSession(spark, recheck_locally(make_catalog(bounded_rules(sqls=sqls, schema=schema))))
 
 
 @pytest.mark.parametrize("table", ["ops", "ops_empty"])

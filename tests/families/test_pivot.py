@@ -16,6 +16,7 @@ from superop.ir import lower, to_sql
 from superop.ir.nodes import Join, Select, walk
 from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.trust import recheck_locally
 from superop.sparkutil import bag
 
 from ..runtime.runtime_fixtures import values_view
@@ -129,7 +130,7 @@ def so(spark, pv):
     from superop.runtime import SuperOpSession
     old = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    yield SuperOpSession(spark, catalog())
+    yield SuperOpSession(spark, recheck_locally(catalog()))
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", old)
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 
 from superop import families
+from superop.dsl import STREAMING
 from superop.ir import lower
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.generalize import Pattern, generalize
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.dsl import STREAMING
 from superop.verify.streamability import check_streamability
 
 from ..runtime.runtime_fixtures import SCHEMA
@@ -72,7 +73,7 @@ def test_generalization_rejects_a_buffering_pattern_with_its_reason():
 @pytest.fixture(scope="module")
 def sorted_session(spark, ops_empty):
     sqls = [q.format(t="ops") for q in SORTED] + [SORTED[2].format(t="ops_empty")]
-    return SuperOpSession(spark, make_catalog(bounded_rules(sqls=sqls, schema=ops_empty)))
+    return SuperOpSession(spark, recheck_locally(make_catalog(bounded_rules(sqls=sqls, schema=ops_empty))))
 
 
 # a keyed program has no partition over an empty input; the keyless one (GA) has one row

@@ -8,11 +8,30 @@ import pytest
 from sqlglot import exp
 
 from superop.errors import SqlError
-from superop.ir import (Aggregate, Field, Join, Limit, Opaque, Project, Rename, Scan, Select, Sort,
-                        UnionAll, Window, binary_unions, lower, render, shape, shared_nodes, to_sql,
-                        walk)
+from superop.ir import (
+    Aggregate,
+    Field,
+    Join,
+    Limit,
+    Opaque,
+    Project,
+    Rename,
+    Scan,
+    Select,
+    Sort,
+    UnionAll,
+    Window,
+    binary_unions,
+    lower,
+    render,
+    shape,
+    shared_nodes,
+    to_sql,
+    walk,
+)
 from superop.ir.lower import unresolved
-from superop.workloads.paper import PAPER_SCHEMA as S, TABLE2_CORPUS
+from superop.workloads.paper import PAPER_SCHEMA as S
+from superop.workloads.paper import TABLE2_CORPUS
 from superop.workloads.tpch import QUERIES, TPCH_SCHEMA
 
 

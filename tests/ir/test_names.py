@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from superop.errors import SqlError
-from superop.ir import (DictSchema, Scan, TableName, UnionAll, lower, render, shared_nodes, to_sql,
-                        walk)
+from superop.ir import DictSchema, Scan, TableName, UnionAll, lower, render, shared_nodes, to_sql, walk
 from superop.ir.lower import qualify_query
 
 COLS = {"a": "int", "b": "int", "s": "int"}
@@ -54,6 +53,7 @@ def test_qualified_names_are_generated_as_written(q, written):
 
 def test_plan_cli_shows_the_qualified_name(tmp_path, capsys):
     import json
+
     from superop.cli import main
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"sales.ops": COLS}))

@@ -30,6 +30,7 @@ PLANTED = [
 
 def main(out: str, codecs: list[str]) -> None:
     from pyspark.sql import SparkSession
+
     from superop.workloads.loggen import register_tables
     for codec in codecs:
         d = Path(out) / codec

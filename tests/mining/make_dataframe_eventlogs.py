@@ -21,6 +21,7 @@ APP = "dataframe-diamonds"
 def main(out: str) -> None:
     from pyspark.sql import SparkSession, Window
     from pyspark.sql import functions as F
+
     from superop.workloads.loggen import register_tables
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)

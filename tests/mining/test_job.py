@@ -124,6 +124,7 @@ def test_mlflow_run_logged_to_local_store(bundled, monkeypatch):
 def test_mlflow_tracking_uri_is_honored(bundled, tmp_path, monkeypatch, seed_mlflow_db):
     """MLFLOW_TRACKING_URI wins over the default store in the output directory."""
     from mlflow.tracking import MlflowClient
+
     from superop.mining.job import _log_mlflow
     uri = seed_mlflow_db(tmp_path / "elsewhere.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)

@@ -5,8 +5,7 @@ from collections import Counter
 from superop.families import regroup
 from superop.ir import lower, shape
 from superop.mining.normalize import normalize, template_id
-from superop.workloads.loggen import (LOG_SCHEMA, generate_log, generate_tables, load_truth,
-                                      mining_schema)
+from superop.workloads.loggen import LOG_SCHEMA, generate_log, generate_tables, load_truth, mining_schema
 
 
 def test_plants_every_family_kind_and_table2_shape():

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import random
 
-
-from superop.ir import lower
 from superop import families
 from superop.families import Side, build_program, first_match
+from superop.ir import lower
 from superop.rules_out.catalog import make_catalog, validate
 from superop.rules_out.diff import diff, format_diff
 from superop.rules_out.generalize import Pattern, edges_of, generalize, rule_id

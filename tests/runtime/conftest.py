@@ -3,10 +3,20 @@ from __future__ import annotations
 
 import pytest
 
-from .runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
-                              catalog_rules, values_view, verifier_certificates)
-from superop.rules_out.catalog import make_catalog
 from superop.rewrite.rewriter import Rewriter
+from superop.rules_out.catalog import make_catalog
+from superop.rules_out.signing import sign_catalog, signing_key
+
+from .runtime_fixtures import (
+    ACCOUNTS_ROWS,
+    ACCOUNTS_SCHEMA,
+    OPS_ROWS,
+    OPS_SCHEMA,
+    SCHEMA,
+    catalog_rules,
+    values_view,
+    verifier_certificates,
+)
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +35,8 @@ def catalog():
     rules, status = verifier_certificates(catalog_rules())
     # every template instance the runtime generates must pass the real verifier
     assert all(v == "verified" for v in status.values()), status
-    return make_catalog(rules, version="test")
+    # signed, as the nightly job signs what the verifier just proved (the tests' key store)
+    return sign_catalog(make_catalog(rules, version="test"), signing_key(), "tests (fresh proofs)")
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession
 from superop.runtime.cache import Decision, DecisionCache, template_of
 from superop.sparkutil import bag
@@ -75,7 +76,7 @@ def test_miss_on_a_new_catalog_checksum(spark, ops, catalog):
     assert not _hit(a.rewrite(DU_Q)) and _hit(a.rewrite(DU_Q))
     # another catalog (another checksum) that also admits the query: its DU rule alone
     other = make_catalog([r for r in catalog["rules"] if r["family"] == "DU"], version="other")
-    b = SuperOpSession(spark, other, gate="exchanges", cache=shared)
+    b = SuperOpSession(spark, recheck_locally(other), gate="exchanges", cache=shared)
     r = b.rewrite(DU_Q)
     assert not _hit(r) and r.changed
 
@@ -159,6 +160,7 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     changed, or a view replaced by another definition (a new table version), is decided
     again."""
     from superop.runtime import SuperOpSession
+
     from .runtime_fixtures import OPS_ROWS, OPS_SCHEMA, values_view
     so = SuperOpSession(spark, catalog, gate=False)
     r1 = so.rewrite(DU_Q)

@@ -1,4 +1,5 @@
-"""The catalog format: schema, checksum, certificates, atomic write, MLflow URIs."""
+"""The catalog format: schema, checksum, certificates, atomic write, MLflow URIs (signatures:
+tests/rules_out/test_signing.py)."""
 from __future__ import annotations
 
 import copy
@@ -6,18 +7,29 @@ import json
 
 import pytest
 
+from superop.rules_out.catalog import (
+    CatalogError,
+    canonical_json,
+    certificate,
+    checksum,
+    load_catalog,
+    make_catalog,
+    make_rule,
+    problems,
+    write_catalog,
+)
+from superop.rules_out.signing import signing_key
+
 from .runtime_fixtures import catalog_rules
-from superop.rules_out.catalog import (CatalogError, canonical_json, certificate, checksum, load_catalog,
-                                       make_catalog, make_rule, problems, write_catalog)
 
 
 def test_roundtrip_and_checksum(tmp_path):
     cat = make_catalog(catalog_rules(), version="t1", source={"log": "x.jsonl", "window": None,
                                                               "content_hash": "sha256:00"})
     p = tmp_path / "catalog.json"
-    written = write_catalog(p, cat)
+    written = write_catalog(p, cat, signer=signing_key(), signed_by="tests")
     loaded = load_catalog(p)
-    assert loaded == written
+    assert loaded == written and loaded["signature"]["signed_by"] == "tests"
     assert loaded["checksum"] == checksum(loaded["rules"])
     # canonical JSON: key order does not change the checksum
     shuffled = [dict(reversed(list(r.items()))) for r in loaded["rules"]]
@@ -34,13 +46,13 @@ def test_refuses_tampered_unverified_and_malformed(tmp_path):
     p = tmp_path / "c.json"
     p.write_text(json.dumps(bad))
     with pytest.raises(CatalogError, match="checksum mismatch"):
-        load_catalog(p)
+        load_catalog(p, require_verified=False)
     unv = copy.deepcopy(cat)
     unv["rules"][1]["certificates"].append(certificate("unknown", "bounded", "superop.verify", K=4))
     unv["checksum"] = checksum(unv["rules"])
-    p.write_text(json.dumps(unv))
+    assert any("certificate status unknown" in x for x in problems(unv))
     with pytest.raises(CatalogError, match="unknown"):
-        load_catalog(p)
+        write_catalog(p, unv, signer=signing_key())         # nothing unverified is signed
     none = copy.deepcopy(cat)
     none["rules"][2]["certificates"] = []
     none["checksum"] = checksum(none["rules"])
@@ -52,7 +64,7 @@ def test_refuses_tampered_unverified_and_malformed(tmp_path):
     assert len(problems(mal)) >= 2
     p.write_text("{not json")
     with pytest.raises(CatalogError, match="not valid JSON"):
-        load_catalog(p)
+        load_catalog(p, require_verified=False)
     with pytest.raises(CatalogError, match="not found"):
         load_catalog(tmp_path / "missing.json")
     with pytest.raises(CatalogError, match="template"):
@@ -68,7 +80,7 @@ def test_write_is_atomic(tmp_path):
     bad["rules"][0]["family"] = "nope"
     with pytest.raises(CatalogError):
         write_catalog(p, bad)
-    assert load_catalog(p) == good            # the previous catalog is untouched
+    assert load_catalog(p, require_verified=False) == good     # the previous catalog is untouched
     assert [f.name for f in tmp_path.iterdir()] == ["catalog.json"]
 
 
@@ -76,7 +88,7 @@ def test_load_from_mlflow_run(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")   # a throwaway local store
     src = tmp_path / "out" / "catalog.json"
-    cat = write_catalog(src, make_catalog(catalog_rules()))
+    cat = write_catalog(src, make_catalog(catalog_rules()), signer=signing_key())
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
     try:
         # an experiment of this store (the fluent API may remember another store's one)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from .runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, values_view
-from .test_differential import CASES
 from superop.sparkutil import bag
+
+from .runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, values_view
+from .test_differential import CASES, DU, _dj
+
+DU_SIGMA, DJ_INNER = DU["sigma"], _dj("inner", "sigma-rho")
 
 pytest.importorskip("grpc", reason="Spark Connect needs the connect extra (grpcio, grpcio-status, "
                                    "googleapis-common-protos)")
@@ -89,10 +92,35 @@ def test_uncovered_and_bad_queries_pass_through_on_connect(cso):
         assert not r.changed and r.sql == q
 
 
+@pytest.mark.parametrize("sql,rule", [(DU_SIGMA, "du-2way"), (DJ_INNER, "dj-inner")], ids=["DU", "DJ"])
+def test_enable_on_a_connect_session(connect, catalog, sql, rule):
+    from superop.runtime import disable, enable
+
+    from .test_enable import exchanges
+    before = connect.sql(sql)
+    n, want = exchanges(before), bag(before.collect())
+    so = enable(connect, catalog, gate="exchanges")
+    try:
+        df = connect.sql(sql)
+        assert exchanges(df) < n and bag(df.collect()) == want
+        assert so.counters[f"rule: {rule}"] == 1
+        connect.conf.set("spark.superop.enabled", "false")     # the kill switch, over the wire
+        assert exchanges(connect.sql(sql)) == n
+        connect.conf.set("spark.superop.enabled", "true")
+        connect.conf.set("spark.superop.rules.exclude", rule)
+        assert exchanges(connect.sql(sql)) == n
+    finally:
+        connect.conf.unset("spark.superop.enabled")
+        connect.conf.unset("spark.superop.rules.exclude")
+        disable(connect)
+    assert exchanges(connect.sql(sql)) == n
+
+
 def test_the_flag_form_runs_in_a_server_side_clone(connect):
     """Spark's merge settings as a form on Connect: planned and run in a clone of the server
     session (SparkSession.cloneSession), the caller's settings untouched, equal rows."""
     from superop.rules_out.catalog import make_catalog
+    from superop.rules_out.signing import sign_catalog, signing_key
     from superop.runtime import SuperOpSession
     from superop.runtime.merge_flags import FORM, MERGE_FLAGS
     connect.range(0, 40, 1, 2).selectExpr(
@@ -101,7 +129,8 @@ def test_the_flag_form_runs_in_a_server_side_clone(connect):
     q = ("SELECT (SELECT count(*) FROM mf_c WHERE h < 2) AS n, (SELECT sum(x) FROM mf_c WHERE h >= 4) AS s, "
          "(SELECT max(x) FROM mf_c WHERE h = 9) AS empty_max")
     before = {k: connect.conf.get(k) for k in MERGE_FLAGS}
-    so = SuperOpSession(connect, make_catalog([], version="no-rules"), gate="exchanges", cache=False)
+    no_rules = sign_catalog(make_catalog([], version="no-rules"), signing_key(), "tests")
+    so = SuperOpSession(connect, no_rules, gate="exchanges", cache=False)
     r = so.rewrite(q)
     assert r.applied == [FORM] and r.conf == MERGE_FLAGS and r.exchanges_after < r.exchanges_before, r.explanation
     df = so.sql(q)

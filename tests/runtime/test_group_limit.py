@@ -66,7 +66,7 @@ def test_the_rules_admit_the_form_only_where_a_proof_covers_it(catalog):
 
 def test_the_session_ranks_both_forms(spark, ops, catalog):
     from superop.runtime import SuperOpSession
-    so = SuperOpSession(spark, catalog, gate="off", cache=False)
+    so = SuperOpSession(spark, catalog, gate="ungated", cache=False)
     r = so.rewrite(ADMITTED["inner-min"])
     labels = [c["label"] for c in r.candidates]
     assert labels == ["mj-inner", "mj-inner[group-limit]", "mj-inner[partition-wide]"], labels

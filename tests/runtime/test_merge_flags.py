@@ -15,6 +15,7 @@ import pytest
 from superop.explain import explain_text, parse_explain, reuse_subqueries, parse_tree
 from superop.ir.dialect import parse_one
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.signing import sign_catalog, signing_key
 from superop.runtime import SuperOpSession
 from superop.runtime.calibration import CONSTANTS
 from superop.runtime.merge_flags import FORM, MERGE_FLAGS, may_merge, session_with
@@ -44,7 +45,7 @@ def big(spark):
 
 @pytest.fixture(scope="module")
 def empty_catalog():
-    return make_catalog([], version="no-rules")
+    return sign_catalog(make_catalog([], version="no-rules"), signing_key(), "tests")
 
 
 def _flags_of(spark) -> dict:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from .runtime_fixtures import values_view
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
+
+from .runtime_fixtures import values_view
 
 paper = pytest.importorskip("superop.workloads.paper")
 

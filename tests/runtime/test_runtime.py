@@ -11,13 +11,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pandas as pd
 import pytest
 
-from .runtime_fixtures import OPS_ROWS, STREAMING_FOLDS, catalog_rules, rule_certificates
+from superop.dsl import BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit, SortKey, e
+from superop.dsl.interpreter import run_program
 from superop.rules_out.catalog import make_catalog, make_rule, write_catalog
+from superop.rules_out.signing import signing_key
+from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession, compile_program, run_generic
 from superop.runtime.plan import analyze_plan
 from superop.sparkutil import bag
-from superop.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit, SortKey, e)
-from superop.dsl.interpreter import run_program
+
+from .runtime_fixtures import OPS_ROWS, STREAMING_FOLDS, catalog_rules, rule_certificates
 
 DU_Q = ("SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
         "UNION ALL SELECT a, count(*) AS t FROM ops WHERE c < 5 GROUP BY a")
@@ -52,21 +55,21 @@ def test_uncovered_queries_come_back_byte_for_byte(so, sql):
 
 
 def test_catalog_without_the_family_and_edge_restrictions(spark, ops):
-    only_du = SuperOpSession(spark, make_catalog([make_rule("DU", aggregates=STREAMING_FOLDS,
-                                                            certificates=rule_certificates("du-2way"))]))
+    only_du = SuperOpSession(spark, recheck_locally(make_catalog([make_rule(
+        "DU", aggregates=STREAMING_FOLDS, certificates=rule_certificates("du-2way"))])))
     assert only_du.rewrite(DU_Q).changed
     assert only_du.rewrite(DJ_Q).sql == DJ_Q
     # the spool->γ edges admit only ρ: the σ's of DU_Q are outside the abstract tree
     rho_only = make_rule("DU", rule_id="du-rho", aggregates=STREAMING_FOLDS,
                          edges=[("Rename",), ("Rename",), ("Select", "Project", "Rename"),
                                 ("Select", "Project", "Rename")], certificates=rule_certificates("du-2way"))
-    s = SuperOpSession(spark, make_catalog([rho_only]))
+    s = SuperOpSession(spark, recheck_locally(make_catalog([rho_only])))
     r = s.rewrite(DU_Q)
     assert not r.changed and "Select on an edge" in r.explanation
     assert s.rewrite(DU_Q.replace(" WHERE b > 0", "").replace(" WHERE c < 5", "")).changed
     # a join-kind restricted rule does not fire on another kind
-    left_only = SuperOpSession(spark, make_catalog([make_rule("DJ", join_kinds=["left"], aggregates=STREAMING_FOLDS,
-                                                              certificates=rule_certificates("dj-left"))]))
+    left_only = SuperOpSession(spark, recheck_locally(make_catalog([make_rule(
+        "DJ", join_kinds=["left"], aggregates=STREAMING_FOLDS, certificates=rule_certificates("dj-left"))])))
     assert left_only.rewrite(DJ_Q).sql == DJ_Q
     assert left_only.rewrite(DJ_Q.replace(" JOIN ", " LEFT JOIN ", 1)).applied == ["dj-left"]
 
@@ -193,7 +196,7 @@ def test_compile_program_matches_interpreter(spark, ops, name):
 @pytest.fixture(scope="module")
 def cli_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
-    write_catalog(d / "catalog.json", make_catalog(catalog_rules()))
+    write_catalog(d / "catalog.json", make_catalog(catalog_rules()), signer=signing_key())
     (d / "schema.json").write_text(json.dumps({"ops": {"a": "int", "b": "int", "c": "int", "d": "string",
                                                       "s": "int"}}))
     return d

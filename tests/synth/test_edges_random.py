@@ -8,11 +8,11 @@ import random
 import pandas as pd
 import pytest
 
+from superop.dsl.interpreter import run_program
+from superop.dsl.plan_eval import eval_plan
 from superop.ir import lower, shape
 from superop.sparkutil import bag
 from superop.synth.corpus import PAPER_SCHEMA
-from superop.dsl.interpreter import run_program
-from superop.dsl.plan_eval import eval_plan
 from superop.synth.synthesizer import synthesize
 
 

@@ -4,10 +4,21 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from superop.sparkutil import bag
-from superop.dsl import (BUFFERING, STREAMING, Accumulator, Flag, Neighbour, PartitionEmit, Program, RowEmit,
-                         RowNumber, SortKey, e)
+from superop.dsl import (
+    BUFFERING,
+    STREAMING,
+    Accumulator,
+    Flag,
+    Neighbour,
+    PartitionEmit,
+    Program,
+    RowEmit,
+    RowNumber,
+    SortKey,
+    e,
+)
 from superop.dsl.interpreter import ProgramError, run_program
+from superop.sparkutil import bag
 
 OPS = ["a", "b", "c", "d", "s"]
 

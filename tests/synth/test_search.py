@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower
-from superop.sparkutil import bag
-from superop.synth.corpus import CORPUS, CORPUS_BY_NAME, FOUND, PAPER_SCHEMA
 from superop.dsl import STREAMING, Program
 from superop.dsl.interpreter import run_program_rows
 from superop.dsl.plan_eval import eval_plan
+from superop.ir import lower
+from superop.sparkutil import bag
+from superop.synth.corpus import CORPUS, CORPUS_BY_NAME, FOUND, PAPER_SCHEMA
 from superop.synth.synthesizer import Synthesizer, synthesize
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from superop.sparkutil import bag
-from superop.synth.corpus import CORPUS
 from superop.dsl.interpreter import run_program
 from superop.dsl.plan_eval import eval_plan
+from superop.sparkutil import bag
+from superop.synth.corpus import CORPUS
 
 OPS_COLS = ["a", "b", "c", "d", "s"]
 N_DATASETS = 1
@@ -94,6 +94,7 @@ def test_output_types_are_sparks(corpus_results, spark_outputs):
 def test_typed_columns_date_bool_double(spark):
     """Dates, booleans and doubles: synthesized by search, judged by Spark."""
     import datetime as dt
+
     from superop.synth.synthesizer import synthesize
     schema = {"ev": {"id": "int", "name": "string", "amt": "double", "ok": "boolean", "day": "date"}}
     sql = ("SELECT name, AVG(amt) AS v, MAX(day) AS last FROM ev WHERE ok AND day >= DATE '2020-01-02' "

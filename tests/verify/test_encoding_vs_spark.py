@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from superop.families import build_program
 from superop.ir import lower
 from superop.sparkutil import bag
-from superop.families import build_program
 from superop.verify.check import evaluate
 from superop.verify.corpus import OPS_SCHEMA, TABLE2
 from superop.verify.replay import run_program_on_rows, run_sql_on_rows

@@ -4,6 +4,7 @@ fifteen aggregates in one scan), with the original's row at SF 0.01."""
 from __future__ import annotations
 
 from superop.rules_out.catalog import make_catalog
+from superop.rules_out.signing import sign_catalog, signing_key
 from superop.runtime import SuperOpSession
 from superop.runtime.merge_flags import FORM, MERGE_FLAGS
 from superop.sparkutil import bag
@@ -12,7 +13,8 @@ from superop.workloads.tpcds import queries
 
 def test_q9_takes_the_flag_form_with_equal_rows(tpcds_session):
     q = queries()["q9"]
-    so = SuperOpSession(tpcds_session, make_catalog([], version="no-rules"), cache=False)
+    no_rules = sign_catalog(make_catalog([], version="no-rules"), signing_key(), "tests")
+    so = SuperOpSession(tpcds_session, no_rules, cache=False)
     r = so.rewrite(q)
     assert r.changed and r.applied == [FORM] and r.conf == MERGE_FLAGS, r.explanation
     assert r.exchanges_after < r.exchanges_before
