@@ -283,11 +283,9 @@ def _test(on: OnClause, lp: Any, rp: Any, phi_r: Optional[exp.Expr], accs: Accs)
     v = to_ns(rp.projection[on.inner][1], "row")
     mn = accs.acc("min", v, phi_r) if on.op in ("ne", "gt", "ge") else None
     mx = accs.acc("max", v, phi_r) if on.op in ("ne", "lt", "le") else None
-    tests: list[exp.Expr] = []
-    for t in (is_true((exp.LT if on.op != "ge" else exp.LTE)(this=mn, expression=u.copy())) if mn is not None else None,
-              is_true((exp.GT if on.op != "le" else exp.GTE)(this=mx, expression=u.copy())) if mx is not None else None):
-        if t is not None:
-            tests.append(t)
+    lower = is_true((exp.LT if on.op != "ge" else exp.LTE)(this=mn, expression=u.copy())) if mn is not None else None
+    upper = is_true((exp.GT if on.op != "le" else exp.GTE)(this=mx, expression=u.copy())) if mx is not None else None
+    tests: list[exp.Expr] = [t for t in (lower, upper) if t is not None]
     return tests[0] if len(tests) == 1 else exp.Paren(this=exp.or_(*tests, copy=False))
 
 
