@@ -19,6 +19,7 @@ from sqlglot.optimizer.qualify import qualify
 from ..errors import SqlError
 from .dialect import DIALECT, dialect
 from .lowering import Lowerer
+from .lowering.generators import expand_generators
 from .lowering.exprs import columns_outside_queries
 from .names import TableName, ident
 from .nodes import (Limit, Node, Opaque, Rename, Scan, UnionAll, expressions_of, intern,
@@ -62,7 +63,7 @@ def qualify_query(sql: str, schema: object) -> Qualified:
     ``db.t`` and ``cat.db.t``; and it would identify tables by their last part. So every
     table reference is renamed to a private key (one per distinct written name) for the
     qualification and renamed back afterwards — the AST keeps the user's names."""
-    tree = parse(sql)
+    tree = expand_generators(parse(sql))
     src = schema_source(schema)
     cs = src.case_sensitive
     keys: dict[tuple[str, ...], str] = {}

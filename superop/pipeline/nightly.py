@@ -215,8 +215,7 @@ def _certificate_at(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -
         if not sql:
             continue
         try:
-            cert = check_and_certify(sql, sch, K=K, timeout_ms=int(verify_timeout_s * 1000),
-                                     emitted=True)
+            cert = check_and_certify(sql, sch, K=K, timeout_ms=int(verify_timeout_s * 1000))
         except Exception as e:  # e.g. the template refuses the pattern: nothing the runtime would run
             log.warning("no certificate for %s: %s", o.candidate, e)
             continue

@@ -7,11 +7,19 @@ Two kinds, both carrying everything a re-check needs (``inputs``, hashed into
 * **bounded** (``method: bounded``) — ``check_equivalence`` of one sub-query (SQL + schema)
   and one program, for input tables of at most K rows. ``program_source`` says whose
   program it is: ``runtime-template`` (what ``build_program`` returns for the sub-query:
-  what the runtime runs) or ``given`` (any other program, e.g. the synthesizer's).
-  ``emitted_sql`` says how the SQL the runtime emits for the pattern is covered:
-  ``checked_by: bounded`` (lowered and checked plan vs plan) or ``differential-tests``.
+  what the runtime runs) or ``given`` (any other program, e.g. the synthesizer's). A
+  runtime-template certificate is about ONE instance: its SQL is the match alone,
+  canonical (:mod:`superop.families.identity`; no context around it), ``instance`` its
+  key — what the runtime looks up before it applies a match.
 * **inductive** (``method: inductive``) — the unbounded proof of a template program for a
   symbolic instance (:mod:`superop.verify.template_proofs`), with its obligations.
+
+Both carry ``emitted_sql``, how the SQL the runtime emits for the instance is covered —
+``checked_by: bounded`` (lowered and checked plan vs plan, ``status``) or
+``differential-tests`` (``reason``) — and its claim (the SQL and the verdict) is part of
+the hashed inputs, re-derived on every check: it cannot be dropped, swapped or
+downgraded. The bound too: ``K`` shown equals ``inputs.K``, which is at least
+:func:`superop.families.coverage.min_bound` (3; configurable upward only).
 
 ``covers`` (the shape the rule catalog uses to admit exactly what is covered)::
 
@@ -38,12 +46,13 @@ from typing import Optional
 
 from .. import __version__
 from ..dsl import Program
-from ..families.coverage import certificate_covers, covers_of, match_of, runtime_program
+from ..families.coverage import certificate_covers, covers_of, match_of, min_bound, runtime_program
+from ..families.identity import Instance, instance_of_sql, is_canonical
 from ..families.instances import find, find_by, program_of
 from ..ir import lower, shape
 from ..ir.keys import KEYS_ENTRY
 from .check import check_rewrite, check_sql
-from .emitted import check_emitted
+from .emitted import BOUNDED, DIFFERENTIAL, NOT_MODELLED, check_emitted, claim_of, emitted_sql, lowers_fully
 from .result import UNSUPPORTED, VERIFIED, Result
 from .streamability import check_streamability, find_match
 from .template_proofs import prove_instance
@@ -100,7 +109,8 @@ def _z3_version() -> str:
 # bounded
 # ---------------------------------------------------------------------------
 def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
-                        program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "") -> dict:
+                        program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "",
+                        output_types: Optional[list] = None, input_types: Optional[dict] = None) -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
               "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
@@ -110,6 +120,12 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
               "replaces": "match" if program_source == RUNTIME else "query"}
     if form:     # the family's alternative form (its covers' variant): what the runtime runs in it
         inputs["form"] = form
+    if program_source == RUNTIME:
+        # the column types the emitted SQL is compiled with (the runtime compiles an
+        # instance this certificate covers with them) and the emitted SQL's claim
+        inputs["output_types"] = list(output_types) if output_types is not None else None
+        inputs["input_types"] = dict(input_types) if input_types is not None else None
+        inputs["emitted_sql"] = claim_of(emitted or {})
     try:
         pattern = shape(lower(sql, schema).plan)
     except Exception:  # the certificate is still valid without a pattern string
@@ -137,6 +153,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         cert["premises"] = covers["premises"]
     if emitted is not None:
         cert["emitted_sql"] = emitted
+    if program_source == RUNTIME:
+        cert["instance"] = Instance(sql, schema, form).key
     st = _streamability(sql, schema)
     if st is not None:
         cert["streamability"] = st
@@ -166,25 +184,32 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
 
 
 def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
-                      emitted: bool = False, form: str = "") -> dict:
-    """Check ``program`` against the whole query ``sql`` and certify the result. Default: the
-    program the runtime builds for the query's match, checked as the runtime applies it
-    (the match replaced by the program, everything around it as written).
-    ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`).
-    ``form``: the family's alternative form (e.g. Min & Join's ``group-limit``) — its
-    program and its emitted SQL; the certificate covers the instance in that form only."""
-    source = GIVEN
-    if program is None:
-        program, source = runtime_program(sql, schema, form), RUNTIME
-    r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
-    em = None
-    if emitted and r.status == VERIFIED:
-        em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form)
-        if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
-            r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
-                       reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
-    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em,
-                                         form=form))
+                      form: str = "", output_types: Optional[list] = None,
+                      input_types: Optional[dict] = None) -> dict:
+    """Certify the instance of ``sql``'s match. Default (``program`` None): the program the
+    runtime builds for it, checked on the match ALONE — the query's top-most match as its
+    canonical instance (:mod:`superop.families.identity`), whatever context ``sql`` has
+    around it — and the SQL the runtime emits for it (:mod:`superop.verify.emitted`),
+    compiled with ``output_types`` / ``input_types`` (Spark's types of the match's output
+    and of its source's columns, when the caller knows them: the runtime compiles an
+    instance this certificate covers with exactly these). ``form``: the family's
+    alternative form (e.g. Min & Join's ``group-limit``) — its program and its emitted
+    SQL; the certificate covers the instance in that form only. A ``program`` given is
+    checked against the whole query (a certificate no catalog accepts)."""
+    if program is not None:
+        r = _check(sql, schema, program, K, timeout_ms, "query")
+        return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=GIVEN))
+    inst = instance_of_sql(sql, schema, form)
+    sql, schema = inst.sql, inst.schema
+    program = runtime_program(sql, schema, form)
+    r = _check(sql, schema, program, K, timeout_ms, "match")
+    em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form, output_types=output_types,
+                       input_types=input_types)
+    if r.status == VERIFIED and em.get("checked_by") == BOUNDED and em.get("status") != VERIFIED:
+        r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
+                   reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
+    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=RUNTIME, emitted=em,
+                                         form=form, output_types=output_types, input_types=input_types))
 
 
 def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
@@ -199,14 +224,34 @@ def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: s
 # ---------------------------------------------------------------------------
 # inductive
 # ---------------------------------------------------------------------------
-def inductive_certificate(result: Result, instance, timeout_ms: int = 20000) -> dict:
+# the bounds of the emitted-SQL check of a symbolic instance (its predicates and projections
+# uninterpreted: the compiled SQL of every instantiation, on tables of at most K rows), the
+# first one that does not time out
+SYMBOLIC_EMITTED_K = (2, 1)
+
+
+def symbolic_emitted(instance, timeout_ms: int = 20000, K: Optional[int] = None) -> dict:
+    """The ``emitted_sql`` record of a template proof: the SQL the runtime emits for its
+    symbolic instance, checked against the instance's query (bounded, the functions
+    uninterpreted), at ``K`` or else at the first of :data:`SYMBOLIC_EMITTED_K` Z3 decides."""
+    rec: dict = {}
+    for k in ((K,) if K is not None else SYMBOLIC_EMITTED_K):
+        rec = check_emitted(instance.sql, instance.schema, K=k, timeout_ms=timeout_ms,
+                            form=instance.covers.variant, functions=dict(instance.functions))
+        if rec.get("status") != "unknown":
+            break
+    return rec
+
+
+def inductive_certificate(result: Result, instance, timeout_ms: int = 20000,
+                          emitted: Optional[dict] = None) -> dict:
     """Certificate for :func:`superop.verify.template_proofs.prove_instance` of
     ``instance`` (a family's ``ProofInstance``)."""
     det = result.details
     inputs = {"kind": "template-proof", "template": instance.name,
               "instance_sql": instance.sql, "functions": dict(instance.functions),
               "program_sha256": det.get("program_sha256"), "emit_outputs": det.get("emit_outputs"),
-              "timeout_ms": timeout_ms}
+              "timeout_ms": timeout_ms, "emitted_sql": claim_of(emitted or {})}
     cert = {
         "status": result.status, "method": "inductive", "K": None,
         "produced_by": produced_by(), "checked_at": _now(), "z3_version": _z3_version(),
@@ -220,19 +265,35 @@ def inductive_certificate(result: Result, instance, timeout_ms: int = 20000) -> 
                         for o in det.get("obligations", [])],
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if emitted is not None:
+        cert["emitted_sql"] = emitted
     if result.status != VERIFIED:
         cert["reason"] = result.reason
     return cert
 
 
+_EMITTED: dict = {}      # instance name, program hash -> the emitted-SQL record (a pure function of both)
+
+
 def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
-    """Prove a template instance and certify the result. ``instance``: a family's
-    ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
-    :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
+    """Prove a template instance and certify the result, with the check of the SQL the
+    runtime emits for it. ``instance``: a family's ``ProofInstance``, an instance name
+    (``"DJ/left"``), or a family name with :func:`superop.verify.instances.find_by`'s
+    parameters (``"MJ", join_kind="full"``)."""
     if isinstance(instance, str):
         instance = find(instance) if "/" in instance else find_by(instance, **params)
     r = prove_instance(instance, timeout_ms=timeout_ms)
-    return _remember(inductive_certificate(r, instance, timeout_ms))
+    em = None
+    if r.status == VERIFIED:
+        key = (instance.name, instance.sql, r.details.get("program_sha256"))
+        if key not in _EMITTED:
+            _EMITTED[key] = symbolic_emitted(instance, timeout_ms)
+        em = _EMITTED[key]
+        if em.get("checked_by") == BOUNDED and em.get("status") != VERIFIED:
+            r = Result(em.get("status", "unknown"), method="inductive", K=None, seconds=r.seconds,
+                       reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}",
+                       details=r.details)
+    return _remember(inductive_certificate(r, instance, timeout_ms, em))
 
 
 # ---------------------------------------------------------------------------
@@ -253,6 +314,10 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
         return False, "carries no inputs to re-check (not produced by superop.verify)"
     if sha256_of(inputs) != cert.get("inputs_sha256"):
         return False, "inputs do not match inputs_sha256 (tampered)"
+    if cert.get("method") == "bounded" or inputs.get("kind") == "bounded-equivalence":
+        why = _bound_problem(cert, inputs)
+        if why:
+            return False, why
     if require_runtime and cert.get("program_source") != RUNTIME:
         return False, "is about a program the runtime does not build (not a runtime-template certificate)"
     kind = inputs.get("kind")
@@ -274,6 +339,19 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
     return True, "structure holds"
 
 
+def _bound_problem(cert: dict, inputs: dict) -> str:
+    """Why the bound of a bounded certificate does not hold up ("" when it does): the
+    shown K must be the K checked, and at least the minimum bound."""
+    K = inputs.get("K")
+    if not isinstance(K, int) or isinstance(K, bool):
+        return "carries no integer bound inputs.K"
+    if cert.get("K") != K:
+        return f"shows K={cert.get('K')} but its inputs were checked at K={K}"
+    if K < min_bound():
+        return f"holds for tables of at most {K} rows, below the minimum bound {min_bound()}"
+    return ""
+
+
 def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
     prog = Program.from_json(inputs["program"])
     h = program_sha256(prog)
@@ -282,10 +360,47 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
     if cert.get("program_source") == RUNTIME:
         if inputs.get("replaces") != "match":
             return False, "a runtime-template certificate must check the program in place of the match"
-        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"], str(inputs.get("form") or "")))
+        form = str(inputs.get("form") or "")
+        ok, why = is_canonical(inputs["sql"], inputs["schema"], form)
+        if not ok:
+            return False, why
+        if cert.get("instance") != Instance(inputs["sql"], inputs["schema"], form).key:
+            return False, "its instance key is not the key of the instance it checks"
+        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"], form))
         if now != h:
             return False, "the runtime now builds a different program for this pattern (templates changed)"
+        why = _emitted_problem(cert, inputs, lambda: emitted_sql(
+            inputs["sql"], inputs["schema"], form, inputs.get("output_types"), inputs.get("input_types")))
+        if why:
+            return False, why
     return True, ""
+
+
+def _emitted_problem(cert: dict, inputs: dict, derive) -> str:
+    """Why the certificate's claim about the SQL the runtime emits does not hold up without
+    Z3 ("" when it does): the claim is in the hashed inputs, its SQL is what the runtime
+    emits now, a bounded verdict is ``verified``, a SQL that lowers is left to
+    differential tests only where the encoder does not model it (the re-check with Z3
+    re-derives that too), and the displayed record agrees with the claim."""
+    claim = inputs.get("emitted_sql")
+    if not isinstance(claim, dict) or claim.get("checked_by") not in (BOUNDED, DIFFERENTIAL):
+        return "carries no emitted_sql claim in its inputs (how the SQL the runtime emits is covered)"
+    shown = cert.get("emitted_sql")
+    if not isinstance(shown, dict) or claim_of(shown) != claim:
+        return "its emitted_sql record differs from the claim in its inputs"
+    now, why = derive()
+    if now != claim.get("sql"):
+        return "the runtime now emits different SQL for this instance" if now else \
+            f"the runtime does not emit SQL for this instance: {why}"
+    if claim["checked_by"] == BOUNDED:
+        if claim.get("status") != VERIFIED:
+            return f"the SQL the runtime emits is {claim.get('status')}, not verified"
+        return ""
+    schema = inputs.get("schema") or {"t": {}}
+    lowers, _ = lowers_fully(now, schema) if now else (False, "")
+    if lowers and not str(claim.get("reason") or "").startswith(NOT_MODELLED):
+        return "its emitted SQL lowers but the certificate says it was left to differential tests"
+    return ""
 
 
 def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
@@ -302,6 +417,11 @@ def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
         return False, "the program proved is not the program the template builds now"
     if cert.get("program") is None or program_sha256(Program.from_json(cert["program"])) != h:
         return False, "the certificate's program does not hash to program_sha256"
+    schema_inputs = dict(inputs, schema=inst.schema)
+    why = _emitted_problem(cert, schema_inputs, lambda: emitted_sql(
+        inst.sql, inst.schema, inst.covers.variant, functions=dict(inst.functions)))
+    if why:
+        return False, why
     return True, ""
 
 
@@ -309,7 +429,7 @@ _RERUN: dict = {}   # _rerun_key -> (holds, why): re-running a check is a pure f
 
 
 def _rerun_key(cert: dict) -> str:
-    return sha256_of([cert.get("inputs_sha256"), cert.get("streamability"), cert.get("emitted_sql")])
+    return sha256_of([cert.get("inputs_sha256"), cert.get("streamability")])
 
 
 def _remember(cert: dict) -> dict:
@@ -347,20 +467,36 @@ def _rerun(cert: dict) -> tuple[bool, str]:
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if r.status != VERIFIED:
         return False, f"re-check gives {r.status}: {r.reason}"
-    if kind == "bounded-equivalence":
-        if cert.get("streamability", {}).get("ok"):
-            st = _streamability(inputs["sql"], inputs["schema"])
-            if not (st and st.get("ok")):
-                return False, "the recorded streamability check no longer holds"
-        em = cert.get("emitted_sql") or {}
-        if em.get("checked_by") == "bounded":
-            now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
-                                timeout_ms=int(inputs.get("timeout_ms", 20000)), form=str(inputs.get("form") or ""))
-            if now.get("sql") != em.get("sql"):
-                return False, "the runtime now emits different SQL for this pattern"
-            if now.get("status") != VERIFIED:
-                return False, f"the emitted SQL re-checks {now.get('status')}: {now.get('reason', '')}"
+    if kind == "bounded-equivalence" and cert.get("streamability", {}).get("ok"):
+        st = _streamability(inputs["sql"], inputs["schema"])
+        if not (st and st.get("ok")):
+            return False, "the recorded streamability check no longer holds"
+    why = _emitted_rerun(cert, inputs)
+    if why:
+        return False, why
     return True, f"re-checked ({cert.get('method')}, {r.seconds:.2f}s)"
+
+
+def _emitted_rerun(cert: dict, inputs: dict) -> str:
+    """Re-derive the emitted-SQL verdict with Z3: a claim the check does not give again
+    (another verdict, a differential claim where the encoder now models the SQL) fails."""
+    claim = inputs.get("emitted_sql") or {}
+    timeout = int(inputs.get("timeout_ms", 20000))
+    if inputs["kind"] == "bounded-equivalence":
+        if cert.get("program_source") != RUNTIME:
+            return ""
+        now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]), timeout_ms=timeout,
+                            form=str(inputs.get("form") or ""), output_types=inputs.get("output_types"),
+                            input_types=inputs.get("input_types"))
+    else:
+        K = claim.get("K") if claim.get("checked_by") == BOUNDED else None
+        now = symbolic_emitted(find(str(inputs["template"])), timeout, K if isinstance(K, int) else None)
+    if claim_of(now) != claim:
+        if now.get("checked_by") == BOUNDED and now.get("status") != VERIFIED:
+            return f"the emitted SQL re-checks {now.get('status')}: {now.get('reason', '')}"
+        return (f"its emitted_sql claim ({claim.get('checked_by')}, {claim.get('status') or claim.get('reason')}) "
+                f"is not what the check gives now ({now.get('checked_by')}, {now.get('status') or now.get('reason')})")
+    return ""
 
 
 def recheck_certificate(cert: dict, require_runtime: bool = False) -> bool:
