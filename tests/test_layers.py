@@ -64,7 +64,7 @@ def imports() -> list[tuple[str, str, bool, int]]:
         tree = ast.parse(path.read_text())
         is_pkg = path.name == "__init__.py"
 
-        def visit(node: ast.AST, in_func: bool) -> None:
+        def visit(node: ast.AST, in_func: bool, mod: str = mod, is_pkg: bool = is_pkg) -> None:
             for child in ast.iter_child_nodes(node):
                 nested = in_func or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                 if isinstance(child, ast.Import):
@@ -80,7 +80,7 @@ def imports() -> list[tuple[str, str, bool, int]]:
                         for a in child.names:
                             full = f"{base}.{a.name}"
                             out.append((mod, resolve(full if full in MODULES else base), nested, child.lineno))
-                visit(child, nested)
+                visit(child, nested, mod, is_pkg)
 
         visit(tree, False)
     return out
