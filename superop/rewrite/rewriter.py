@@ -38,6 +38,15 @@ from .proofs import Proof, ProofIndex
 
 # first-sight certification: (instance, match, form) -> a verified bounded certificate or None
 Certifier = Callable[[Instance, families.Match, str], Optional[dict]]
+UNCOVERED = "no proof covers"
+
+
+def instance_bound(matches: Sequence["Match"], trace: Sequence[str]) -> bool:
+    """Does a decision about these matches hold only for these literals? Yes when a match
+    is covered by a bounded certificate of its instance (another literal is another
+    instance) or an admitted instance was left uncovered (another may be covered)."""
+    return any(m.proof is not None and m.proof.kind == "instance" for m in matches) or \
+        any(UNCOVERED in t for t in trace)
 
 log = logging.getLogger("superop.runtime")
 
@@ -162,6 +171,11 @@ class Rewriter:
         self.uncovered: dict[str, Instance] = {}      # instance key -> instance (for the next nightly)
         self._lock = threading.Lock()
 
+    def uncovered_instances(self) -> list[Instance]:
+        """The instances matched and admitted that no proof covered (first seen first)."""
+        with self._lock:
+            return list(self.uncovered.values())
+
     @classmethod
     def admitting(cls, points: Sequence[Covers], rule_id: str = "instance") -> "Rewriter":
         """A rewriter whose one rule per family admits exactly ``points`` (what a
@@ -228,7 +242,7 @@ class Rewriter:
                 with self._lock:
                     self.uncovered.setdefault(key.key, key)
             where = f"instance {key.short}" if key is not None else "an instance that cannot be canonicalized"
-            why.append(f"{rule.id}: admits it, but no proof covers {where} (no unbounded proof contains it, "
+            why.append(f"{rule.id}: admits it, but {UNCOVERED} {where} (no unbounded proof contains it, "
                        f"no bounded certificate of it; recorded for the next nightly job)")
             return None
         types = None
@@ -407,10 +421,10 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict, form: str = "",
         chosen = [next((a for a in rw.alternatives(m, trace) if a.form == form), m) for m in chosen]
         if not any(m.form == form for m in chosen):
             return unchanged(sql, f"no match in the {form} form: " + " | ".join(trace), timings)
-    if output_types is not None or input_types is not None:
-        for m in chosen:       # the verifier's instance: its match is the whole query
-            if m.types is None and m.root is plan and len(m.root.fields) == len(output_types or m.root.fields):
-                m.types = (output_types, input_types)
+    top = chosen[-1]             # bottom-up: the top-most match (the verifier's instance)
+    if (output_types is not None or input_types is not None) and top.types is None \
+            and len(top.root.fields) == len(output_types or top.root.fields):
+        top.types = (output_types, input_types)
     new = rw.apply(plan, chosen)
     timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
     return RewriteResult(sql=new, applied=[m.rule_id for m in chosen], changed=True,

@@ -40,10 +40,11 @@ from ..ir.generate import to_sql
 from ..ir.keys import keys_fingerprint
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema, session_keys
-from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
+from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, instance_bound, prepare, unchanged
 from ..rules_out.catalog import load_catalog, validate
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
 from .cost import CONSTANTS, CostConstants, judge
+from .first_sight import first_sight
 from .plan import analyze_plan
 from .tablestats import CatalogStats, SessionProbe
 
@@ -77,7 +78,7 @@ class SuperOpSession:
                  schema: Optional[dict] = None, max_alternatives: int = 4,
                  analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
                  cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
-                 keys: Union[None, str, dict] = None):
+                 keys: Union[None, str, dict] = None, certify: Union[bool, str] = "auto"):
         """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
         like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
         mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
@@ -88,13 +89,17 @@ class SuperOpSession:
         once per catalog table a query reads and give the cost model the stored row
         counts and column NDVs (temp views have no table statistics and are skipped).
         ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
-        :class:`DecisionCache`, or False."""
+        :class:`DecisionCache`, or False. ``certify``: a match no proof in the catalog
+        covers is certified on first sight (bounded, a time limit; "auto": when Z3 is
+        installed, ``superop.runtime.first_sight``) or, with False, runs unchanged and is
+        listed by :meth:`uncovered_instances` for the next nightly job."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
         self.catalog = _load(catalog, require_verified=True)
-        self.rewriter = Rewriter(self.catalog)
+        self.certifier = first_sight(self._types_of, certify)
+        self.rewriter = Rewriter(self.catalog, certify=self.certifier)
         self.gate = _gate_mode(gate)
         self.keys = session_keys(keys)
         self.schema = schema
@@ -139,6 +144,11 @@ class SuperOpSession:
     def _snapshot(self, tables: tuple):
         """Settings and table versions, in one JVM call (tablestats.SessionProbe.snapshot)."""
         return self._probe.snapshot(PLAN_CONF, tables)
+
+    def uncovered_instances(self) -> list:
+        """The instances this session matched that no proof covers (and first-sight
+        certification did not certify): what the next nightly job should certify."""
+        return self.rewriter.uncovered_instances()
 
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
@@ -210,7 +220,9 @@ class SuperOpSession:
             if decision is not None:
                 t1 = time.perf_counter()
                 if decision.changed:
-                    decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
+                    # a decision that holds for these literals only is served for them only
+                    lits = () if decision.literal_sensitive else tpl.literals
+                    decision.render = self._render(sql, decision.label, lits, res.sql)
                 decision.literals = tpl.literals
                 self.cache.put(key, decision)
                 res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
@@ -275,12 +287,14 @@ class SuperOpSession:
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
         if not matches:
             why = "no rule matches" + (": " + " | ".join(trace) if trace else "")
-            return unchanged(sql, why, timings), Decision(False, explanation=why)
+            return unchanged(sql, why, timings), Decision(False, explanation=why,
+                                                          literal_sensitive=instance_bound([], trace))
         matches = prepare(matches, trace)
         if not matches:
             timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
             why = "no rule matches: " + " | ".join(trace)
-            return unchanged(sql, why, timings), Decision(False, explanation=why)
+            return unchanged(sql, why, timings), Decision(False, explanation=why,
+                                                          literal_sensitive=instance_bound([], trace))
         stats = CatalogStats(self.spark) if self.analyze_tables else None
         before = analyze_plan(self.spark, sql, stats, self.constants)
         t2b = time.perf_counter()
@@ -312,7 +326,8 @@ class SuperOpSession:
             ranked.append(entry)
         timings["gate_ms"] = (time.perf_counter() - t3) * 1e3
         sensitive = before.estimate.uses_cbo or any(
-            c.plan is not None and c.plan.estimate.uses_cbo for c in cands)
+            c.plan is not None and c.plan.estimate.uses_cbo for c in cands) or \
+            instance_bound([m for c in cands for m in c.matches], trace)
         common = dict(exchanges_before=before.exchanges, cost_before=before.cost, candidates=ranked)
         if not ok:
             rule = {"cost": f"no rewrite is predicted to be at least {self.constants.min_speedup:g}x faster",
