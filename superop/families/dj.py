@@ -49,6 +49,7 @@ class DiamondJoin(Family):
     N_WAY_KINDS = ("inner",)
     aggregates = AGG_FUNCS
     reasons = (Reason,)
+    proof_shape = "groups-join"
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:

@@ -35,6 +35,7 @@ class DiamondUnionAll(Family):
     max_branches = None
     aggregates = AGG_FUNCS
     reasons = (Reason,)
+    proof_shape = "groups-union"
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:

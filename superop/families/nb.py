@@ -47,9 +47,10 @@ from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window
-from .kit.covers import Covers
+from .kit import symbolic
+from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import Shape, bare_column, find_field, trace, tree_positions
-from .kit.family import Family, Slot, Streamability, edge_op_names
+from .kit.family import Family, ProofInstance, Slot, Streamability, edge_op_names
 from .kit.program import conj, is_true, keys_not_null, to_ns, unparen
 from .kit.records import Branch, CatalogNames, Match, NearMiss, Reason, ReasonCode, TemplateError
 
@@ -391,6 +392,10 @@ class NeighbourSelfJoin(Family):
     max_branches = None
     aggregates = ()
     reasons = (Reason, NBReason)
+    proof_shape = "neighbours"
+    # the variants proved by default (superop verify --templates); any other is built from its name
+    PROVED_VARIANTS = ("inner-1", "inner+1", "left-1", "left+1", "inner-1,inner+1", "left-1,left+1",
+                       "inner-2", "left-2")
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -525,6 +530,39 @@ class NeighbourSelfJoin(Family):
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
         return (f"a ranked view joined to itself at rank offsets ({skeleton[2]}); generalizes {n_patterns} "
                 f"verified pattern{'s' if n_patterns != 1 else ''}")
+
+    # -- proofs ---------------------------------------------------------------------------------
+    def proof_instance(self, name: str) -> ProofInstance:
+        """``NB/<variant>`` for ANY variant (``inner-1,left+2``): one symbolic instance per
+        variant, built from its name (the program differs with every kind and offset)."""
+        variant = name.split("/", 1)[1] if name.startswith(f"{self.name}/") else ""
+        uses: list[tuple[str, int]] = []
+        for part in variant.split(","):
+            kind = part.rstrip("+-0123456789")
+            try:
+                uses.append((kind, int(part[len(kind):])))
+            except ValueError:
+                raise KeyError(f"family {self.name} has no proof instance {name!r}") from None
+        if not uses or any(k not in self.join_kinds or d == 0 for k, d in uses):
+            raise KeyError(f"family {self.name} has no proof instance {name!r}")
+        sql, fns = symbolic.neighbour_instance(uses)
+        cov = Covers.make(self.name, join_kinds={k for k, _ in uses}, branches=len(uses) + 1,
+                          edges=[EDGE_OPS] * (len(uses) + 1), variant=variant)
+        return ProofInstance(name, sql, symbolic.NEIGHBOUR_SCHEMA, cov, fns, symbolic.NEIGHBOUR_ASSUMPTIONS)
+
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        return tuple(self.proof_instance(f"{self.name}/{v}") for v in self.PROVED_VARIANTS)
+
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"{self.name}/{join_kind}-1"
+
+    def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
+        """The instance of the skeleton's variant (its kinds and offsets)."""
+        try:
+            return (self.proof_instance(f"{self.name}/{skeleton[2]}"),)
+        except KeyError:
+            return ()
 
 
 def _is_equi_of(c: exp.Expr, j: Join) -> bool:

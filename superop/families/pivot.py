@@ -254,6 +254,7 @@ class PivotJoin(Family):
     max_branches = None
     aggregates = AGG_FUNCS
     reasons = (PivotReason, Reason)
+    proof_shape = "groups-join"
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -419,6 +420,14 @@ class PivotJoin(Family):
                 f"pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def fixed_grouping_keys(self, m: Match) -> tuple[dict[str, exp.Expr], ...]:
+        """Per use: the grouping keys it fixes to a constant (the partition keys are the rest)."""
+        return tuple(dict(u.fixed) for u in self.uses(m))
+
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"PJ/{join_kind}/{branches}"
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         return PROOF_INSTANCES
 
@@ -543,6 +552,21 @@ def proof_instance_sql(kind: str, n: int) -> str:
             f"SELECT {cols} FROM {frm}")
 
 
+PROOF_ASSUMPTIONS = (
+    "one partition key column (k INT) and one fixed key (y INT); the proof uses only NULL-safe "
+    "equality of keys, the encoding every key type shares",
+    "each use's constant is a symbolic value (the proof quantifies over it: any constants, equal or "
+    "not); a use's filter y = c holds on the groups of y = c only",
+    "aggregate arguments of type INT; the folds treat every argument type alike",
+    "edge predicates, projections and the joins' residuals are deterministic: each is an arbitrary "
+    "(uninterpreted) function of its inputs, which may return NULL or raise",
+    "ANSI mode: errors are outcomes; the program may not raise where the query does not",
+    "σ/π/ρ chains on an edge reduce to one σ and one π per edge (Algorithm 5)",
+    "a query aggregating with a subset of these functions is this instance with the other calls' "
+    "projections never raising and ignored by the upper edges",
+)
+
+
 def proof_functions(n: int) -> dict[str, str]:
     fs = {"p": "bool", **{f"f{j}": "int" for j in range(1, 6)}}
     for i in range(1, n + 1):
@@ -557,7 +581,8 @@ def _instances() -> tuple[ProofInstance, ...]:
             cov = Covers.make("PJ", join_kinds=[kind], branches=n, aggregates=STREAMING_FOLDS,
                               edges=[EDGE_OPS] * (n + 1))
             out.append(ProofInstance(f"PJ/{kind}/{n}", proof_instance_sql(kind, n), PROOF_SCHEMA, cov,
-                                     proof_functions(n)))
+                                     proof_functions(n), PROOF_ASSUMPTIONS,
+                                     parameters={str(2000 + i): "int" for i in range(1, n + 1)}))
     return tuple(out)
 
 

@@ -48,7 +48,7 @@ from .. import __version__
 from ..dsl import Program
 from ..families.coverage import certificate_covers, covers_of, match_of, min_bound, runtime_program
 from ..families.identity import Instance, instance_of_sql, is_canonical
-from ..families.instances import find, find_by, program_of
+from ..families.instances import find, find_by, form_of, program_of
 from ..ir import lower, shape
 from ..ir.keys import KEYS_ENTRY
 from .check import check_rewrite, check_sql
@@ -237,7 +237,7 @@ def symbolic_emitted(instance, timeout_ms: int = 20000, K: Optional[int] = None)
     rec: dict = {}
     for k in ((K,) if K is not None else SYMBOLIC_EMITTED_K):
         rec = check_emitted(instance.sql, instance.schema, K=k, timeout_ms=timeout_ms,
-                            form=instance.covers.variant, functions=dict(instance.functions))
+                            form=form_of(instance), functions=dict(instance.functions))
         if rec.get("status") != "unknown":
             break
     return rec
@@ -419,7 +419,7 @@ def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
         return False, "the certificate's program does not hash to program_sha256"
     schema_inputs = dict(inputs, schema=inst.schema)
     why = _emitted_problem(cert, schema_inputs, lambda: emitted_sql(
-        inst.sql, inst.schema, inst.covers.variant, functions=dict(inst.functions)))
+        inst.sql, inst.schema, form_of(inst), functions=dict(inst.functions)))
     if why:
         return False, why
     return True, ""

@@ -95,6 +95,11 @@ class ProofInstance:
     covers: Covers
     functions: dict[str, str] = field(default_factory=dict)   # uninterpreted function -> result kind
     assumptions: tuple[str, ...] = ()
+    # literals the proof quantifies over (literal text -> its type): each is encoded as a
+    # symbolic non-NULL value of that type, the same wherever it occurs (in the query and
+    # in the program), so the proof holds for every value — e.g. the constants a pivot
+    # join's uses fix their grouping keys to (equal or not)
+    parameters: dict[str, str] = field(default_factory=dict)
 
     @property
     def family(self) -> str:
@@ -298,6 +303,25 @@ class Family:
         return None
 
     # -- proofs (the z3 side lives in modules the verifier loads) -------------------------
+    # How the unbounded proof reads what the plan computes above the GROUP BYs — the one
+    # thing the template-proof engine (``superop.verify.template_proofs``) asks a family:
+    #   "groups-union"      the groups of one key glued by UNION ALL (one partition emit each)
+    #   "groups-join"       the groups of one key joined on the key (locality: a group meets
+    #                       only groups of its own key; :meth:`fixed_grouping_keys` for uses
+    #                       of one aggregate that fix keys to constants)
+    #   "rows-joined-back"  one aggregate's groups joined back to the input rows (row emits)
+    #   "global-product"    one-row aggregates without a key, combined by a cross join
+    #   "neighbours"        a ranked view joined to itself at rank offsets (row emits that
+    #                       read neighbours, under the RowNumber precondition)
+    #   ""                  no unbounded proof: only bounded certificates of each instance
+    proof_shape: str = ""
+
+    def fixed_grouping_keys(self, m: Match) -> tuple[dict[str, exp.Expr], ...]:
+        """Per branch of ``m``: the grouping keys (source column names) its upper edge fixes
+        to a constant, and the constant — keys that are no partition key of the program
+        (the pivot join's). Default: none."""
+        return tuple({} for _ in m.branches)
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         """Symbolic instances of the template, each proved for every table size by
         ``superop.verify.template_proofs`` through the program encoder (the family's one
