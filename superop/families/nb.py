@@ -532,6 +532,9 @@ class NeighbourSelfJoin(Family):
                 f"verified pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def sort_offsets(self, m: Match) -> tuple[int, ...]:
+        return tuple(u.offset for u in self._analysis(m).uses)
+
     def proof_instance(self, name: str) -> ProofInstance:
         """``NB/<variant>`` for ANY variant (``inner-1,left+2``): one symbolic instance per
         variant, built from its name (the program differs with every kind and offset)."""

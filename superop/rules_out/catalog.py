@@ -290,9 +290,22 @@ def make_rule(family: str, *, rule_id: Optional[str] = None, join_kinds: Sequenc
         rule["aggregates"] = list(aggregates)
     if admits is not None:
         rule["admits"] = [c.to_json() for c in admits]
+    idx = instance_index(rule["certificates"])
+    if idx:
+        rule["instances"] = idx
     if description:
         rule["description"] = description
     return rule
+
+
+def instance_index(certificates: Sequence[dict]) -> dict[str, int]:
+    """The rule's bounded certificates keyed by the canonical instance each is about
+    (``superop.families.identity``): instance key -> index in ``certificates``."""
+    out: dict[str, int] = {}
+    for i, c in enumerate(certificates):
+        if c.get("method") == "bounded" and c.get("status") == "verified" and c.get("instance"):
+            out.setdefault(str(c["instance"]), i)
+    return out
 
 
 def certificate(status: str, method: str, produced_by: str, **extra) -> dict:

@@ -22,7 +22,7 @@ from typing import Any, Optional
 from .. import families
 from ..families import Covers
 from ..families.coverage import admitted, certificate_covers, derived_covers, missing_parts
-from .catalog import OPTIONAL_OPS, make_rule
+from .catalog import OPTIONAL_OPS, instance_index, make_rule
 from .generalize import maximal
 
 __all__ = ["coverage_problems", "covered_rule", "certificate_covers", "derived_covers"]
@@ -78,6 +78,8 @@ def coverage_problems(rule: dict[str, Any]) -> list[str]:
                 out.append(f"admits {p.describe()}, which no certificate covers")
     if rule.get("admits"):
         out += _hull_problems(rule, admits)
+    if (rule.get("instances") or {}) != instance_index(certs):
+        out.append("its instances index is not the instance keys of its bounded certificates")
     return out
 
 

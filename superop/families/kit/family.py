@@ -316,6 +316,12 @@ class Family:
     #   ""                  no unbounded proof: only bounded certificates of each instance
     proof_shape: str = ""
 
+    def sort_offsets(self, m: Match) -> tuple[int, ...]:
+        """Per branch of ``m`` (shape "neighbours"): the offset, in the program's sort order,
+        of the row that branch reads from the row of the first branch (the centre, 0).
+        Families of other shapes have none."""
+        raise TemplateError(f"family {self.name} reads no rows at sort offsets")
+
     def fixed_grouping_keys(self, m: Match) -> tuple[dict[str, exp.Expr], ...]:
         """Per branch of ``m``: the grouping keys (source column names) its upper edge fixes
         to a constant, and the constant — keys that are no partition key of the program
