@@ -140,16 +140,19 @@ class GlobalAggregateDiamond(Family):
         drop its one row) and π, cross-joined. Covers every σ/π/ρ instantiation of the 2n
         edges and every streaming fold."""
         out = []
-        for n in self.PROVED_BRANCHES:
+        for n, distinct in [(n, False) for n in self.PROVED_BRANCHES] + [(2, True), (3, True)]:
             fns: dict[str, str] = {}
             for i in range(1, n + 1):
                 fns.update(symbolic.global_branch_functions(i))
             sql = ("SELECT " + ", ".join(f"u{i}.x{i}" for i in range(1, n + 1)) + " FROM "
-                   + " CROSS JOIN ".join(f"({symbolic.global_branch(i, f'x{i}')}) u{i}" for i in range(1, n + 1)))
+                   + " CROSS JOIN ".join(f"({symbolic.global_branch(i, f'x{i}', distinct)}) u{i}"
+                                         for i in range(1, n + 1)))
+            aggs = STREAMING_FOLDS + ((symbolic.DISTINCT_FOLD,) if distinct else ())
             out.append(ProofInstance(
-                f"GA/{n}", sql, symbolic.SCHEMA,
-                Covers.make(self.name, branches=n, aggregates=STREAMING_FOLDS, edges=[EDGE_OPS] * (2 * n)),
-                fns, symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)))
+                f"GA/{n}" + ("/distinct" if distinct else ""), sql, symbolic.SCHEMA,
+                Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n)),
+                fns, symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
+                + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ())))
         return tuple(out)
 
 

@@ -102,7 +102,22 @@ class Analysis:
 
     @property
     def variant(self) -> str:
-        return ",".join(f"{u.kind}{u.offset:+d}" for u in self.uses[1:])
+        """Each use's join kind and offset (``inner-1,inner+1``); ``*`` first when the rank
+        has no PARTITION BY (the whole view is one partition: another program)."""
+        return ("" if self.rank.partition else WHOLE) + ",".join(f"{u.kind}{u.offset:+d}" for u in self.uses[1:])
+
+
+WHOLE = "*"      # a variant's prefix: the rank has no PARTITION BY
+
+
+def parse_variant(variant: str) -> tuple[bool, list[tuple[str, int]]]:
+    """(partitioned, [(join kind, offset) per use]) of a variant; ValueError if malformed."""
+    partitioned = not variant.startswith(WHOLE)
+    uses = []
+    for part in variant.lstrip(WHOLE).split(","):
+        kind = part.rstrip("+-0123456789")
+        uses.append((kind, int(part[len(kind):])))
+    return partitioned, uses
 
 
 Failure = tuple[ReasonCode, str]
@@ -395,7 +410,7 @@ class NeighbourSelfJoin(Family):
     proof_shape = "neighbours"
     # the variants proved by default (superop verify --templates); any other is built from its name
     PROVED_VARIANTS = ("inner-1", "inner+1", "left-1", "left+1", "inner-1,inner+1", "left-1,left+1",
-                       "inner-2", "left-2")
+                       "inner+1,left-1", "inner-2", "left-2", "*inner-1", "*left-1")
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -520,11 +535,10 @@ class NeighbourSelfJoin(Family):
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
         """``neighbour-self-join-inner-lag1-inner-lead1`` (one part per use after the centre)."""
         parts = []
-        for v in str(skeleton[2] or "").split(","):
-            if v:
-                kind = v.rstrip("+-0123456789")
-                off = int(v[len(kind):])
-                parts.append(f"{kind}-{'lag' if off < 0 else 'lead'}{abs(off)}")
+        if skeleton[2]:
+            partitioned, uses = parse_variant(str(skeleton[2]))
+            parts = ([] if partitioned else ["whole"]) + [
+                f"{kind}-{'lag' if off < 0 else 'lead'}{abs(off)}" for kind, off in uses]
         return f"{self.catalog.long_name}-" + ("-".join(parts) or f"{skeleton[1]}way")
 
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
@@ -539,16 +553,13 @@ class NeighbourSelfJoin(Family):
         """``NB/<variant>`` for ANY variant (``inner-1,left+2``): one symbolic instance per
         variant, built from its name (the program differs with every kind and offset)."""
         variant = name.split("/", 1)[1] if name.startswith(f"{self.name}/") else ""
-        uses: list[tuple[str, int]] = []
-        for part in variant.split(","):
-            kind = part.rstrip("+-0123456789")
-            try:
-                uses.append((kind, int(part[len(kind):])))
-            except ValueError:
-                raise KeyError(f"family {self.name} has no proof instance {name!r}") from None
+        try:
+            partitioned, uses = parse_variant(variant)
+        except ValueError:
+            raise KeyError(f"family {self.name} has no proof instance {name!r}") from None
         if not uses or any(k not in self.join_kinds or d == 0 for k, d in uses):
             raise KeyError(f"family {self.name} has no proof instance {name!r}")
-        sql, fns = symbolic.neighbour_instance(uses)
+        sql, fns = symbolic.neighbour_instance(uses, partitioned)
         cov = Covers.make(self.name, join_kinds={k for k, _ in uses}, branches=len(uses) + 1,
                           edges=[EDGE_OPS] * (len(uses) + 1), variant=variant)
         return ProofInstance(name, sql, symbolic.NEIGHBOUR_SCHEMA, cov, fns, symbolic.NEIGHBOUR_ASSUMPTIONS)

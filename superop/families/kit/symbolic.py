@@ -46,12 +46,25 @@ SUBSET_OF_FOLDS = ("a query aggregating with a subset of these functions, or wit
                    "functions of the aggregates")
 
 
-def aggregate_branch(i: int, out: str) -> str:
+# COUNT(DISTINCT a): the program folds it sorted on ``a`` (every branch counts the same
+# bare column, so one sort order serves them all: superop.dsl.sort_distinct)
+_DISTINCT_ITEM = "count(DISTINCT a) AS cd"
+DISTINCT_FOLD = "count_distinct_sorted"
+DISTINCT_ASSUMPTIONS = (
+    "COUNT(DISTINCT) of one input column, the same in every branch (what lets the program sort "
+    "its partitions on that column and count runs of equal values in constant state); the plan's "
+    "COUNT(DISTINCT) is the size of the set of non-NULL values a group folds",
+)
+
+
+def aggregate_branch(i: int, out: str, distinct: bool = False) -> str:
     """Branch ``i``: σ ``p{i}`` and one projection per fold below a GROUP BY k of every
-    streaming fold, then σ ``q{i}`` and π ``g{i}`` over the key and every aggregate."""
-    items = ", ".join(x.format(f=f"f{i}") for x in _AGG_ITEMS)
-    return (f"SELECT k, g{i}({_AGG_COLS}) AS {out} FROM (SELECT k, {items} FROM t "
-            f"WHERE p{i}(k, a, b) GROUP BY k) u{i} WHERE q{i}({_AGG_COLS})")
+    streaming fold (and ``count(DISTINCT a)`` with ``distinct``), then σ ``q{i}`` and π
+    ``g{i}`` over the key and every aggregate."""
+    items = ", ".join([x.format(f=f"f{i}") for x in _AGG_ITEMS] + ([_DISTINCT_ITEM] if distinct else []))
+    cols = _AGG_COLS + (", cd" if distinct else "")
+    return (f"SELECT k, g{i}({cols}) AS {out} FROM (SELECT k, {items} FROM t "
+            f"WHERE p{i}(k, a, b) GROUP BY k) u{i} WHERE q{i}({cols})")
 
 
 def aggregate_branch_functions(i: int) -> dict[str, str]:
@@ -68,13 +81,15 @@ GLOBAL_ASSUMPTIONS = (
 )
 
 
-def global_branch(i: int, out: str) -> str:
+def global_branch(i: int, out: str, distinct: bool = False) -> str:
     """Branch ``i`` of a product of global aggregates: σ ``p{i}`` and one projection per fold
-    below an aggregate without GROUP BY of every streaming fold, then σ ``q{i}`` (a HAVING:
-    it may drop the branch's one row) and π ``g{i}`` over the aggregates."""
-    items = ", ".join(x.format(f=f"f{i}") for x in _AGG_ITEMS)
-    return (f"SELECT g{i}({_GLOBAL_COLS}) AS {out} FROM (SELECT {items} FROM t "
-            f"WHERE p{i}(k, a, b)) u{i} WHERE q{i}({_GLOBAL_COLS})")
+    below an aggregate without GROUP BY of every streaming fold (and ``count(DISTINCT a)``
+    with ``distinct``), then σ ``q{i}`` (a HAVING: it may drop the branch's one row) and π
+    ``g{i}`` over the aggregates."""
+    items = ", ".join([x.format(f=f"f{i}") for x in _AGG_ITEMS] + ([_DISTINCT_ITEM] if distinct else []))
+    cols = _GLOBAL_COLS + (", cd" if distinct else "")
+    return (f"SELECT g{i}({cols}) AS {out} FROM (SELECT {items} FROM t "
+            f"WHERE p{i}(k, a, b)) u{i} WHERE q{i}({cols})")
 
 
 def global_branch_functions(i: int) -> dict[str, str]:
@@ -102,21 +117,28 @@ NEIGHBOUR_ASSUMPTIONS = (
 )
 
 
+# the same without a partition: the whole view ranked by o
+_WHOLE_VIEW = ("WITH v AS (SELECT k, o, s, rank() OVER (ORDER BY k, o) AS rn "
+               "FROM (SELECT k, o, sum(a) AS s FROM t GROUP BY k, o) g) ")
+
+
 def neighbour_use(i: int) -> str:
     """Use ``i`` of the view: σ ``p{i}`` and π ``f{i}`` (the rank and the partition column
     pass through, as the join needs them)."""
     return f"(SELECT k, rn, f{i}(k, o, s, rn) AS y{i} FROM v WHERE p{i}(k, o, s, rn)) u{i}"
 
 
-def neighbour_instance(uses: list[tuple[str, int]]) -> tuple[str, dict[str, str]]:
+def neighbour_instance(uses: list[tuple[str, int]], partitioned: bool = True) -> tuple[str, dict[str, str]]:
     """(SQL, functions) of the centre joined to one use per (join kind, rank offset d):
-    ``ON u0.k = u_i.k AND u0.rn = u_i.rn - d AND theta{i}(u0.y0, u_i.y_i)``."""
+    ``ON u0.k = u_i.k AND u0.rn = u_i.rn - d AND theta{i}(u0.y0, u_i.y_i)`` (without a
+    partition: no ``u0.k = u_i.k``, the rank over the whole view)."""
     cols = ", ".join(["u0.k", "u0.y0"] + [f"u{i}.y{i}" for i in range(1, len(uses) + 1)])
-    sql = f"{_VIEW}SELECT {cols} FROM {neighbour_use(0)}"
+    sql = f"{_VIEW if partitioned else _WHOLE_VIEW}SELECT {cols} FROM {neighbour_use(0)}"
     fns = {"f0": "int", "p0": "bool"}
     for i, (kind, d) in enumerate(uses, start=1):
         off = f"- {d}" if d > 0 else f"+ {-d}"
-        sql += (f" {JOIN_SQL[kind]} {neighbour_use(i)} ON u0.k = u{i}.k AND u0.rn = u{i}.rn {off} "
+        on = f"u0.k = u{i}.k AND " if partitioned else ""
+        sql += (f" {JOIN_SQL[kind]} {neighbour_use(i)} ON {on}u0.rn = u{i}.rn {off} "
                 f"AND theta{i}(u0.y0, u{i}.y{i})")
         fns.update({f"f{i}": "int", f"p{i}": "bool", f"theta{i}": "bool"})
     return sql, fns
