@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from ..dsl import Program
 from ..ir import Node, lower
+from ..ir.lower import lower_fixed
 from .instances import find
 from .kit.covers import Covers
 from .kit.records import Match
@@ -37,7 +38,7 @@ def match_of_plan(plan: Node) -> Match:
 
 def match_of(sql: str, schema: dict[str, Any]) -> Match:
     """The super-operator match of a query (:func:`match_of_plan` of its lowered plan)."""
-    low = lower(sql, schema)
+    low = lower_fixed(sql, schema) if isinstance(schema, dict) else lower(sql, schema)
     if not low.fully_lowered:
         raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
     return match_of_plan(low.plan)

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..ir import lower
+from ..ir.lower import lower_fixed
 from ..ir.generate import to_sql
 from ..ir.keys import KEYS_ENTRY, keys_entry
 from ..ir.nodes import Node, Scan, replace
@@ -126,7 +126,7 @@ def instance_of(m: Match, form: str = "") -> Optional[Instance]:
     first = _rendered(m)
     if first is None:
         return None
-    low = lower(*first)
+    low = lower_fixed(*first)
     again = first_match(low.plan, finished=True) if low.fully_lowered else None
     if again is None or not _same_instance(m, again):
         return None
@@ -136,7 +136,7 @@ def instance_of(m: Match, form: str = "") -> Optional[Instance]:
 
 def instance_of_sql(sql: str, schema: dict[str, Any], form: str = "") -> Instance:
     """The canonical instance of the top-most match of a query (ValueError if none)."""
-    low = lower(sql, schema)
+    low = lower_fixed(sql, schema)
     if not low.fully_lowered:
         raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
     m = first_match(low.plan, finished=True)

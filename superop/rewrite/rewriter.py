@@ -29,7 +29,7 @@ from ..families import Covers, NearMiss
 from ..ir import nodes as N
 from ..ir.dialect import DIALECT
 from ..ir.generate import to_sql
-from ..ir.lower import lower
+from ..ir.lower import lower, lower_fixed
 from ..families.coverage import admitted
 from ..families.identity import Instance
 from ..dsl import Program
@@ -404,7 +404,7 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict, form: str = "",
     ``output_types`` / ``input_types`` when given (the verifier's: the types it records),
     else with none."""
     t0 = time.perf_counter()
-    low = lower(sql, schema)
+    low = lower_fixed(sql, schema) if isinstance(schema, dict) else lower(sql, schema)
     t1 = time.perf_counter()
     trace: list[str] = []
     plan = families.regroup(low.plan)     # the plan matches are nodes of

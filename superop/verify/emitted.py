@@ -17,14 +17,13 @@ way with its functions declared deterministic: ``functions``.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from functools import lru_cache
 from typing import Optional, Sequence
 
 from ..errors import SuperopError
 from ..families.coverage import covers_of, match_of
-from ..ir import Node, lower
+from ..ir import Node
+from ..ir.lower import lower_fixed
 from ..ir.functions import declared_deterministic
 from ..rewrite.rewriter import Rewriter, rewrite_structural
 from .check import check_plans_outcomes
@@ -50,21 +49,16 @@ def emitted_sql(sql: str, schema: dict, form: str = "", output_types: Optional[S
     return res.sql, ""
 
 
-@lru_cache(maxsize=256)
-def _lowered(sql: str, schema_json: str) -> tuple[Optional[Node], str]:
-    """(the plan, "") or (None, why it does not lower fully): lowering is a pure function of
-    the SQL and the schema, and the costliest part of these checks."""
+def lowered(sql: str, schema: dict) -> tuple[Optional[Node], str]:
+    """(the plan, "") or (None, why it does not lower fully) — lowering, the costliest part
+    of these checks, is remembered per process (``superop.ir.lower.lower_fixed``)."""
     try:
-        low = lower(sql, json.loads(schema_json))
+        low = lower_fixed(sql, schema)
     except Exception as e:  # e.g. a construct the lowerer cannot resolve
         return None, f"the emitted SQL does not lower: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
     if not low.fully_lowered:
         return None, "the emitted SQL is not fully lowered: " + "; ".join(low.opaque_reasons)
     return low.plan, ""
-
-
-def lowered(sql: str, schema: dict) -> tuple[Optional[Node], str]:
-    return _lowered(sql, json.dumps(schema, sort_keys=True))
 
 
 def lowers_fully(sql: str, schema: dict) -> tuple[bool, str]:
