@@ -22,9 +22,9 @@ from ..errors import SuperopError
 from ..pipeline.nightly import content_hash, run_nightly
 from ..workloads.bundled import LOG
 
-PKG = Path(__file__).resolve().parents[2]          # superop/
+PKG = Path(__file__).resolve().parents[1]          # superop/
 # what does not change the mined catalog: the runtime and the benchmarks themselves
-_NOT_CATALOG_CODE = ("runtime", os.path.join("workloads", "bench"))
+_NOT_CATALOG_CODE = ("runtime", "bench")
 
 
 def catalog_code_version() -> str:

@@ -25,12 +25,11 @@ Pure IR: no Spark, no Z3.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..ir.lower import lower_fixed
+from ..dsl.identity import sha256_of
 from ..ir.generate import to_sql
 from ..ir.keys import KEYS_ENTRY, keys_entry
 from ..ir.nodes import Node, Scan, replace
@@ -39,12 +38,6 @@ from .kit.records import Match
 from .matching import first_match
 from .registry import get
 
-
-
-def digest(obj: Any) -> str:
-    """``sha256:<hex>`` over the canonical JSON of ``obj`` (sorted keys, no whitespace)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -57,7 +50,7 @@ class Instance:
 
     @property
     def key(self) -> str:
-        return digest({"sql": self.sql, "schema": self.schema, "form": self.form})
+        return sha256_of({"sql": self.sql, "schema": self.schema, "form": self.form})
 
     @property
     def short(self) -> str:

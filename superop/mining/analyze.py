@@ -17,7 +17,7 @@ from ..ir import Rename, Scan, lower, shape, to_sql, walk
 from .detect import detect
 from .fingerprint import Fingerprinter
 from .physical import PLAN_MARKER, lower_physical
-from .readers import typed_frame
+from .logframe import typed_frame
 
 ANALYSIS_COLUMNS = [
     ("template_id", "string"), ("row_kind", "string"), ("status", "string"),

@@ -26,7 +26,8 @@ from typing import Any, Optional
 from .. import families
 from ..families import Covers
 from ..families.coverage import cover_bound, missing_parts
-from ..families.identity import Instance, digest, instance_of
+from ..dsl.identity import program_sha256
+from ..families.identity import Instance, instance_of
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,6 @@ class ProofIndex:
             return None, None
         hit = self.instances.get(inst.key)
         prog = program if program is not None else m.program
-        if hit is not None and prog is not None and hit[1] == digest(prog.to_json()):
+        if hit is not None and prog is not None and hit[1] == program_sha256(prog):
             return hit[0], inst
         return None, inst

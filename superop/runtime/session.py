@@ -7,7 +7,7 @@
     print(so.explain(query))                        # plans, costs and the gate's reason
 
 Benefit gate (``gate="cost"``, the default): Spark plans the original and every candidate
-rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.cost` estimates what each plan
+rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.plan_cost` estimates what each plan
 costs from Spark's statistics — bytes every shuffle and broadcast moves, rows every scan
 reads, rows every sort/aggregate/join/window consumes — and a candidate is applied only if
 it has the same output columns and types and its predicted speed-up
@@ -43,7 +43,8 @@ from ..ir.schema import SparkCatalogSchema, session_keys
 from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, instance_bound, prepare, unchanged
 from ..rules_out.catalog import load_catalog, validate
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
-from .cost import CONSTANTS, CostConstants, judge
+from .calibration import CONSTANTS, CostConstants
+from .cost import judge
 from .first_sight import first_sight
 from .plan import analyze_plan
 from .tablestats import CatalogStats, SessionProbe

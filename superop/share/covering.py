@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from sqlglot import exp
 
@@ -47,7 +47,7 @@ from .blocks import (
     text,
 )
 from .canonical import agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts
-from .similar import SimilarSubexpression
+from .similar import SimilarSubexpression, identify, units_of_plan
 
 TEMPLATE_FILTER = "filter-project"          # σ_p over π_Y(σ_{p ∨ q}(R))
 TEMPLATE_IDENTITY = "project"               # π over π_Y(σ_p(R)), every member's filter is p
@@ -320,6 +320,24 @@ class Builder:
             own = OverJoin(list(conj), keys=keys, agg_items=items, qualifier=a.qualifier)
             ce.consumers.append(Consumer(u, ce, Project(node, out, a.qualifier), a, own=own))
         return ce, ""
+
+
+def detect(plans: Sequence[Node], k: int = 2, view_prefix: str = "_superop_ce_") -> tuple[
+        list[SimilarSubexpression], list[CoveringExpression], dict[str, str]]:
+    """(SEs, CEs, {SE id: why it has no CE}) of a batch of plan IR trees (query i =
+    ``plans[i]``). No proof has run yet: every consumer still needs
+    :func:`superop.share.proofs.prove`."""
+    forests = [units_of_plan(p, i) for i, p in enumerate(plans)]
+    ses = identify(forests, k)
+    b = Builder(view_prefix)
+    ces, why_not = [], {}
+    for n, se in enumerate(ses, 1):
+        ce, why = b.build(se, n)
+        if ce is None:
+            why_not[se.id] = why
+        else:
+            ces.append(ce)
+    return ses, ces, why_not
 
 
 def relabel_keys(e: exp.Expression, kname: dict[tuple[int, str], str]) -> exp.Expression:

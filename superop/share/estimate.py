@@ -58,7 +58,7 @@ from ..errors import SuperopError
 from ..explain import explain_text, parse_explain
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Rename, Scan, Select, expressions_of, walk
-from ..runtime.cost import FEATURES
+from ..runtime.calibration import FEATURES
 from ..runtime.plan import analyze_plan
 from ..runtime.tablestats import CatalogStats, is_connect
 from .blocks import columns_outside_queries, node_expressions
@@ -281,7 +281,7 @@ class SubPlanCost:
 def work_bytes(estimate) -> float:
     """The runtime cost model's estimate of a plan's work other than scans and shuffles
     (rows its joins probe, bytes it broadcasts, its stages, rows it aggregates or sorts),
-    in units of one scanned byte: each feature priced by ``superop.runtime.cost``'s fitted
+    in units of one scanned byte: each feature priced by ``superop.runtime.calibration``'s fitted
     constant relative to its scan price. A consumer that reads a CE holding a join result
     skips that join's probes and its broadcast stage; scans alone miss it (session 5:
     the dashboard's consumers saved 2-2.7x what the scan-only model predicted)."""

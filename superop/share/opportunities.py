@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..mining.readers import SUCCESS, read_log
-from .planner import BatchQuery, plan_batch
+from .planner import plan_batch
+from .sharing_plan import BatchQuery
 
 
 @dataclass

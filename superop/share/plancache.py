@@ -6,7 +6,7 @@ its plans, the planner's parameters and superop's code. Three stores under one d
 (each record a file named by a sha256 key, written atomically: concurrent planners never
 see a partial record, and the same key always holds the same content):
 
-* ``plans/``  — the whole :class:`~superop.share.planner.SharingPlan` (pickled), keyed by
+* ``plans/``  — the whole :class:`~superop.share.sharing_plan.SharingPlan` (pickled), keyed by
   all of the above: a repeated batch re-plans in the time to hash its inputs. When the
   budget comes from Spark's free storage memory it is not in the key; a cached plan is
   used only if what it caches fits the budget of this run.

@@ -249,6 +249,11 @@ class Prover:
                              "the block as the query wrote it")
 
 
+def prove(consumer: Consumer, K: int = 3, timeout_ms: int = 20000, leaf_types=None) -> ConsumerProof:
+    """Every obligation of one consumer; use the consumer only if ``.verified``."""
+    return Prover(K, timeout_ms, leaf_types).prove_consumer(consumer)
+
+
 def join_table(ce: CoveringExpression) -> tuple[Scan, dict]:
     """The unit's join J as one symbolic table: every column of every table, named
     ``c{j}_{column}``."""

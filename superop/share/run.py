@@ -29,7 +29,8 @@ from typing import Callable, Optional, Sequence, Union
 from ..ir.generate import to_sql
 from ..ir.lower import parse
 from .estimate import DEFAULT_COST, CostModel, parse_budget
-from .planner import SharingPlan, as_batch, batch_tables, plan_batch
+from .planner import as_batch, batch_tables, plan_batch
+from .sharing_plan import SharingPlan
 from .store import StoredCE, store
 
 COLLECT, NOOP, COUNT = "collect", "noop", "count"

@@ -9,8 +9,10 @@ from ..ir import lower, shape, to_sql
 from ..ir.dialect import pretty_sql
 from ..ir.schema import load_schema_arg
 from .corpus import PAPER_SCHEMA
-from .space import NotSupported, analyze
-from .synthesizer import UNSUPPORTED, SynthResult, find_subplan, synthesize
+from .parts import NotSupported, analyze
+from .result import UNSUPPORTED, SynthResult
+from .subplan import find_subplan
+from .synthesizer import synthesize
 
 
 def register(sub) -> None:

@@ -40,12 +40,11 @@ certificates), and that ``covers`` is what the query / instance covers.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import json
 from typing import Optional
 
 from .. import __version__
 from ..dsl import Program
+from ..dsl.identity import program_sha256, sha256_of
 from ..families.coverage import certificate_covers, covers_of, match_of, min_bound, runtime_program
 from ..families.identity import Instance, instance_of_sql, is_canonical
 from ..families.instances import find, find_by, form_of, program_of
@@ -81,19 +80,6 @@ RUNTIME, GIVEN = "runtime-template", "given"
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def canonical(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def sha256_of(obj) -> str:
-    return "sha256:" + hashlib.sha256(canonical(obj).encode("utf-8")).hexdigest()
-
-
-def program_sha256(program) -> str:
-    """The identity of a program: sha256 of its canonical JSON (``Program.to_json``)."""
-    return sha256_of(program.to_json())
 
 
 def produced_by() -> str:

@@ -157,14 +157,15 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     Since the test domains hold every constant of the query (tests/synth/test_literals.py)
     the generated tables refute q4's wrong candidate, so a test-passing wrong candidate is
     staged here by generating tables without the query's constants (the old blind spot)."""
-    import superop.synth.synthesizer as synthesizer
+    import superop.synth.testdata as testdata
     import superop.verify
     from superop.synth.literals import Literals
-    from superop.synth.synthesizer import UNKNOWN, VERIFIED, Synthesizer
+    from superop.synth.result import UNKNOWN, VERIFIED
+    from superop.synth.synthesizer import Synthesizer
     from superop.verify.result import Result
     sql, schema = _cut()
     plan = lower(sql, normalize_schema(schema)).plan
-    monkeypatch.setattr(synthesizer, "plan_literals", lambda plan: Literals())
+    monkeypatch.setattr(testdata, "plan_literals", lambda plan: Literals())
     monkeypatch.setattr(Synthesizer, "_verify", lambda self, prog: Result(UNKNOWN, K=2, reason="solver: timeout"))
     if not template_verifies:
         monkeypatch.setattr(superop.verify, "check_equivalence",

@@ -42,10 +42,6 @@ class Side(str, Enum):
     def other(self) -> "Side":
         return Side.RIGHT if self is Side.LEFT else Side.LEFT
 
-    @classmethod
-    def of_index(cls, i: int) -> "Side":
-        return cls.LEFT if i == 0 else cls.RIGHT
-
 
 class Reason(ReasonCode):
     """Why a diamond-shaped sub-plan is not an instance (shared by the diamond families)."""
