@@ -232,8 +232,8 @@ def related(plan: FoldState, prog: FoldState, ascending: bool = True) -> z3.Bool
     last, some, cnt = prog.parts
     y = z3.Const("distinct!y", sort_of(plan.kind))
     bounded = lt(y, last, plan.kind) if ascending else lt(last, y, plan.kind)
-    return z3.And(n == cnt, some == (n > 0), z3.Implies(some, z3.Select(seen, last)),
-                  z3.ForAll([y], z3.Implies(z3.Select(seen, y), z3.Or(y == last, bounded))))
+    return z3.And(n == cnt, n >= 0, some == (n > 0), z3.Implies(some, z3.Select(seen, last)),
+                  z3.ForAll([y], z3.Implies(z3.Select(seen, y), z3.And(some, z3.Or(y == last, bounded)))))
 
 
 def sorted_after(prog: FoldState, x: Optional[V], member: z3.BoolRef, ascending: bool = True) -> z3.BoolRef:

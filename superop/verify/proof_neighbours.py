@@ -40,7 +40,7 @@ from .bags import outcomes_differ
 from .exprs import ev
 from .plan_encoder import PlanEncoder
 from .program_encoder import ProgramEncoder
-from .proof_engine import Obligation, ProofSetupError
+from .proof_engine import Models, Obligation, ProofSetupError
 from .relations import Rel, Table, clean
 from .values import NULL, V, ite, or_all, rows_not_distinct
 
@@ -60,10 +60,11 @@ def _view_columns(view: Node) -> list[tuple[str, str]]:
 
 class NeighbourProof:
     """The proof of one symbolic instance of a neighbour template (see the module doc)."""
+    models = Models(neighbours=True)
 
     def __init__(self, inst: ProofInstance, m: Match, program: Program, emit_outputs: str):
-        if not program.keys or not program.sort or not program.row_emits:
-            raise ProofSetupError("a neighbour program partitions, sorts and emits per row")
+        if not program.sort or not program.row_emits:
+            raise ProofSetupError("a neighbour program sorts and emits per row")
         self.inst, self.m, self.p = inst, m, program
         self.view = m.source
         self.cols = _view_columns(self.view)

@@ -1,7 +1,7 @@
 """The shapes of template proofs: what the plan outputs for one key after the GROUP BYs,
 against the program's emits — the obligations :class:`~superop.verify.proof_engine.
 TemplateProof` leaves to its shape — and which family's template has which shape
-(:func:`shape_of`, the one place the proofs name families).
+(:func:`shape_of`: the shape each family declares, ``Family.proof_shape``).
 
 * :class:`GroupsProof` — the union (DU) or join (DJ) of one key's groups through the
   upper edges: ``locality`` (joins: a group can only be matched by the other side's group
@@ -13,6 +13,10 @@ TemplateProof` leaves to its shape — and which family's template has which sha
   κ and row r match only if r's key is κ), ``emit.partition`` (the aggregate-side rows of
   κ), ``running.step`` where streaming row emits read state, and ``emit.row`` (for every
   row r of key κ, the plan's rows stemming from r and the program's row emits of r agree).
+* :class:`GlobalProductProof` — aggregates without a key combined by a product (GA): one
+  partition that exists over no row; ``emit`` as above.
+* ``NeighbourProof`` (:mod:`superop.verify.proof_neighbours`) — a ranked view joined to
+  itself at offsets of its rank (NB): no fold; ``locality.<i>`` and ``emit.row``.
 """
 from __future__ import annotations
 
@@ -21,10 +25,13 @@ from typing import Optional
 import z3
 
 from ..dsl import STREAMING
+from ..families import get
+from ..ir.nodes import Join
 from .bags import outcomes_differ
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import PartitionState
-from .proof_engine import FinalMatch, Induction, Obligation, PlanState, RowView, TemplateProof
+from .proof_engine import FinalMatch, Induction, Models, Obligation, PlanState, RowView, TemplateProof
+from .proof_neighbours import NeighbourProof
 from .relations import Rel, Table
 from .values import TRUE, or_all, rows_not_distinct
 
@@ -46,22 +53,52 @@ class GroupsProof(TemplateProof):
         return obs
 
     def locality(self) -> Obligation:
-        j = self.d.root
+        """At EVERY join of the tree (the joins below the root too): a left row built from
+        groups of key κ1 and a right row built from groups of key κ2 satisfy the ON
+        condition only if κ1 and κ2 are the same key — so each join, and the tree, is a
+        union over keys (inductively: the rows a join's inputs carry are of one key)."""
         t = Table(self.scan.table, self.scan.columns, 1, tag="loc!")
         k1 = [self._key_var(k, v.kind, v.width, "kappa1") for k, v in zip(self.p.keys, self.kappa)]
         k2 = [self._key_var(k, v.kind, v.width, "kappa2") for k, v in zip(self.p.keys, self.kappa)]
         s1, s2 = self.plan_symbolic("L"), self.plan_symbolic("R")
-        (pl, vl), _ = self._side_row(self.seeded(s1, k1, t), j.left)
-        (pr, vr), _ = self._side_row(self.seeded(s2, k2, t), j.right)
-        m, _, _ = PlanEncoder(t).join_match(j, vl, vr)
-        return Obligation("locality", "a left group of key κ1 and a right group of key κ2 satisfy the ON "
-                          "condition only if κ1 and κ2 are the same key (so the join is a union over keys)",
-                          z3.Implies(z3.And(pl, pr, m), rows_not_distinct(k1, k2)))
+        claims = []
+        for j in self.tree_joins():
+            left = self.seeded(s1, k1, t).encode(j.left)
+            right = self.seeded(s2, k2, t).encode(j.right)
+            enc = PlanEncoder(t)
+            for pl, vl in left.rows:
+                for pr, vr in right.rows:
+                    m, _, _ = enc.join_match(j, vl, vr)
+                    claims.append(z3.Implies(z3.And(pl, pr, m), rows_not_distinct(k1, k2)))
+        return Obligation("locality", "at every join of the tree, a left row of key κ1's groups and a right "
+                          "row of key κ2's groups satisfy the ON condition only if κ1 and κ2 are the same key "
+                          "(so the join is a union over keys)", z3.And(*claims))
+
+    def tree_joins(self) -> list[Join]:
+        """The joins between the root and the branches' tops."""
+        tops = {id(t) for t in self.tops}
+        out, stack = [], [self.d.root]
+        while stack:
+            n = stack.pop()
+            if id(n) in tops or not isinstance(n, Join):
+                continue
+            out.append(n)
+            stack += [n.left, n.right]
+        return out
 
 
 
 class JoinedGroupsProof(GroupsProof):
     joined = True
+
+
+class GlobalProductProof(GroupsProof):
+    """Aggregates without a key combined by a product (GA): one partition, every input row
+    in it; each aggregate has its one row also over no row (a HAVING above it may drop it),
+    and the program's one partition emits also over an empty input. The product of one row
+    per branch is the ``emit`` obligation's plan, through the upper edges and cross joins."""
+    models = Models(keyless=True)
+    global_groups = True
 
 
 class RowJoinProof(TemplateProof):
@@ -178,11 +215,13 @@ class RowJoinProof(TemplateProof):
             z3.Implies(z3.And(inv, r.in_key, *facts), z3.Not(outcomes_differ(plan, prog))))
 
 
-# Which family's template has which proof shape (families without one cannot be proved).
-_SHAPES: dict[str, type[TemplateProof]] = {"DU": GroupsProof, "DJ": JoinedGroupsProof, "MJ": RowJoinProof}
+# The proof of each shape a family may declare (``Family.proof_shape``; families/README.md).
+SHAPES: dict[str, type] = {"groups-union": GroupsProof, "groups-join": JoinedGroupsProof,
+                           "rows-joined-back": RowJoinProof, "global-product": GlobalProductProof,
+                           "neighbours": NeighbourProof}
 
 
-def shape_of(family: str) -> type[TemplateProof]:
-    """The proof of ``family``'s template (the generic engine when it declares no shape:
-    its proofs are refused after the induction is set up)."""
-    return _SHAPES.get(family, TemplateProof)
+def shape_of(family: str) -> type:
+    """The proof of ``family``'s template, by the shape the family declares (the generic
+    engine when it declares none: its proofs are refused after the induction is set up)."""
+    return SHAPES.get(get(family).proof_shape, TemplateProof)

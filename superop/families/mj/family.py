@@ -35,6 +35,7 @@ class MinJoin(Family):
     max_branches = 2
     aggregates = MIN_MAX
     reasons = (Reason, MJReason, GroupLimitReason, PartitionWideReason)
+    proof_shape = "rows-joined-back"
     forms = ("", GROUP_LIMIT, PARTITION_WIDE)
 
     # -- pattern ------------------------------------------------------------------------
