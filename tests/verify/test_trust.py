@@ -25,7 +25,7 @@ FORGED = {"status": "verified", "method": "inductive", "produced_by": "someone"}
 
 @pytest.fixture(scope="module")
 def honest_rules():
-    return [covered_rule("DJ", [check_and_certify(DJ_Q, SCHEMA, K=2)], rule_id="dj-inner")]
+    return [covered_rule("DJ", [check_and_certify(DJ_Q, SCHEMA, K=3)], rule_id="dj-inner")]
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_template_certificate_for_another_program_is_refused(tmp_path, trust_d
 
 def test_a_certificate_about_the_synthesizers_program_is_refused(tmp_path, trust_dir):
     from .test_equivalence import FIG8, fig8_prog
-    given = check_and_certify(FIG8, SCHEMA, fig8_prog(), K=2)
+    given = check_and_certify(FIG8, SCHEMA, fig8_prog(), K=3)
     assert given["status"] == "verified"
     p = _write(tmp_path, [make_rule("DU", certificates=[given])])
     with pytest.raises(CatalogError, match="runtime does not build"):
