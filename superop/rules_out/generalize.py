@@ -153,7 +153,7 @@ def generalize(patterns: Sequence[Pattern], template_proof: Optional[TemplatePro
             proofs = []  # an unproven template falls back to the members' bounded certificates
         member_certs = [dict(m.certificate or {}, candidate=m.candidate_id, covers=m.point.to_json())
                         for m in members]
-        member_certs += [dict(c, candidate=m.candidate_id) for m in members for c in m.instance_certificates]
+        member_certs += [dict(c, seen_in=m.candidate_id) for m in members for c in m.instance_certificates]
         certs = proofs + member_certs
         admits = maximal([Covers.from_json(c["covers"]) for c in certs])
         n_edges = len(admits[0].edges)
