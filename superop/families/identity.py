@@ -26,7 +26,7 @@ Pure IR: no Spark, no Z3.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ..ir.lower import lower_fixed
 from ..dsl.identity import sha256_of
@@ -73,7 +73,7 @@ def _named_by_identity(root: Node, schema: dict[str, Any]) -> tuple[Node, dict[s
     return replace(root, {id(s): leaf}), sch
 
 
-def _walk(n: Node):
+def _walk(n: Node) -> Iterator[Node]:
     seen: set[int] = set()
     stack = [n]
     while stack:

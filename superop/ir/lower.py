@@ -12,7 +12,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import sqlglot
 from sqlglot import exp
@@ -189,7 +189,7 @@ _LOWERED_MAX = 512
 _LOWERED_LOCK = threading.Lock()
 
 
-def lower_fixed(sql: str, schema: dict) -> Lowered:
+def lower_fixed(sql: str, schema: dict[str, Any]) -> Lowered:
     """:func:`lower` over a fixed mapping schema, remembered per process (a pure function
     of the two; plans are immutable — callers must not modify the returned AST). What the
     certificate checks lower several times over: the same instance SQL in each check."""

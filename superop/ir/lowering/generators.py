@@ -58,13 +58,14 @@ def _generator(e: exp.Expr) -> Optional[tuple[list[list[tuple[str, exp.Expr]]], 
         guard, arr = body.expression.name, arr.this
     if not isinstance(arr, exp.Array) or not arr.expressions:
         return None
-    structs = [_struct_fields(s) for s in arr.expressions]
-    if any(s is None for s in structs):
+    found = [_struct_fields(s) for s in arr.expressions]
+    structs = [s for s in found if s is not None]
+    if len(structs) != len(found):
         return None
-    names = [n for n, _ in structs[0]]          # type: ignore[index]
-    if any([n for n, _ in s] != names for s in structs) or (guard is not None and guard not in names):  # type: ignore[union-attr]
+    names = [n for n, _ in structs[0]]
+    if any([n for n, _ in s] != names for s in structs) or (guard is not None and guard not in names):
         return None
-    return structs, guard                        # type: ignore[return-value]
+    return structs, guard
 
 
 def _expand(sel: exp.Select) -> Optional[exp.Expr]:
@@ -97,7 +98,7 @@ def _expand(sel: exp.Select) -> Optional[exp.Expr]:
     cte = f"__so_gen{id(sel) % 100000}"
     branches = []
     for mine in slots:
-        outs = [exp.column(p) for p in pre_names[:at]]
+        outs: list[exp.Expr] = [exp.column(p) for p in pre_names[:at]]
         outs += [exp.alias_(exp.column(v), f) for v, f in zip(mine, names)]
         outs += [exp.column(p) for p in pre_names[at:]]
         q = exp.select(*outs, copy=False).from_(exp.to_table(cte), copy=False)
