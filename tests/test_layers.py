@@ -23,9 +23,9 @@ LAZY = {
         "loading re-checks certificates with z3 when no re-check is recorded; the runtime imports no z3",
     ("superop.runtime.session", "superop.rules_out.trust"):
         "an in-memory catalog is re-checked with z3 when no re-check is recorded; the runtime imports no z3",
-    ("superop.rules_out.trust", "superop.verify.certificate"):
+    ("superop.rules_out.trust", "superop.verify.certify"):
         "the z3 re-check, only when z3 is installed; the runtime imports no z3",
-    ("superop.runtime.first_sight", "superop.verify.certificate"):
+    ("superop.runtime.first_sight", "superop.verify.certify"):
         "first-sight certification of an instance no proof covers, only when z3 is installed; "
         "the runtime imports no z3",
 }

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from .. import families
 from ..families import Side
 from ..rules_out.generalize import Pattern
-from ..verify.certificate import check_and_certify, prove_and_certify
+from ..verify.certify import check_and_certify, prove_and_certify
 from .candidates import MIN_BOUND, bounds, timed_out
 from .records import Outcome
 

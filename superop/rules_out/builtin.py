@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import families
-from ..verify.certificate import prove_and_certify
+from ..verify.certify import prove_and_certify
 from .coverage import covered_rule
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..storage import atomic_write_json
+from ..verify.certificate import produced_by, structural_check
 from .catalog import CatalogError, checksum, is_mlflow_uri, validate
 from .coverage import coverage_problems
 
@@ -98,7 +99,6 @@ def _rule_problems(rule: dict) -> list[str]:
 
 def structural_problems(catalog: dict) -> list[str]:
     """Everything wrong that can be seen without Z3."""
-    from ..verify.certificate import structural_check
     out = []
     for r, i, c in _certs(catalog):
         ok, why = structural_check(c, require_runtime=True)
@@ -114,7 +114,7 @@ def recheck(catalog: dict) -> Verdict:
     cs = catalog.get("checksum") or checksum(catalog.get("rules", []))
     if cs in _RECHECKED:
         return _RECHECKED[cs]
-    from ..verify.certificate import recheck_detail
+    from ..verify.certify import recheck_detail
     problems = []
     n = 0
     for r, i, c in _certs(catalog):
@@ -158,7 +158,6 @@ def record(verdict: Verdict, origin: Optional[str] = None) -> list[str]:
     run of ``origin``. Returns where it was recorded."""
     if not verdict.ok or verdict.how != "re-checked":
         raise UntrustedCatalog("only a successful re-check can be recorded")
-    from ..verify.certificate import produced_by
     at = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     p = _record_path(verdict.checksum)
     atomic_write_json(p, {"checksum": verdict.checksum, "rechecked_at": at, "by": produced_by(),

@@ -27,7 +27,7 @@ from ..dsl import Program
 from ..errors import SuperopError
 from ..families.instances import all_instances
 from ..ir.schema import load_schema_arg
-from ..verify.certificate import bounded_certificate, recheck_detail
+from ..verify.certify import bounded_certificate, recheck_detail
 from ..verify.check import check_sql
 from ..verify.template_proofs import prove_instance
 from . import trust

@@ -61,7 +61,7 @@ class FirstSight:
                 return self._verdicts[inst.key]
         cert = None
         try:
-            from ..verify.certificate import check_and_certify   # the optional Z3 boundary
+            from ..verify.certify import check_and_certify   # the optional Z3 boundary
             out, inp = self._types(m)
             c = check_and_certify(inst.sql, inst.schema, K=self.K, timeout_ms=self.timeout_ms, form=form,
                                   output_types=out, input_types=inp)

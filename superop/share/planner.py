@@ -30,7 +30,7 @@ from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
 from ..ir.schema import SparkCatalogSchema
-from ..verify import UNKNOWN
+from ..verify.result import UNKNOWN
 from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
 from .estimate import DEFAULT_COST, CostModel, Estimator, storage_budget
 from .plancache import DEFAULT_MAX_BYTES, PlanningCache

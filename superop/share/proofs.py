@@ -38,8 +38,8 @@ from sqlglot import exp
 
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Project, Scan, Select, walk
-from ..verify import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from ..verify.plans import certificate, check_plans_equivalent, prove_spj_equivalent
+from ..verify.result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from .blocks import Block, and_all
 from .canonical import canonical_leaf, join_tree, to_canon
 from .covering import Consumer, CoveringExpression, rewrite_block

@@ -39,7 +39,7 @@ from ..dsl.plan_eval import PlanEvalError, eval_plan
 from ..ir import lower
 from ..ir.nodes import Node, Scan, walk
 from ..sparkutil import bag
-from ..verify import check_equivalence
+from ..verify.check import check_equivalence
 from ..verify.result import Result
 from .parts import NotSupported, Parts, analyze, strip_order
 from .program_builder import NotExpressible, build

@@ -1,6 +1,6 @@
 """Z3 verification of super-operator programs against SQL sub-plans.
 
-    from superop.verify import check_equivalence, Result
+    from superop.verify.check import check_equivalence
     check_equivalence(sub_plan, program, K=4) -> Result(status=verified|refuted|unknown|unsupported)
 
 Modules: ``result`` (result types), the encodings — ``values`` (one SQL value, 3-valued
@@ -9,14 +9,9 @@ uninterpreted functions), ``folds`` (aggregates as folds), ``relations`` (bags, 
 symbolic table), ``plan_encoder`` (the plan IR), ``program_encoder`` (the DSL), ``bags``
 (comparing outcomes) — then ``check`` (bounded equivalence), ``plans`` (plan vs plan),
 ``emitted`` (the SQL the runtime emits), ``streamability`` (Algorithms 1-3),
-``template_proofs`` (unbounded proofs of the template programs over the families'
-symbolic instances, ``superop.families.instances``), ``certificate`` (JSON certificates
-+ re-checking), ``replay`` (counterexample replay on Spark + the reference interpreter).
-Importing this package imports z3; the runtime never does.
+``template_proofs`` (unbounded proofs over the families' symbolic instances),
+``certificate`` (the certificate format and its structural check, z3-free), ``certify``
+(certifying and re-checking with z3), ``replay`` (counterexample replay on Spark + the
+reference interpreter). The package face imports nothing, so the z3-free modules
+(``result``, ``certificate``) load without z3.
 """
-from .check import check_equivalence
-from .plans import check_plans_equivalent
-from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result, Unsupported
-
-__all__ = ["check_equivalence", "check_plans_equivalent", "Result", "Counterexample", "Unsupported",
-           "VERIFIED", "REFUTED", "UNKNOWN", "UNSUPPORTED"]

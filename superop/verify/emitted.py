@@ -22,16 +22,12 @@ from typing import Optional, Sequence
 
 from ..errors import SuperopError
 from ..families.coverage import covers_of, match_of
-from ..ir import Node
-from ..ir.lower import lower_fixed
 from ..ir.functions import declared_deterministic
 from ..rewrite.rewriter import Rewriter, rewrite_structural
 from .check import check_plans_outcomes
+from .emitted_claim import BOUNDED, DIFFERENTIAL, NOT_MODELLED, lowered
 from .exprs import encoding
 from .result import UNSUPPORTED, VERIFIED, Unsupported
-
-BOUNDED, DIFFERENTIAL = "bounded", "differential-tests"
-NOT_MODELLED = "the encoder does not model the emitted SQL"
 
 
 def emitted_sql(sql: str, schema: dict, form: str = "", output_types: Optional[Sequence[Optional[str]]] = None,
@@ -47,26 +43,6 @@ def emitted_sql(sql: str, schema: dict, form: str = "", output_types: Optional[S
     if not res.changed:
         return None, res.explanation
     return res.sql, ""
-
-
-def lowered(sql: str, schema: dict) -> tuple[Optional[Node], str]:
-    """(the plan, "") or (None, why it does not lower fully) — lowering, the costliest part
-    of these checks, is remembered per process (``superop.ir.lower.lower_fixed``)."""
-    try:
-        low = lower_fixed(sql, schema)
-    except Exception as e:  # e.g. a construct the lowerer cannot resolve
-        return None, f"the emitted SQL does not lower: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-    if not low.fully_lowered:
-        return None, "the emitted SQL is not fully lowered: " + "; ".join(low.opaque_reasons)
-    return low.plan, ""
-
-
-def lowers_fully(sql: str, schema: dict) -> tuple[bool, str]:
-    """(the emitted SQL lowers to a plan with no opaque part, why not) — z3-free: a
-    certificate whose emitted SQL lowers may not say it was left to differential tests for
-    any reason but the encoder's (:data:`NOT_MODELLED`)."""
-    plan, why = lowered(sql, schema)
-    return plan is not None, why
 
 
 def check_emitted(sql: str, schema: dict, K: int = 4, timeout_ms: int = 20000, form: str = "",
@@ -96,9 +72,3 @@ def check_emitted(sql: str, schema: dict, K: int = 4, timeout_ms: int = 20000, f
             rec["counterexample"] = r.counterexample.to_json()
     return rec
 
-
-def claim_of(record: dict) -> dict:
-    """What a certificate's hashed inputs hold of an ``emitted_sql`` record: the SQL and the
-    verdict (not the timing or the counterexample)."""
-    return {k: record[k] for k in ("sql", "checked_by", "status", "K", "reason") if k in record
-            and not (k == "reason" and record.get("checked_by") == BOUNDED)}

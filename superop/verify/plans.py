@@ -1,6 +1,6 @@
 """Plan-vs-plan equivalence: two IR plans that read the same base tables.
 
-    from superop.verify import check_plans_equivalent
+    from superop.verify.plans import check_plans_equivalent
     check_plans_equivalent(plan_a, plan_b, K=3, timeout_ms=20000) -> Result
 
 * :func:`check_plans_equivalent` — **bounded**: Z3 looks for base tables of at most K rows

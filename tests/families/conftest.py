@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..runtime.runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
-                                        values_view)
+from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, values_view
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +26,7 @@ def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 4) -> list[
     from superop import families
     from superop.ir import lower, shape
     from superop.rules_out.generalize import Pattern, generalize
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
 
     from .fixtures import all_entries
     schema = schema or SCHEMA

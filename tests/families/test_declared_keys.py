@@ -98,13 +98,13 @@ def _cut() -> tuple[str, dict]:
 
 @functools.lru_cache(maxsize=1)
 def _certificate() -> dict:
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
     sql, schema = _cut()
     return check_and_certify(sql, schema, K=3, timeout_ms=60000)
 
 
 def test_certificate_records_the_premise_and_z3_needs_it():
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     sql, schema = _cut()
     cert = _certificate()
     assert cert["status"] == "verified", cert.get("reason")
@@ -158,7 +158,7 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     the generated tables refute q4's wrong candidate, so a test-passing wrong candidate is
     staged here by generating tables without the query's constants (the old blind spot)."""
     import superop.synth.testdata as testdata
-    import superop.verify
+    import superop.synth.synthesizer
     from superop.synth.literals import Literals
     from superop.synth.result import UNKNOWN, VERIFIED
     from superop.synth.synthesizer import Synthesizer
@@ -168,7 +168,7 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     monkeypatch.setattr(testdata, "plan_literals", lambda plan: Literals())
     monkeypatch.setattr(Synthesizer, "_verify", lambda self, prog: Result(UNKNOWN, K=2, reason="solver: timeout"))
     if not template_verifies:
-        monkeypatch.setattr(superop.verify, "check_equivalence",
+        monkeypatch.setattr(superop.synth.synthesizer, "check_equivalence",
                             lambda *a, **k: Result(UNKNOWN, K=2, reason="solver: timeout"))
     res = Synthesizer(plan, K=2, timeout_s=60, verify_timeout_s=30, initial_tests=12).run()
     if template_verifies:

@@ -13,7 +13,7 @@ from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.coverage import covered_rule
 from superop.sparkutil import bag
-from superop.verify.certificate import check_and_certify, prove_and_certify
+from superop.verify.certify import check_and_certify, prove_and_certify
 
 from .runtime_fixtures import SCHEMA, values_view
 

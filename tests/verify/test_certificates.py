@@ -12,15 +12,9 @@ from superop.dsl import Program
 from superop.families.coverage import runtime_program
 from superop.rules_out.catalog import checksum, make_catalog
 from superop.rules_out.coverage import covered_rule
-from superop.verify import certificate as C
-from superop.verify.certificate import (
-    check_and_certify,
-    program_sha256,
-    prove_and_certify,
-    recheck_detail,
-    sha256_of,
-    structural_check,
-)
+from superop.verify import certify as C
+from superop.verify.certificate import program_sha256, sha256_of, structural_check
+from superop.verify.certify import check_and_certify, prove_and_certify, recheck_detail
 
 from .conftest import SCHEMA
 from .test_equivalence import FIG8, fig8_prog

@@ -27,7 +27,7 @@ KEY_HAVING, AGG_HAVING = "a <> 2", "min(b) < 4"
 @pytest.fixture(scope="module")
 def so(spark, tmp_path_factory):
     from superop.runtime import SuperOpSession
-    from superop.verify.certificate import prove_and_certify
+    from superop.verify.certify import prove_and_certify
     assert spark.conf.get("spark.sql.ansi.enabled") == "true"
     # a file-backed table, as in production (Spark would fold an inline VALUES table at
     # planning time, where the runtime's fail-safe catches an error)

@@ -173,7 +173,7 @@ def test_unguarded_flag_raises_where_spark_does_not(spark, monkeypatch):
     """The bounded check refutes the unguarded program on the trap query; Spark (ANSI on)
     runs the query on the counterexample rows without an error, as the model says."""
     from superop.families import build_program
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     from superop.verify.streamability import find_match
 
     from .conftest import plan_of
@@ -202,7 +202,7 @@ def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
 
 def test_the_guarded_flag_verifies_on_the_trap_with_a_key_filter():
     from superop.families.coverage import match_of_plan
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
 
     from .conftest import plan_of
     m = match_of_plan(plan_of(MJ_FULL_TRAP.format(having="a <> 2")))

@@ -14,8 +14,9 @@ from superop.rules_out import trust
 from superop.rules_out.catalog import CatalogError, load_catalog, make_catalog
 from superop.rules_out.coverage import covered_rule
 from superop.families.identity import instance_of_sql
-from superop.verify import certificate as C
-from superop.verify.certificate import check_and_certify, recheck_detail, sha256_of, structural_check
+from superop.verify import certify as C
+from superop.verify.certificate import sha256_of, structural_check
+from superop.verify.certify import check_and_certify, prove_and_certify, recheck_detail
 
 from .conftest import SCHEMA
 
@@ -157,7 +158,6 @@ def test_a_downgrade_the_encoder_would_check_is_refused_by_the_recheck(du_cert):
 
 
 def test_a_template_proof_carries_its_emitted_sql_check():
-    from superop.verify.certificate import prove_and_certify
     c = prove_and_certify("DU/2")
     em = c["inputs"]["emitted_sql"]
     assert c["status"] == "verified" and em["checked_by"] == "bounded" and em["status"] == "verified"
