@@ -31,6 +31,10 @@ from typing import Iterator, Optional
 SHUFFLE = "Exchange"
 REUSED = "ReusedExchange"
 BROADCAST = "BroadcastExchange"
+SUBQUERY = "Subquery"
+REUSED_SUBQUERY = "ReusedSubquery"
+# plans an operator's expressions read (printed before its children, one level deeper)
+SUBQUERY_NODES = (SUBQUERY, REUSED_SUBQUERY, "SubqueryBroadcast", "SubqueryAdaptiveBroadcast")
 SCANS = ("FileScan", "Scan", "BatchScan", "LocalTableScan", "InMemoryTableScan", "RowDataSourceScan",
          "Range", "RDDScan", "ExternalRDDScan")
 
@@ -127,6 +131,7 @@ class PlanInfo:
     exchanges: int = 0
     reused: int = 0
     broadcasts: int = 0
+    reused_subqueries: int = 0         # printed copies of a subquery plan Spark runs once
     cost: float = 0.0                  # the cost model's estimate (superop.runtime.plan_cost)
     shuffled_bytes: float = 0.0        # the cost model's estimate of the bytes all shuffles move
     pushed_filters: list = field(default_factory=list)   # one string per file scan
@@ -155,12 +160,58 @@ def explain_text(spark, sql: str) -> str:
     return spark.sql("EXPLAIN COST " + sql).collect()[0][0]
 
 
+_EXPR_ID = re.compile(r"#(\d+)")
+_PLAN_ID = re.compile(r"plan_id=\d+")
+
+
+def _canonical(node: Node) -> str:
+    """A subquery's plan below its ``Subquery subquery#N`` line, expression ids numbered by
+    first use: equal for two copies of one plan (what Spark's subquery reuse compares)."""
+    ids: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        return "#" + ids.setdefault(m.group(1), str(len(ids)))
+    lines, stack = [], [(c, 1) for c in reversed(node.children)]
+    while stack:
+        n, depth = stack.pop()
+        lines.append(f"{depth} {_EXPR_ID.sub(rename, _PLAN_ID.sub('plan_id', n.text))}")
+        stack.extend((c, depth + 1) for c in reversed(n.children))
+    return "\n".join(lines)
+
+
+def reuse_subqueries(root: Node) -> int:
+    """What runs, from the printed plan: an operator's subquery plans move after its own
+    children (so the first child is the row input), and every copy of a scalar subquery
+    plan after the first becomes a childless ``ReusedSubquery`` — Spark runs identical
+    subqueries once (``spark.sql.execution.reuseSubquery``; the initial adaptive plan still
+    prints each copy, e.g. the ``mergedValue`` struct that ``MergeSubplans`` builds for a
+    whole group of merged aggregates, once per use). Returns how many copies were folded."""
+    seen: set[str] = set()
+    folded = 0
+    for n in root.walk():      # walk() reads children after yielding: edits below are seen
+        n.children = ([c for c in n.children if c.name not in SUBQUERY_NODES]
+                      + [c for c in n.children if c.name in SUBQUERY_NODES])
+        for i, c in enumerate(n.children):
+            if c.name != SUBQUERY or not c.children:
+                continue
+            key = _canonical(c)
+            if key in seen:
+                n.children[i] = Node(REUSED_SUBQUERY, REUSED_SUBQUERY + " " + c.args)
+                folded += 1
+            else:
+                seen.add(key)
+    return folded
+
+
 def parse_explain(text: str) -> PlanInfo:
-    """Exchanges, PushedFilters and both trees of ``EXPLAIN COST`` output."""
+    """Exchanges, PushedFilters and both trees of ``EXPLAIN COST`` output (copies of one
+    subquery plan counted once: :func:`reuse_subqueries`)."""
     sec = sections(text)
     phys_text = sec.get("Physical Plan", "")
     info = PlanInfo(tree=phys_text, explain=text)
     info.physical = parse_tree(phys_text)
+    if info.physical is not None:
+        info.reused_subqueries = reuse_subqueries(info.physical)
     info.logical = parse_tree(sec.get("Optimized Logical Plan", ""))
     if info.physical is None:
         raise ValueError("EXPLAIN COST printed no physical plan: "

@@ -147,6 +147,18 @@ def _norm(v):
     return v
 
 
+def empty_tables(spark, schema: dict) -> None:
+    """Empty temp views with the schema's column types (``{table: {column: type}}``; entries
+    whose name starts with ``$``, such as declared keys, are not tables). Spark plans them
+    like large tables (an RDD relation has no size estimate, so no broadcast joins)."""
+    from pyspark.sql.types import StructType
+    for table, cols in schema.items():
+        if table.startswith("$"):
+            continue
+        ddl = ", ".join(f"`{c}` {t}" for c, t in cols.items())
+        spark.createDataFrame(spark.sparkContext.emptyRDD(), StructType.fromDDL(ddl)).createOrReplaceTempView(table)
+
+
 def bag(rows) -> Counter:
     """A multiset of rows (tuples) for order-insensitive comparison."""
     return Counter(tuple(_norm(v) for v in r) for r in rows)

@@ -74,6 +74,24 @@ def tpch(spark, tpch_dir):
 
 
 @pytest.fixture(scope="session")
+def tpcds_dir(tmp_path_factory):
+    """TPC-DS at the smallest useful scale factor (0.01, ~30 MB), generated once per run by
+    tpcgen-cli (shared by the workload and bench tests)."""
+    from superop.workloads.tpcds.data import SMALLEST_SF, generate_tpcds
+    return generate_tpcds(SMALLEST_SF, tmp_path_factory.mktemp("tpcds") / "sf")
+
+
+@pytest.fixture(scope="session")
+def tpcds_session(spark, tpcds_dir):
+    """The TPC-DS tables in a CHILD session: its tables (customer, ...) must not replace the
+    TPC-H views of the same names in the shared session."""
+    from superop.workloads.tpcds import register_tpcds
+    s = spark.newSession()
+    register_tpcds(s, tpcds_dir)
+    return s
+
+
+@pytest.fixture(scope="session")
 def seed_mlflow_db(tmp_path_factory):
     """``seed_mlflow_db(path) -> uri``: an empty MLflow SQLite store at ``path``, copied from
     one created once per session. A new store runs MLflow's schema migrations (10-15 s on a

@@ -187,12 +187,14 @@ def _schema(spark, sql: str) -> list:
     return [[f.name, f.dataType.simpleString()] for f in spark.sql(sql).schema.fields]
 
 
-def check_equal(spark, sql_a: str, sql_b: str, exact_limit: int = 20_000) -> Equality:
+def check_equal(spark, sql_a: str, sql_b: str, exact_limit: int = 20_000, spark_b=None) -> Equality:
     """Are the results of ``sql_a`` and ``sql_b`` equal as bags of rows (column names and
-    types included)?"""
-    sa, sb = _schema(spark, sql_a), _schema(spark, sql_b)
+    types included)? ``spark_b``: the session ``sql_b`` runs in (default ``spark``; e.g. a
+    clone with other settings)."""
+    spark_b = spark if spark_b is None else spark_b
+    sa, sb = _schema(spark, sql_a), _schema(spark_b, sql_b)
     na, h1a, h2a = fingerprint(spark, sql_a)
-    nb, h1b, h2b = fingerprint(spark, sql_b)
+    nb, h1b, h2b = fingerprint(spark_b, sql_b)
     if sa != sb:
         return Equality(False, "schema", na, nb, f"schemas differ: {sa} vs {sb}", sa, sb)
     if na != nb:
@@ -200,7 +202,7 @@ def check_equal(spark, sql_a: str, sql_b: str, exact_limit: int = 20_000) -> Equ
     if (h1a, h2a) != (h1b, h2b):
         return Equality(False, "fingerprint", na, nb, "row hashes differ (same row count)", sa, sb)
     if na <= exact_limit:
-        ba, bb = bag(spark.sql(sql_a).collect()), bag(spark.sql(sql_b).collect())
+        ba, bb = bag(spark.sql(sql_a).collect()), bag(spark_b.sql(sql_b).collect())
         if ba != bb:
             only_a = sum((ba - bb).values())
             only_b = sum((bb - ba).values())

@@ -192,22 +192,24 @@ def select_queries(names: Optional[Sequence[str]] = None) -> list[MicroQuery]:
 # running
 # ---------------------------------------------------------------------------
 def measure_triple(spark, name: str, sides: dict[str, str], repeat: int, warmup: int,
-                   progress: Optional[Progress] = None) -> dict:
+                   progress: Optional[Progress] = None, sessions: Optional[dict] = None) -> dict:
     """Warm-up then ``repeat`` alternating rounds over ``sides`` (label -> SQL); the order
-    rotates each round so that no side always runs first (cache / JIT / GC effects)."""
+    rotates each round so that no side always runs first (cache / JIT / GC effects).
+    ``sessions``: label -> the session that side runs in (default ``spark``)."""
     labels = list(sides)
+    on = {k: (sessions or {}).get(k, spark) for k in labels}
     runs = {k: [] for k in labels}
     for _ in range(warmup):
         for k in labels:
             if progress:
                 progress.note(f"{name}: warm-up {k}")
-            timed_run(spark, sides[k], f"{name}-warm-{k}")
+            timed_run(on[k], sides[k], f"{name}-warm-{k}")
     for r in range(repeat):
         order = labels[r % len(labels):] + labels[:r % len(labels)]
         for k in order:
             if progress:
                 progress.note(f"{name}: round {r + 1}/{repeat} {k}")
-            runs[k].append(timed_run(spark, sides[k], f"{name}-{k}"))
+            runs[k].append(timed_run(on[k], sides[k], f"{name}-{k}"))
         if progress:
             progress.advance()
     return {k: summarize(v) for k, v in runs.items()}

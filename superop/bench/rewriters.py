@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from ..errors import SuperopError
 from ..rules_out.builtin import builtin_rules
@@ -28,6 +28,7 @@ class Rewrite:
     timings_ms: dict = field(default_factory=dict)
     exchanges_before: Optional[int] = None
     exchanges_after: Optional[int] = None
+    conf: dict = field(default_factory=dict)   # settings ``sql`` runs with (a session clone)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -69,18 +70,21 @@ def default_catalog() -> dict:
 HAND_BUILT = "bench-default"     # --catalog value for the hand-built catalog (harness tests only)
 
 
-def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".superop/bench-data",
-                     log: Optional[str] = None, mine_kw: Optional[dict] = None,
-                     keys: Optional[str] = None) -> Rewriter:
-    """The production rewriter (``SuperOpSession.rewrite``) with ``catalog`` (file or MLflow
-    URI); by default the catalog the nightly job mines from ``log`` (the bundled log), mined
-    once and cached under ``data_dir`` (bench/mined.py). ``catalog="bench-default"`` is the
-    hand-built :func:`default_catalog`, for harness tests only. ``keys``: a file of declared
-    keys the session vouches for (``SuperOpSession(keys=...)``: a schema file with a
-    ``"$keys"`` entry, or a bare keys mapping) — keyed rules apply only with it."""
+def runtime_session(spark, catalog: Union[None, str, dict] = None, data_dir: str = ".superop/bench-data",
+                    log: Optional[str] = None, mine_kw: Optional[dict] = None,
+                    keys: Optional[str] = None) -> tuple[SuperOpSession, dict]:
+    """The production runtime (:class:`SuperOpSession`, a fresh decision cache) with
+    ``catalog`` (file or MLflow URI); by default the catalog the nightly job mines from
+    ``log`` (the bundled log), mined once and cached under ``data_dir`` (bench/mined.py).
+    ``catalog="bench-default"`` is the hand-built :func:`default_catalog`, for harness tests
+    only. ``keys``: a file of declared keys the session vouches for
+    (``SuperOpSession(keys=...)``: a schema file with a ``"$keys"`` entry, or a bare keys
+    mapping) — keyed rules apply only with it. Returns the session and what describes it."""
     if catalog == HAND_BUILT:
         cat, desc = default_catalog(), ("bench-default (hand-built DU/DJ/MJ rules, templates proved by "
                                         "superop.verify at start-up; harness tests only)")
+    elif isinstance(catalog, dict):
+        cat, desc = catalog, f"(in-memory catalog {catalog.get('version')})"
     elif catalog:
         cat, desc = catalog, catalog
     else:
@@ -91,6 +95,14 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
             "keys": keys, "declared_keys": {t: [k.text() for k in ks] for t, ks in so.keys.items()},
             "catalog_checksum": so.catalog.get("checksum"),
             "rules": [r["id"] for r in so.catalog.get("rules", [])]}
+    return so, info
+
+
+def runtime_rewriter(spark, catalog: Union[None, str, dict] = None, data_dir: str = ".superop/bench-data",
+                     log: Optional[str] = None, mine_kw: Optional[dict] = None,
+                     keys: Optional[str] = None) -> Rewriter:
+    """The production rewriter (``SuperOpSession.rewrite``) of :func:`runtime_session`."""
+    so, info = runtime_session(spark, catalog, data_dir, log, mine_kw, keys)
 
     def fn(sql: str) -> Rewrite:
         t0 = time.perf_counter()
@@ -102,7 +114,8 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
                        error=getattr(r, "error", None),
                        timings_ms=dict(getattr(r, "timings_ms", None) or {}),
                        exchanges_before=getattr(r, "exchanges_before", None),
-                       exchanges_after=getattr(r, "exchanges_after", None))
+                       exchanges_after=getattr(r, "exchanges_after", None),
+                       conf=dict(getattr(r, "conf", None) or {}))
     return Rewriter("superop.runtime.SuperOpSession", fn, info)
 
 

@@ -39,10 +39,16 @@ from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
 
 class GAReason(ReasonCode):
     """Why a join of global aggregates is not a global-aggregate diamond."""
-    MIXED_JOIN_INPUTS = ("mixed_join_inputs",
-                         "some inputs of the product are not global aggregates of the shared input")
-    JOIN_CONDITION = ("join_condition",
-                      "the global aggregates are joined on a condition (only a product of their rows is an instance)")
+    MIXED_JOIN_INPUTS = (
+        "mixed_join_inputs",
+        "some inputs of the product are not global aggregates of the shared input",
+        "Make every input of the product a global aggregate (SELECT agg(...) FROM the shared input, no GROUP BY) of"
+        " the same input.")
+    JOIN_CONDITION = (
+        "join_condition",
+        "the global aggregates are joined on a condition (only a product of their rows is an instance)",
+        "Combine the global aggregates with CROSS JOIN (each has one row) and move the join condition into a WHERE "
+        "above.")
 
 
 def is_product(j: Join) -> bool:

@@ -59,16 +59,26 @@ RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_
 
 class NBReason(ReasonCode):
     """Why a self-join of a view on a column offset is not a neighbour self-join."""
-    OFFSET_NOT_ON_A_RANK = ("offset_not_on_a_rank",
-                            "the offset column is not a row_number / rank / dense_rank of the view "
-                            "(or rows are filtered or limited between the ranking and the view)")
-    RANK_MAY_TIE = ("rank_may_tie",
-                    "the rank's ORDER BY may tie within its PARTITION BY: rn = rn + c can match "
-                    "several rows or none")
-    USE_NOT_LINKED = ("use_not_linked",
-                      "a use of the view is not joined to an earlier one by a non-zero rank offset")
-    NOT_LEFT_DEEP = ("join_tree_not_left_deep",
-                     "the uses are not joined one by one (a left-deep tree) with the centre preserved")
+    OFFSET_NOT_ON_A_RANK = (
+        "offset_not_on_a_rank",
+        "the offset column is not a row_number / rank / dense_rank of the view (or rows are filtered or limited "
+        "between the ranking and the view)",
+        "Join the view on a row_number() / rank() / dense_rank() computed in the view (ON b.rn = a.rn + 1), with no"
+        " filter or LIMIT between the ranking and the join.")
+    RANK_MAY_TIE = (
+        "rank_may_tie",
+        "the rank's ORDER BY may tie within its PARTITION BY: rn = rn + c can match several rows or none",
+        "Make the ranking's ORDER BY unique within its PARTITION BY: add a unique column as a tie-break (or declare"
+        " the key in the schema).")
+    USE_NOT_LINKED = (
+        "use_not_linked",
+        "a use of the view is not joined to an earlier one by a non-zero rank offset",
+        "Join each use of the view to an earlier one by rn = rn + c with a non-zero constant c.")
+    NOT_LEFT_DEEP = (
+        "join_tree_not_left_deep",
+        "the uses are not joined one by one (a left-deep tree) with the centre preserved",
+        "Join the uses one after another to the centre (v a LEFT JOIN v b ON ... LEFT JOIN v c ON ...), keeping the"
+        " centre's rows.")
 
 
 # ---------------------------------------------------------------------------

@@ -94,19 +94,38 @@ from .kit.regroup import aggregate_below, and_all
 
 class PivotReason(ReasonCode):
     """Why uses of one shared aggregate are not a pivot join."""
-    NOT_A_CONSTANT = ("use_filter_not_constant",
-                      "a use's filter on a grouping key is not an equality to a constant")
-    FIXED_KEYS_DIFFER = ("fixed_keys_differ", "the uses fix different grouping keys to constants")
-    NO_FIXED_KEY = ("no_fixed_key",
-                    "no grouping key is fixed to a constant by the uses (a self-join of a shared aggregate)")
-    CONSTANT_TYPE = ("constant_type",
-                     "a grouping key is compared with a constant whose equality is not the grouping's "
-                     "(a cast, a floating-point or an untyped key)")
-    MIXED_JOIN_KINDS = ("mixed_join_kinds", "the uses are joined by joins of different kinds")
-    UNION_NOT_SELECTED = ("union_branch_not_selected",
-                          "a use reads several branches of a shared UNION ALL (no constant column selects one)")
-    USES_NOT_ADJACENT = ("uses_not_adjacent",
-                         "the uses are not one sub-tree of the joins (outer joins are not reordered)")
+    NOT_A_CONSTANT = (
+        "use_filter_not_constant",
+        "a use's filter on a grouping key is not an equality to a constant",
+        "Filter each use on a grouping key with key = constant (WHERE d = 'x'), not a range, an IN list or an "
+        "expression.")
+    FIXED_KEYS_DIFFER = (
+        "fixed_keys_differ",
+        "the uses fix different grouping keys to constants",
+        "Fix the same grouping key(s) to constants in every use.")
+    NO_FIXED_KEY = (
+        "no_fixed_key",
+        "no grouping key is fixed to a constant by the uses (a self-join of a shared aggregate)",
+        "Select one constant of a grouping key in each use (WHERE key = 'x'); a self-join without such filters is "
+        "not a pivot.")
+    CONSTANT_TYPE = (
+        "constant_type",
+        "a grouping key is compared with a constant whose equality is not the grouping's (a cast, a floating-point "
+        "or an untyped key)",
+        "Compare the key with a constant of the key's own type: no CAST, no floating-point key.")
+    MIXED_JOIN_KINDS = (
+        "mixed_join_kinds",
+        "the uses are joined by joins of different kinds",
+        "Join all uses with one join kind (all LEFT or all INNER).")
+    UNION_NOT_SELECTED = (
+        "union_branch_not_selected",
+        "a use reads several branches of a shared UNION ALL (no constant column selects one)",
+        "Add a constant column to each UNION ALL branch and filter each use on it, so that each use reads one "
+        "branch.")
+    USES_NOT_ADJACENT = (
+        "uses_not_adjacent",
+        "the uses are not one sub-tree of the joins (outer joins are not reordered)",
+        "Join the uses next to each other, before any other table, so that they form one sub-tree of the joins.")
 
 
 # ---------------------------------------------------------------------------

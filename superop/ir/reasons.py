@@ -10,14 +10,18 @@ from enum import Enum
 
 class ReasonCode(str, Enum):
     """Base of every near-miss reason enum: the value is the stable code written to
-    mining outputs (``near_misses.parquet``); ``text`` says it in one line. A family with
-    reasons of its own declares a subclass next to its pattern."""
+    mining outputs (``near_misses.parquet``); ``text`` says it in one line; ``hint`` tells
+    the query's author what to change so that the query matches (the report's near-miss
+    section shows it). A family with reasons of its own declares a subclass next to its
+    pattern."""
     text: str
+    hint: str
 
-    def __new__(cls, code: str, text: str) -> "ReasonCode":
+    def __new__(cls, code: str, text: str, hint: str = "") -> "ReasonCode":
         obj = str.__new__(cls, code)
         obj._value_ = code
         obj.text = text
+        obj.hint = hint
         return obj
 
     def __str__(self) -> str:

@@ -36,20 +36,45 @@ from .reasons import ReasonCode
 class BlockReason(ReasonCode):
     """Why a match is refused: a near-miss reason of the matching path
     (``superop.families.matching``), the same code in mining outputs and runtime traces."""
-    NONDETERMINISTIC = ("nondeterministic",
-                        "a nondeterministic expression (rand(), uuid(), ...) in the sub-plan")
-    ORDER_DEPENDENT = ("order_dependent", "an order-dependent function (first(), collect_list(), "
-                                          "row_number(), a ROWS window frame, ...) in the sub-plan")
-    UNKNOWN_FUNCTION = ("unknown_function",
-                        "a function that is not a Spark built-in (a UDF of unknown determinism)")
-    LIMIT_IN_SOURCE = ("limit_in_source",
-                       "a LIMIT inside the shared input (which rows survive is not fixed)")
-    SAMPLE_IN_SOURCE = ("sample_in_source", "a TABLESAMPLE inside the shared input")
-    VOLATILE_VIEW = ("volatile_view", "the shared input reads a view whose rows may differ per read")
-    UNMODELED_IN_SOURCE = ("unmodeled_in_source", "SQL inside the shared input that superop cannot inspect")
-    SUBQUERY_ON_MATCH = ("subquery_on_match",
-                         "a sub-query in an edge, aggregate or join expression of the match "
-                         "(the super-operator's program reads only the row, keys and accumulators)")
+    NONDETERMINISTIC = (
+        "nondeterministic",
+        "a nondeterministic expression (rand(), uuid(), ...) in the sub-plan",
+        "Move rand(), uuid(), shuffle() out of the shared part: compute them above the pattern, or materialize "
+        "their values once in a table.")
+    ORDER_DEPENDENT = (
+        "order_dependent",
+        "an order-dependent function (first(), collect_list(), row_number(), a ROWS window frame, ...) in the "
+        "sub-plan",
+        "Use order-free functions (min/max, max_by with a tie-break, collect_set) instead of first(), "
+        "collect_list(), row_number(), or a RANGE instead of a ROWS window frame.")
+    UNKNOWN_FUNCTION = (
+        "unknown_function",
+        "a function that is not a Spark built-in (a UDF of unknown determinism)",
+        "Use Spark built-ins instead of the UDF in the matched part, or apply the UDF above the pattern (after the "
+        "aggregates).")
+    LIMIT_IN_SOURCE = (
+        "limit_in_source",
+        "a LIMIT inside the shared input (which rows survive is not fixed)",
+        "Move the LIMIT out of the shared input (above the pattern), or write the limited rows to a table once and "
+        "read that.")
+    SAMPLE_IN_SOURCE = (
+        "sample_in_source",
+        "a TABLESAMPLE inside the shared input",
+        "Sample once into a table (CREATE TABLE ... AS SELECT ... TABLESAMPLE ...) and read that table instead.")
+    VOLATILE_VIEW = (
+        "volatile_view",
+        "the shared input reads a view whose rows may differ per read",
+        "Read a table, or a view without nondeterministic expressions, LIMIT or TABLESAMPLE inside it.")
+    UNMODELED_IN_SOURCE = (
+        "unmodeled_in_source",
+        "SQL inside the shared input that superop cannot inspect",
+        "Write the shared input as plain SELECT / WHERE / GROUP BY / JOIN / UNION ALL, or read it from a table.")
+    SUBQUERY_ON_MATCH = (
+        "subquery_on_match",
+        "a sub-query in an edge, aggregate or join expression of the match (the super-operator's program reads only"
+        " the row, keys and accumulators)",
+        "Move the sub-query out of the matched expressions: join its result into the shared input as a column, or "
+        "compute it in a CTE.")
 
 
 _FROM_DETERMINISM = {

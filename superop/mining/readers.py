@@ -113,9 +113,12 @@ def _ts_ms(v) -> Optional[float]:
         return None
 
 
+_EMPTY_ROW: dict = {c: None for c, _ in LOG_COLUMNS}
+
+
 def canonical_row(rec: dict, cols: dict[str, str]) -> dict:
     """One source record (dict) -> a LOG_COLUMNS dict with an ``error`` reason if bad."""
-    out = {c: None for c, _ in LOG_COLUMNS}
+    out = _EMPTY_ROW.copy()        # runs once per log row: a copy, not a comprehension
     text = rec.get(cols.get("statement_text", "\0"))
     if text is None or (isinstance(text, float) and text != text):
         out["error"] = "missing_statement_text"
@@ -128,7 +131,8 @@ def canonical_row(rec: dict, cols: dict[str, str]) -> dict:
     out["statement_id"] = None if sid is None else str(sid)
     st = rec.get(cols.get("start_time", "\0"))
     out["start_time"] = None if st is None else str(st)
-    out["executed_by"] = (lambda u: None if u is None else str(u))(rec.get(cols.get("executed_by", "\0")))
+    user = rec.get(cols.get("executed_by", "\0"))
+    out["executed_by"] = None if user is None else str(user)
     status = rec.get(cols.get("execution_status", "\0"))
     out["execution_status"] = "" if status is None else str(status)
     try:

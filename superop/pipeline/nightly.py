@@ -19,9 +19,11 @@ from typing import Any, Callable, Optional
 
 from ..mining.job import run_mining
 from ..mining.logframe import LOG_COLUMNS
+from ..mining.near_misses import recurring_near_misses
 from ..mining.readers import source_table
 from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, Selection
 from ..rules_out.catalog import make_catalog, write_catalog
+from ..rules_out.examples import rule_examples
 from ..rules_out.generalize import generalize
 from ..rules_out.registry import log_catalog_model, register_catalog_model
 from ..rules_out.report import to_html, to_markdown
@@ -150,7 +152,7 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
             sharing = _share(job, share_window_s, share_max_windows, share_budget_s)
         syn = _synthesize(job, mined)
         rules, rejected = _generalize(job, syn.outcomes)
-        result = _export(job, mined.summary, syn, rules, rejected, sharing)
+        result = _export(job, mined, syn, rules, rejected, sharing)
         ok = True
         return result
     finally:
@@ -197,9 +199,11 @@ class _Job:
 
 @dataclass
 class _Mined:
-    """The mining stage's summary and candidates (a pandas DataFrame of CANDIDATE_COLUMNS)."""
+    """The mining stage's summary, candidates (a pandas DataFrame of CANDIDATE_COLUMNS) and
+    near-misses (a pandas DataFrame)."""
     summary: dict
     candidates: Any
+    near_misses: Any
 
 
 @dataclass
@@ -239,7 +243,7 @@ def _mine(job: _Job) -> _Mined:
     tr.end(child)
     job.metrics.update({f"mine_{a}": b for a, b in m.items()})
     job.metrics.update({a: b for a, b in m.items() if a != "seconds"})
-    return _Mined(s, mres.candidates)
+    return _Mined(s, mres.candidates, mres.near_misses)
 
 
 def _share(job: _Job, window_s: float, max_windows: int, budget_s: Optional[float]):
@@ -331,14 +335,19 @@ def _generalize(job: _Job, outcomes: list[Outcome]) -> tuple[list, list]:
     return rules, rejected
 
 
-def _export(job: _Job, s: dict, syn: _Synthesized, rules: list, rejected: list, sharing) -> NightlyResult:
+def _export(job: _Job, mined: _Mined, syn: _Synthesized, rules: list, rejected: list, sharing) -> NightlyResult:
     """The export stage: catalog, reports, the MLflow model and its registered version,
     then the whole output set replaces the previous one."""
     tr, outputs, staged = job.tr, job.outputs, job.outputs.staged_dir
     t = time.perf_counter()
     child = tr.start("export", job.parent)
+    s = mined.summary
     source = {"log": str(job.log_path), "window": s.get("window"), "content_hash": job.log_hash}
     catalog = make_catalog(rules, source=source)
+    # for the report: what query authors could change, and what each rule does to its example
+    catalog["near_misses"] = recurring_near_misses(
+        mined.near_misses, Selection(job.k, job.min_cost_share, job.min_executions))
+    catalog["rule_examples"] = rule_examples(catalog, job.schema, job.spark)
     if sharing is not None:
         catalog["sharing_opportunities"] = sharing.to_json()
     catalog_report = {

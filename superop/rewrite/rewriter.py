@@ -359,9 +359,12 @@ class RewriteResult:
     cost_after: Optional[float] = None
     candidates: list = dc_field(default_factory=list)
     error: Optional[str] = None
+    # Spark settings ``sql`` runs with, for this query only (a clone of the session: the
+    # runtime's flag form, superop.runtime.merge_flags); empty: the caller's session as it is
+    conf: dict = dc_field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"sql": self.sql, "applied": list(self.applied), "changed": self.changed,
+        return {"sql": self.sql, "applied": list(self.applied), "changed": self.changed, "conf": dict(self.conf),
                 "explanation": self.explanation, "exchanges_before": self.exchanges_before,
                 "exchanges_after": self.exchanges_after, "cost_before": self.cost_before,
                 "cost_after": self.cost_after, "timings_ms": self.timings_ms,

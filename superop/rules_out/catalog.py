@@ -8,7 +8,10 @@ Document::
      "version": "...", "created_at": "...Z", "tool_version": "0.1.0",
      "source": {"log": ..., "window": {"start": ..., "end": ...}, "content_hash": ...},
      "checksum": "sha256:<hex>",            # over canonical_json(rules)
-     "rules": [rule, ...]}
+     "rules": [rule, ...],
+     # optional, for the report (the runtime reads neither):
+     "near_misses": {"found": ..., "items": [near_miss, ...]},   # superop.mining.near_misses
+     "rule_examples": {rule_id: rule_example, ...}}               # superop.rules_out.examples
 
 A rule (see ``$defs/rule`` in the schema) names its family (one of
 ``superop.families.REGISTRY``), its core operators and abstract edges (each edge lists the
@@ -88,6 +91,7 @@ def generated_schema() -> dict:
         aggs += [a for a in f.aggregates if a not in aggs]
     rule["aggregates"]["items"] = {"enum": aggs}
     rule["agg_sides"]["items"] = {"enum": [s.value for s in Side]}
+    defs["near_miss"]["properties"]["family"] = {"enum": [f.name for f in fams]}
     return sch
 
 

@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     g.add_argument("--templates", action="store_true", help="prove every Fig. 10 template (unbounded)")
     add_schema_arg(p)
     p.add_argument("--program", metavar="FILE",
-                   help="program JSON file (superop.synth.dsl.Program.to_json)")
+                   help="program JSON file (superop.dsl.Program.to_json)")
     p.add_argument("--bound", type=int, default=4, dest="K", metavar="K",
                    help="bound on input rows (default 4)")
     deprecated(p, "--K", "-K", dest="K", use="--bound", type=int)

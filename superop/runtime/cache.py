@@ -67,6 +67,7 @@ from sqlglot.tokens import TokenType
 
 from ..ir.dialect import DIALECT
 from ..ir.lower import parse
+from .merge_flags import MERGE_FLAGS
 
 
 def _lru_put(d: OrderedDict, key, value, maxsize: int) -> None:
@@ -84,7 +85,7 @@ PLAN_CONF = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.enabled
              "spark.sql.shuffle.partitions", "spark.sql.cbo.enabled", "spark.sql.cbo.planStats.enabled",
              "spark.sql.ansi.enabled", "spark.sql.optimizer.excludedRules",
              "spark.sql.parser.escapedStringLiterals", "spark.sql.caseSensitive",
-             "spark.sql.ansi.doubleQuotedIdentifiers", "spark.sql.session.timeZone")
+             "spark.sql.ansi.doubleQuotedIdentifiers", "spark.sql.session.timeZone", *MERGE_FLAGS)
 
 _COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.Like, exp.ILike)
 _INT_MAX = 2 ** 31 - 1

@@ -22,7 +22,7 @@ from ..ir.lower import parse
 from ..ir.schema import load_schema_arg
 from ..rewrite.rewriter import Rewriter, rewrite_structural
 from ..rules_out.catalog import load_catalog
-from ..sparkutil import get_spark
+from ..sparkutil import empty_tables, get_spark
 from .session import SuperOpSession
 
 log = logging.getLogger("superop.runtime")
@@ -44,16 +44,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _empty_tables(spark, schema: dict) -> None:
-    """Empty tables with the schema's types: Spark plans them like large tables (an RDD
-    relation has no size estimate, so no broadcast joins), which is what the gate needs."""
-    from pyspark.sql.types import StructType
-    for table, cols in schema.items():
-        ddl = ", ".join(f"`{c}` {t}" for c, t in cols.items())
-        st = StructType.fromDDL(ddl)
-        spark.createDataFrame(spark.sparkContext.emptyRDD(), st).createOrReplaceTempView(table)
-
-
 def run(args) -> int:
     sql = read_sql(args)
     schema = load_schema_arg(args.schema)
@@ -67,7 +57,7 @@ def run(args) -> int:
         spark = get_spark(app_name="superop-rewrite", master=args.master,
                           conf=spark_conf(args)).newSession()
         if schema:
-            _empty_tables(spark, schema)
+            empty_tables(spark, schema)
         res = SuperOpSession(spark, catalog, schema=schema or None).rewrite(sql)
         if res.error:
             log.warning("rewrite failed: %s", res.error)

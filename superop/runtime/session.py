@@ -14,6 +14,10 @@ it has the same output columns and types and its predicted speed-up
 ``cost(original) / cost(candidate)`` is at least ``min_speedup``. The best-predicted
 candidate wins; any number of candidates per query can be ranked (all matches together,
 each alone, and alternative forms of one match). A refusal says why in the explanation.
+Spark's own merge settings (``MergeSubplans`` with filter propagation, symmetric and
+through joins) are one more candidate form — the original query, or the best rewrite, run
+with them for that query only in a clone of the session (:mod:`.merge_flags`); the result's
+``conf`` names the settings and ``sql()`` runs it in the clone.
 ``gate="exchanges"`` is the old rule (fewer shuffle exchanges); ``gate=False`` applies any
 candidate that plans with the same schema (for tests of the rewriting itself).
 
@@ -46,6 +50,7 @@ from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, 
 from .calibration import CONSTANTS, CostConstants
 from .cost import judge
 from .first_sight import first_sight
+from .merge_flags import FORM, FlagCandidate, base_label, describe, flag_candidates, may_merge, session_with
 from .plan import analyze_plan
 from .tablestats import CatalogStats, SessionProbe
 
@@ -79,7 +84,8 @@ class SuperOpSession:
                  schema: Optional[dict] = None, max_alternatives: int = 4,
                  analyze_tables: bool = False, cache: Union[bool, DecisionCache] = True,
                  cache_size: int = 1024, cost_constants: Optional[CostConstants] = None,
-                 keys: Union[None, str, dict] = None, certify: Union[bool, str] = "auto"):
+                 keys: Union[None, str, dict] = None, merge_flags: bool = True,
+                 certify: Union[bool, str] = "auto"):
         """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
         like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
         mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
@@ -90,10 +96,12 @@ class SuperOpSession:
         once per catalog table a query reads and give the cost model the stored row
         counts and column NDVs (temp views have no table statistics and are skipped).
         ``cache``: True (a private LRU of ``cache_size`` decisions), a shared
-        :class:`DecisionCache`, or False. ``certify``: a match no proof in the catalog
-        covers is certified on first sight (bounded, a time limit; "auto": when Z3 is
-        installed, ``superop.runtime.first_sight``) or, with False, runs unchanged and is
-        listed by :meth:`uncovered_instances` for the next nightly job."""
+        :class:`DecisionCache`, or False. ``merge_flags``: also price the query with Spark's
+        own merge settings on, for that query only (:mod:`superop.runtime.merge_flags`).
+        ``certify``: a match no proof in the catalog covers is certified on first sight
+        (bounded, a time limit; "auto": when Z3 is installed, ``superop.runtime.first_sight``)
+        or, with False, runs unchanged and is listed by :meth:`uncovered_instances` for the
+        next nightly job."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
@@ -107,6 +115,7 @@ class SuperOpSession:
         # decisions depend on the declarations too (a shared cache must not mix them)
         self._checksum = self.catalog.get("checksum", "") + keys_fingerprint(self.keys, schema)
         self.max_alternatives = max_alternatives
+        self.merge_flags = merge_flags
         self.constants = cost_constants or CONSTANTS
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
                                                DecisionCache(cache_size) if cache else None)
@@ -197,7 +206,8 @@ class SuperOpSession:
         for p in ("cached decision (exact text): ", "cached decision: "):
             expl = expl[len(p):] if expl.startswith(p) else expl
         extra = dict(exchanges_before=res.exchanges_before, exchanges_after=res.exchanges_after,
-                     cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates)
+                     cost_before=res.cost_before, cost_after=res.cost_after, candidates=res.candidates,
+                     conf=res.conf)
         self.cache.put_exact(sql, self._checksum, snap.conf,
                              ExactEntry(tables, snap.versions, res.sql, res.changed, tuple(res.applied),
                                         expl, extra))
@@ -252,6 +262,9 @@ class SuperOpSession:
     def _generate(self, sql: str, label: str) -> Optional[str]:
         """The SQL of candidate ``label`` for ``sql`` (lowering, matching, generation; no
         planning) — how a cached decision is applied to new literals."""
+        want = base_label(label)
+        if want is None:           # the original query with Spark's merge settings
+            return sql
         low = lower(sql, self._schema_for(sql))
         matches = prepare(self.rewriter.match(low.plan))
         if not matches:
@@ -259,7 +272,7 @@ class SuperOpSession:
         names = [f.name for f in self.spark.sql(sql).schema.fields]
         for c in candidates_for(self.rewriter, low.plan, matches, names=names, types_of=self._types_of,
                                 limit=self.max_alternatives):
-            if c.label == label:
+            if c.label == want:
                 return c.sql
         return None
 
@@ -286,45 +299,26 @@ class SuperOpSession:
         matches = self.rewriter.match(plan, trace)
         t2 = time.perf_counter()
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
-        if not matches:
-            why = "no rule matches" + (": " + " | ".join(trace) if trace else "")
-            return unchanged(sql, why, timings), Decision(False, explanation=why,
-                                                          literal_sensitive=instance_bound([], trace))
-        matches = prepare(matches, trace)
-        if not matches:
+        # Spark's own merge settings: one more form, priced by the same gate (merge_flags.py)
+        flags = self.merge_flags and self.gate in ("cost", "exchanges") and may_merge(low.ast)
+        if matches:
+            matches = prepare(matches, trace)
             timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
-            why = "no rule matches: " + " | ".join(trace)
+        if not matches and not flags:
+            why = "no rule matches" + (": " + " | ".join(trace) if trace else "")
             return unchanged(sql, why, timings), Decision(False, explanation=why,
                                                           literal_sensitive=instance_bound([], trace))
         stats = CatalogStats(self.spark) if self.analyze_tables else None
         before = analyze_plan(self.spark, sql, stats, self.constants)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
-        cands = candidates_for(self.rewriter, plan, matches, names=before.columns,
-                               types_of=self._types_of, limit=self.max_alternatives)
+        cands: list = candidates_for(self.rewriter, plan, matches, names=before.columns,
+                                     types_of=self._types_of, limit=self.max_alternatives) if matches else []
+        if flags:
+            cands += flag_candidates(self.spark, sql, before, cands)
         t3 = time.perf_counter()
         timings["generate_ms"] = (t3 - t2b) * 1e3   # incl. Spark analysis for output types
-        ranked, ok = [], []
-        for c in cands:
-            try:
-                c.plan = analyze_plan(self.spark, c.sql, stats, self.constants)
-            except Exception as e:
-                log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
-                ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
-                continue
-            same_schema = c.plan.columns == before.columns and c.plan.types == before.types
-            v = judge(c.label, before.estimate, c.plan.estimate, self.constants)
-            entry = {"label": c.label, "rules": [m.rule_id for m in c.matches],
-                     "forms": [m.form or "default" for m in c.matches],
-                     "exchanges": c.plan.exchanges, "reused_exchanges": c.plan.reused,
-                     "cost": c.plan.cost, "predicted_speedup": v.speedup, "same_schema": same_schema,
-                     "cost_terms": c.plan.estimate.terms(), "verdict": v.reason}
-            if not same_schema:
-                entry["verdict"] = "different output schema"
-            elif self.gate == "off" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
-                    or (self.gate == "cost" and v.accepted):
-                ok.append((c, v))
-            ranked.append(entry)
+        ranked, ok = self._rank(cands, before, stats)
         timings["gate_ms"] = (time.perf_counter() - t3) * 1e3
         sensitive = before.estimate.uses_cbo or any(
             c.plan is not None and c.plan.estimate.uses_cbo for c in cands) or \
@@ -340,11 +334,49 @@ class SuperOpSession:
                 for r in ranked)
             return (unchanged(sql, why, timings, **common),
                     Decision(False, explanation=why, literal_sensitive=sensitive, extra=common))
+        return self._chosen(sql, before, ok, ranked, timings, common, sensitive)
+
+    def _rank(self, cands: list, before: PlanInfo, stats) -> tuple[list, list]:
+        """Plan and price every candidate (a flag form in its own session clone): the
+        ranked records, and the (candidate, verdict) pairs the gate accepts."""
+        ranked, ok = [], []
+        for c in cands:
+            try:
+                c.plan = analyze_plan(getattr(c, "session", self.spark), c.sql, stats, self.constants)
+            except Exception as e:
+                log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
+                ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
+                continue
+            same_schema = c.plan.columns == before.columns and c.plan.types == before.types
+            v = judge(c.label, before.estimate, c.plan.estimate, self.constants)
+            entry = {"label": c.label, "rules": [m.rule_id for m in c.matches],
+                     "forms": [m.form or "default" for m in c.matches],
+                     "exchanges": c.plan.exchanges, "reused_exchanges": c.plan.reused,
+                     "cost": c.plan.cost, "predicted_speedup": v.speedup, "same_schema": same_schema,
+                     "cost_terms": c.plan.estimate.terms(), "verdict": v.reason}
+            if isinstance(c, FlagCandidate):
+                entry["conf"] = dict(c.conf)
+            if not same_schema:
+                entry["verdict"] = "different output schema"
+            elif isinstance(c, FlagCandidate) and c.unchanged_by_flags():
+                entry["verdict"] = "Spark's merge settings leave this plan unchanged"
+            elif self.gate == "off" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
+                    or (self.gate == "cost" and v.accepted):
+                ok.append((c, v))
+            ranked.append(entry)
+        return ranked, ok
+
+    def _chosen(self, sql: str, before: PlanInfo, ok: list, ranked: list, timings: dict, common: dict,
+                sensitive: bool) -> tuple[RewriteResult, Decision]:
+        """The best accepted candidate as the result and the cached decision."""
         if self.gate == "exchanges":
             best, v = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
-        else:
-            best, v = max(ok, key=lambda cv: (cv[1].speedup or 0.0, len(cv[0].matches)))
-        expl = (f"applied {', '.join(m.describe() for m in best.matches)}; benefit gate ({self.gate}): "
+        else:   # a tie (3 digits) goes to superop's own rewrite, then to the form without settings
+            best, v = max(ok, key=lambda cv: (round(cv[1].speedup or 0.0, 3), len(cv[0].matches),
+                                              -len(getattr(cv[0], "conf", ()))))
+        conf = dict(getattr(best, "conf", {}))
+        what = [m.describe() for m in best.matches] + ([describe(conf)] if conf else [])
+        expl = (f"applied {', '.join(what)}; benefit gate ({self.gate}): "
                 f"{v.reason}; shuffle exchanges {before.exchanges} -> {best.plan.exchanges} "
                 f"(reused {before.reused} -> {best.plan.reused})")
         notes: list[str] = []
@@ -356,8 +388,9 @@ class SuperOpSession:
             expl += "; ranked: " + ", ".join(
                 f"{r['label']}=" + (f"{r['predicted_speedup']:.2f}x" if r.get("predicted_speedup") else "n/a")
                 for r in ranked)
-        extra = dict(common, exchanges_after=best.plan.exchanges, cost_after=best.plan.cost)
-        res = RewriteResult(sql=best.sql, applied=[m.rule_id for m in best.matches], changed=True,
+        extra = dict(common, exchanges_after=best.plan.exchanges, cost_after=best.plan.cost, conf=conf)
+        applied = [m.rule_id for m in best.matches] + ([FORM] if conf else [])
+        res = RewriteResult(sql=best.sql, applied=applied, changed=True,
                             explanation=expl, original_sql=sql, timings_ms=timings, **extra)
         return res, Decision(True, label=best.label, applied=tuple(res.applied), explanation=expl,
                              literal_sensitive=sensitive, extra=extra)
@@ -366,8 +399,8 @@ class SuperOpSession:
         """The query as a DataFrame, rewritten when a verified rule pays off."""
         r = self.rewrite(query)
         if r.changed:
-            try:
-                return self.spark.sql(r.sql)
+            try:       # a flag form runs in a clone of the session with its settings
+                return session_with(self.spark, r.conf).sql(r.sql)
             except Exception as e:  # fail-safe
                 log.warning("superop: rewritten query failed (%s); running the original",
                             str(e).splitlines()[0])
@@ -381,7 +414,8 @@ class SuperOpSession:
         b = analyze_plan(self.spark, sql, stats, self.constants)
         lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
                  _plan_line("before:", b)]
-        a: Optional[PlanInfo] = analyze_plan(self.spark, r.sql, stats, self.constants) if r.changed else None
+        a: Optional[PlanInfo] = (analyze_plan(session_with(self.spark, r.conf), r.sql, stats, self.constants)
+                                 if r.changed else None)
         if a is not None:
             lines.append(_plan_line("after: ", a))
         for c in r.candidates or []:

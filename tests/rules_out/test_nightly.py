@@ -58,6 +58,17 @@ def test_nightly_writes_catalog_report_and_marks_the_crash(nightly):
         assert r["support"]["patterns"] >= 1 and all(c["status"] == "verified" for c in r["certificates"])
     md = res.report_path.read_text()
     assert "Patterns not admitted" in md and "crashed" in md
+    # the report's near-misses come from the mined log: the recurring ones of near_misses.parquet
+    import pandas as pd
+    near = pd.read_parquet(res.out_dir / "near_misses.parquet")
+    assert cat["near_misses"]["found"] == len(near) > 0
+    assert {(i["family"], i["reason"]) for i in cat["near_misses"]["items"]} <= set(zip(near.family, near.reason))
+    assert "## Near-misses: what to change in the query" in md
+    # each rule's example before/after, planned by Spark: fewer shuffles after
+    for r in cat["rules"]:
+        ex = cat["rule_examples"][r["id"]]
+        assert ex["exchanges_after"] < ex["exchanges_before"], ex
+    assert "data:image/svg+xml;base64," in (res.out_dir / "report.html").read_text()
     # every certificate in the catalog re-checks (`superop verify --catalog`)
     from superop.cli import main
     if cat["rules"]:

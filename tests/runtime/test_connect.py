@@ -87,3 +87,24 @@ def test_uncovered_and_bad_queries_pass_through_on_connect(cso):
     for q in ("SELECT a, sum(s) FROM ops GROUP BY a", "SELECT a FROM no_such_table"):
         r = cso.rewrite(q)
         assert not r.changed and r.sql == q
+
+
+def test_the_flag_form_runs_in_a_server_side_clone(connect):
+    """Spark's merge settings as a form on Connect: planned and run in a clone of the server
+    session (SparkSession.cloneSession), the caller's settings untouched, equal rows."""
+    from superop.rules_out.catalog import make_catalog
+    from superop.runtime import SuperOpSession
+    from superop.runtime.merge_flags import FORM, MERGE_FLAGS
+    connect.range(0, 40, 1, 2).selectExpr(
+        "CASE WHEN id % 7 = 3 THEN NULL ELSE CAST(id % 6 AS INT) END AS h",
+        "CASE WHEN id % 4 = 1 THEN NULL ELSE CAST(id % 3 AS INT) END AS x").createOrReplaceTempView("mf_c")
+    q = ("SELECT (SELECT count(*) FROM mf_c WHERE h < 2) AS n, (SELECT sum(x) FROM mf_c WHERE h >= 4) AS s, "
+         "(SELECT max(x) FROM mf_c WHERE h = 9) AS empty_max")
+    before = {k: connect.conf.get(k) for k in MERGE_FLAGS}
+    so = SuperOpSession(connect, make_catalog([], version="no-rules"), gate="exchanges", cache=False)
+    r = so.rewrite(q)
+    assert r.applied == [FORM] and r.conf == MERGE_FLAGS and r.exchanges_after < r.exchanges_before, r.explanation
+    df = so.sql(q)
+    assert df.sparkSession is not connect
+    assert bag(df.collect()) == bag(connect.sql(q).collect())
+    assert {k: connect.conf.get(k) for k in MERGE_FLAGS} == before

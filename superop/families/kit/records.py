@@ -45,25 +45,70 @@ class Side(str, Enum):
 
 class Reason(ReasonCode):
     """Why a diamond-shaped sub-plan is not an instance (shared by the diamond families)."""
-    STACKED_AGGREGATES = ("stacked_aggregates", "a path holds two aggregates")
-    DIFFERENT_INPUTS = ("different_inputs", "the paths do not read one shared input (no Spool)")
-    COMPUTED_GROUPING_KEY = ("computed_grouping_key", "a grouping key is computed, not an input column")
-    DIFFERENT_GROUPING_KEYS = ("different_grouping_keys",
-                               "the aggregate paths are grouped on different keys (input columns; Algorithm 1)")
-    GLOBAL_AGGREGATE = ("global_aggregate", "an aggregate without grouping keys (no partition key)")
-    MIXED_UNION_INPUTS = ("mixed_union_inputs", "some union inputs are not aggregate paths")
-    JOIN_KIND_UNSUPPORTED = ("join_kind_unsupported", "the join kind has no template in this family")
-    JOIN_NOT_ON_GROUPING_KEYS = ("join_not_on_grouping_keys",
-                                 "the join does not equate the grouping keys (Algorithms 2-3)")
-    JOIN_ON_SUBSET_OF_KEYS = ("join_on_subset_of_keys",
-                              "the join equates only some of the grouping keys (Algorithms 2-3)")
-    TOO_MANY_BRANCHES = ("too_many_branches",
-                         "more inputs than the family's template takes (an n-way diamond)")
-    DUPLICATE_SOURCE_COLUMNS = ("duplicate_source_columns",
-                                "the shared input has duplicate column names")
-    NOT_SINGLE_OUTPUT = ("not_single_output",
-                         "a node inside the sub-plan is also read from outside it")
-    TEMPLATE_REFUSED = ("template_refused", "the family's template cannot build this instance")
+    STACKED_AGGREGATES = (
+        "stacked_aggregates",
+        "a path holds two aggregates",
+        "Aggregate once per path: compute the inner GROUP BY in a CTE that both paths read, or merge the two levels"
+        " into one GROUP BY.")
+    DIFFERENT_INPUTS = (
+        "different_inputs",
+        "the paths do not read one shared input (no Spool)",
+        "Let every path read the same input (same tables, joins and filters below the GROUP BYs); keep "
+        "path-specific conditions above it, in each path's WHERE or as FILTER (WHERE ...) on the aggregate.")
+    COMPUTED_GROUPING_KEY = (
+        "computed_grouping_key",
+        "a grouping key is computed, not an input column",
+        "Group on a column: compute the key (a CASE, date_trunc(...), ...) as a column of the shared input (a CTE "
+        "or sub-query) and GROUP BY that column.")
+    DIFFERENT_GROUPING_KEYS = (
+        "different_grouping_keys",
+        "the aggregate paths are grouped on different keys (input columns; Algorithm 1)",
+        "Group every path on the same input columns; for a coarser grain, aggregate on the shared keys first and "
+        "roll up above.")
+    GLOBAL_AGGREGATE = (
+        "global_aggregate",
+        "an aggregate without grouping keys (no partition key)",
+        "Group the aggregates on a column they share (GROUP BY k on every path); a global aggregate has no key to "
+        "partition on.")
+    MIXED_UNION_INPUTS = (
+        "mixed_union_inputs",
+        "some union inputs are not aggregate paths",
+        "Make every UNION ALL input an aggregate of the shared input; union the other inputs in a separate UNION "
+        "ALL above.")
+    JOIN_KIND_UNSUPPORTED = (
+        "join_kind_unsupported",
+        "the join kind has no template in this family",
+        "Join the aggregates with a join kind the family has a template for (the rules' join kinds in this "
+        "catalog).")
+    JOIN_NOT_ON_GROUPING_KEYS = (
+        "join_not_on_grouping_keys",
+        "the join does not equate the grouping keys (Algorithms 2-3)",
+        "Join the two aggregates with equalities on their grouping keys (ON a.k = b.k for each key), not on other "
+        "columns or inequalities.")
+    JOIN_ON_SUBSET_OF_KEYS = (
+        "join_on_subset_of_keys",
+        "the join equates only some of the grouping keys (Algorithms 2-3)",
+        "Join on every grouping key, group both sides only on the keys you join on, or declare in the schema's keys"
+        " that the joined keys determine the others.")
+    TOO_MANY_BRANCHES = (
+        "too_many_branches",
+        "more inputs than the family's template takes (an n-way diamond)",
+        "Give the operator no more inputs than the family's template takes: nest the extra aggregates in a second "
+        "UNION ALL or join above.")
+    DUPLICATE_SOURCE_COLUMNS = (
+        "duplicate_source_columns",
+        "the shared input has duplicate column names",
+        "Give the shared input's columns distinct names (alias the duplicates in the SELECT that builds it).")
+    NOT_SINGLE_OUTPUT = (
+        "not_single_output",
+        "a node inside the sub-plan is also read from outside it",
+        "Do not reuse an intermediate result of the pattern elsewhere in the query: let the other use read its own "
+        "sub-query of the base table.")
+    TEMPLATE_REFUSED = (
+        "template_refused",
+        "the family's template cannot build this instance",
+        "No query change is known: the family's template cannot build this instance (the mining output's detail "
+        "says what it refused).")
 
 
 @dataclass(frozen=True)

@@ -19,42 +19,59 @@ PARTITION_WIDE = "partition-wide"
 
 class MJReason(ReasonCode):
     """Why a one-aggregate self-join is not a Min & Join."""
-    AGGREGATE_NOT_MIN_MAX = ("aggregate_not_min_max",
-                             "the joined-back aggregate is not exactly one MIN or a MAX")
-    MIN_MAX_ARGUMENT = ("min_max_argument",
-                        "the MIN/MAX argument does not depend on exactly one source column")
-    FILTER_BELOW_MIN_MAX = ("filter_below_min_max",
-                            "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)")
+    AGGREGATE_NOT_MIN_MAX = (
+        "aggregate_not_min_max",
+        "the joined-back aggregate is not exactly one MIN or a MAX",
+        "Join back exactly one MIN or MAX per group; compute the other aggregates in a separate query.")
+    MIN_MAX_ARGUMENT = (
+        "min_max_argument",
+        "the MIN/MAX argument does not depend on exactly one source column",
+        "Take the MIN/MAX of one plain column: compute the expression as a column of the shared input first.")
+    FILTER_BELOW_MIN_MAX = (
+        "filter_below_min_max",
+        "a filter on non-key columns below the MIN/MAX (Fig. 13: not streamable)",
+        "Filter both sides the same way (in the shared input), or filter the aggregate side on its grouping keys "
+        "only.")
     # the aggregate side emitted alone decides "no row matched" with a flag folded row by
     # row; the query evaluates the join residual only on the pairs it forms
-    RESIDUAL_ON_AGGREGATES = ("residual_on_aggregates",
-                              "a join residual reads the aggregate on a side emitted alone (outer/semi/anti): "
-                              "no row can evaluate it before its partition ends")
+    RESIDUAL_ON_AGGREGATES = (
+        "residual_on_aggregates",
+        "a join residual reads the aggregate on a side emitted alone (outer/semi/anti): no row can evaluate it "
+        "before its partition ends",
+        "Keep conditions on the MIN/MAX out of the ON clause of an outer, semi or anti join: use an inner join, or "
+        "filter the groups with HAVING on the aggregate side.")
     RESIDUAL_BEHIND_AGGREGATE_FILTER = (
         "residual_behind_aggregate_filter",
-        "a join residual on a side emitted alone behind a filter on the aggregate: the query evaluates it "
-        "only for keys whose group survives, which no row can tell (a partial residual would raise)")
+        "a join residual on a side emitted alone behind a filter on the aggregate: the query evaluates it only for "
+        "keys whose group survives, which no row can tell (a partial residual would raise)",
+        "Drop the filter on the aggregate (HAVING) on the side emitted alone, or use an inner join.")
 
 
 class GroupLimitReason(ReasonCode):
     """Why a Min & Join instance has no group-limit form (it keeps the window form)."""
     EMITS_MORE_THAN_MATCHED_ROWS = (
         "emits_more_than_matched_rows",
-        "the join emits rows or groups without a match (outer-preserved side, anti join, or the "
-        "aggregate side emitted alone): no row of a group may be dropped before the join")
+        "the join emits rows or groups without a match (outer-preserved side, anti join, or the aggregate side "
+        "emitted alone): no row of a group may be dropped before the join",
+        "No change needed: the rule applies in its window form (the group-limit form needs an inner or semi join "
+        "that keeps only the rows equal to the MIN/MAX).")
     NO_ARGUMENT_EQUALITY = (
         "no_argument_equality",
-        "the join does not require the row's MIN/MAX column to equal the aggregate (every row of a "
-        "group is joined, not only its minimum rows)")
+        "the join does not require the row's MIN/MAX column to equal the aggregate (every row of a group is joined,"
+        " not only its minimum rows)",
+        "No change needed: the rule applies in its window form (the group-limit form needs ON row.v = agg.min_v).")
     NOT_ONE_BARE_MIN_MAX = (
         "not_one_bare_min_max",
-        "the program folds more than one unguarded MIN/MAX over a bare column (a σ below the "
-        "aggregate, a computed argument or a flag)")
+        "the program folds more than one unguarded MIN/MAX over a bare column (a σ below the aggregate, a computed "
+        "argument or a flag)",
+        "No change needed: the rule applies in its window form (the group-limit form needs one MIN/MAX of a plain "
+        "column).")
 
 
 class PartitionWideReason(ReasonCode):
     """Why a Min & Join instance has no partition-wide form (it keeps the window form)."""
     NO_RUNNING_STATE = (
         "no_running_state",
-        "the window form's row emits read no running MIN/MAX (it is not streaming with a sort): it "
-        "already reads the partition's final state, so the partition-wide form would be the same program")
+        "the window form's row emits read no running MIN/MAX (it is not streaming with a sort): it already reads "
+        "the partition's final state, so the partition-wide form would be the same program",
+        "No change needed: the window form already reads the partition's final MIN/MAX.")

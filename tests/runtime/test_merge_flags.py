@@ -1,0 +1,204 @@
+"""Spark's own merge settings as a candidate form (superop.runtime.merge_flags): chosen when the
+gate prices it faster, refused when it does not pay or changes nothing, planned and run in a
+clone of the session so the settings never reach another query; its rows equal the
+original's on data with NULLs, duplicates and empty inputs.
+
+Pricing uses views over ``range(50 M)`` (Spark reports their row counts, so the gate prices
+them at production size while the tests only plan them); rows are compared on tiny views."""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+
+from superop.explain import explain_text, parse_explain, reuse_subqueries, parse_tree
+from superop.ir.dialect import parse_one
+from superop.rules_out.catalog import make_catalog
+from superop.runtime import SuperOpSession
+from superop.runtime.calibration import CONSTANTS
+from superop.runtime.merge_flags import FORM, MERGE_FLAGS, may_merge, session_with
+from superop.runtime.plan import analyze_plan
+from superop.sparkutil import bag
+
+BIG = 50_000_000
+# q9's shape: scalar sub-queries of one table under different filters (no family rewrites it)
+SCALARS = ("SELECT (SELECT count(*) FROM mf_big WHERE b < 10) AS n1, "
+           "(SELECT avg(s) FROM mf_big WHERE b >= 990) AS a2, "
+           "(SELECT sum(c) FROM mf_big WHERE b BETWEEN 400 AND 420) AS s3")
+# two inputs: nothing for MergeSubplans to merge
+TWO_INPUTS = ("SELECT (SELECT count(*) FROM mf_big WHERE b < 10) AS n1, "
+              "(SELECT count(*) FROM mf_other WHERE b < 10) AS n2")
+
+
+@pytest.fixture(scope="module")
+def big(spark):
+    spark.range(0, BIG, 1, 8).selectExpr(
+        "CAST(id % 5000000 AS INT) AS a", "CAST(id % 1000 AS INT) AS b", "CAST(id % 97 AS INT) AS c",
+        "CAST(id % 100003 AS INT) AS s").createOrReplaceTempView("mf_big")
+    spark.range(0, BIG, 1, 8).selectExpr("CAST(id % 1000 AS INT) AS b").createOrReplaceTempView("mf_other")
+    yield "mf_big"
+    spark.sql("DROP VIEW IF EXISTS mf_big")
+    spark.sql("DROP VIEW IF EXISTS mf_other")
+
+
+@pytest.fixture(scope="module")
+def empty_catalog():
+    return make_catalog([], version="no-rules")
+
+
+def _flags_of(spark) -> dict:
+    return {k: spark.conf.get(k) for k in MERGE_FLAGS}
+
+
+def test_may_merge_reads_the_ast():
+    yes = [SCALARS, TWO_INPUTS,
+           "SELECT * FROM (SELECT count(*) n FROM t WHERE x = 1) a, (SELECT avg(y) m FROM t WHERE x = 2) b",
+           "SELECT count(*) FROM t WHERE y > (SELECT avg(y) FROM t)"]
+    no = ["SELECT a, count(*) FROM t GROUP BY a",
+          "SELECT * FROM (SELECT a, count(*) n FROM t GROUP BY a) x, (SELECT a, max(y) m FROM t GROUP BY a) y",
+          "SELECT count(*) FROM t", "SELECT a FROM t WHERE y > (SELECT avg(y) FROM t)"]
+    assert all(may_merge(parse_one(q)) for q in yes)
+    assert not any(may_merge(parse_one(q)) for q in no)
+    assert not may_merge(None)
+
+
+def test_copies_of_one_subquery_plan_are_counted_once():
+    """The initial adaptive plan prints a merged subquery once per use; Spark runs it once."""
+    sub = ("   :  {m}- Subquery subquery#{i}, [id=#{j}]\n"
+           "   :  {p}     +- HashAggregate(keys=[], functions=[count(1)], output=[count(1)#{k}L])\n"
+           "   :  {p}        +- Exchange SinglePartition, ENSURE_REQUIREMENTS, [plan_id={j}]\n"
+           "   :  {p}           +- Range (0, {n}, step=1, splits=8)\n")
+    text = ("Project [Subquery subquery#1, [id=#10].c AS x#5, Subquery subquery#2, [id=#11].c AS y#6, "
+            "Subquery subquery#3, [id=#12].c AS z#7]\n"
+            + sub.format(m=":", p=":", i=1, j=10, k=20, n=100)
+            + sub.format(m=":", p=":", i=2, j=11, k=21, n=100)
+            + sub.format(m="+", p=" ", i=3, j=12, k=22, n=999)
+            + "+- Scan OneRowRelation[]\n")
+    root = parse_tree(text)
+    assert [c.name for c in root.children][0] == "Subquery"     # printed before the row input
+    assert reuse_subqueries(root) == 1                            # subquery 2 = subquery 1
+    assert [c.name for c in root.children] == ["Scan", "Subquery", "ReusedSubquery", "Subquery"]
+    info = parse_explain("== Physical Plan ==\n" + text)
+    assert (info.exchanges, info.reused_subqueries) == (2, 1)    # the range(999) one differs
+
+
+def test_the_flag_form_wins_when_it_pays_and_never_leaks(spark, big, empty_catalog):
+    before = _flags_of(spark)
+    assert before[next(k for k in MERGE_FLAGS if "throughJoin" in k)] == "false"
+    so = SuperOpSession(spark, empty_catalog, cache=False)
+    r = so.rewrite(SCALARS)
+    assert r.changed and r.applied == [FORM] and r.conf == MERGE_FLAGS, r.explanation
+    assert r.sql == SCALARS                                       # the query as written, other settings
+    assert f"applied {FORM}" in r.explanation and "for this query only" in r.explanation
+    assert r.exchanges_before == 3 and r.exchanges_after == 1
+    [c] = r.candidates
+    assert c["label"] == FORM and c["predicted_speedup"] >= CONSTANTS.min_speedup and c["conf"] == MERGE_FLAGS
+    df = so.sql(SCALARS)
+    assert df.sparkSession is not spark
+    assert analyze_plan(df.sparkSession, SCALARS, df=df).exchanges == 1     # that DataFrame merges
+    # the caller's session: settings untouched, its own plan of the same query not merged
+    assert _flags_of(spark) == before
+    assert parse_explain(explain_text(spark, SCALARS)).exchanges == 3
+    text = so.explain(SCALARS)
+    assert text.startswith("superop: rewritten") and f"candidate {FORM}:" in text
+    assert "exchanges after:  1 shuffle" in text
+
+
+def test_concurrent_queries_of_the_session_never_see_the_settings(spark, big, empty_catalog):
+    so = SuperOpSession(spark, empty_catalog, cache=False)
+    errors: list = []
+
+    def decide():
+        try:
+            for _ in range(2):
+                assert so.sql(SCALARS).sparkSession is not spark
+        except Exception as e:  # reported below
+            errors.append(e)
+    t = threading.Thread(target=decide)
+    t.start()
+    seen = []
+    while t.is_alive() or not seen:
+        seen.append(parse_explain(explain_text(spark, SCALARS)).exchanges)
+    t.join()
+    assert not errors, errors
+    assert set(seen) == {3}, seen
+
+
+def test_refused_when_it_does_not_pay_or_changes_nothing(spark, big, empty_catalog):
+    strict = SuperOpSession(spark, empty_catalog, cache=False,
+                            cost_constants=replace(CONSTANTS, min_speedup=50.0))
+    r = strict.rewrite(SCALARS)
+    assert not r.changed and r.sql == SCALARS and r.conf == {} and r.applied == []
+    assert f"{FORM}: cost" in r.explanation and "< 50x" in r.explanation, r.explanation
+    so = SuperOpSession(spark, empty_catalog, cache=False)
+    r = so.rewrite(TWO_INPUTS)
+    assert not r.changed and "Spark's merge settings leave this plan unchanged" in r.explanation
+    r = so.rewrite("SELECT b, count(*) AS n FROM mf_big GROUP BY b")
+    assert not r.changed and r.candidates == [] and r.explanation == "no rule matches"
+    off = SuperOpSession(spark, empty_catalog, cache=False, merge_flags=False)
+    assert not off.rewrite(SCALARS).changed
+
+
+def test_a_cached_flag_decision_serves_new_literals(spark, big, empty_catalog):
+    so = SuperOpSession(spark, empty_catalog)
+    assert so.rewrite(SCALARS).applied == [FORM]
+    q2 = SCALARS.replace("b < 10", "b < 12")
+    r = so.rewrite(q2)
+    assert r.timings_ms.get("cache_hit") == 1.0 and r.applied == [FORM]
+    assert r.sql == q2 and r.conf == MERGE_FLAGS
+    again = so.rewrite(q2)
+    assert again.timings_ms.get("exact_hit") == 1.0 and again.conf == MERGE_FLAGS
+
+
+# -- rows: the flag form against the original on tiny data -------------------------------------
+# Views over range(): MergeSubplans merges scans of one relation (a VALUES view is folded into
+# a local relation per projection, which it does not merge). 24 rows: duplicates (k, x), NULLs
+# in every column, x < 0 nowhere (an empty input), h = 7 nowhere.
+TINY = ("CASE WHEN id % 7 = 3 THEN NULL ELSE CAST(id % 5 AS INT) END AS k",
+        "CASE WHEN id % 11 = 10 THEN NULL ELSE CAST(id % 6 AS INT) END AS h",
+        "CASE WHEN id % 4 = 1 THEN NULL ELSE CAST(id % 3 AS INT) * 5 END AS x",
+        "CASE WHEN id % 6 = 5 THEN NULL ELSE CAST(id % 4 AS DOUBLE) / 2 END AS y")
+ROWS_CASES = {
+    "scalars": "SELECT CASE WHEN (SELECT count(*) FROM mf_t WHERE h BETWEEN 1 AND 2) > 3 "
+               "THEN (SELECT avg(y) FROM mf_t WHERE h BETWEEN 1 AND 2) "
+               "ELSE (SELECT sum(x) FROM mf_t WHERE h BETWEEN 1 AND 2) END AS b1, "
+               "(SELECT max(x) FROM mf_t WHERE h = 7) AS empty_max, "
+               "(SELECT count(*) FROM mf_t WHERE h = 7) AS empty_count, "
+               "(SELECT count(x) FROM mf_t WHERE h IS NULL OR h = 3) AS nulls",
+    "cross_join": "SELECT * FROM (SELECT avg(x) a1, count(x) c1, count(DISTINCT x) d1 FROM mf_t "
+                  "WHERE h = 1 OR y > 2) b1, (SELECT avg(x) a2, count(x) c2, count(DISTINCT x) d2 "
+                  "FROM mf_t WHERE h BETWEEN 2 AND 4) b2, (SELECT min(y) m3, count(*) c3 FROM mf_t "
+                  "WHERE x < 0) b3",
+    "through_join": "SELECT CAST(am.n AS DOUBLE) / NULLIF(pm.n, 0) AS ratio, am.n, pm.n FROM "
+                    "(SELECT count(*) n FROM mf_t JOIN mf_d ON mf_t.k = mf_d.k WHERE mf_d.g BETWEEN 1 AND 2) am, "
+                    "(SELECT count(*) n FROM mf_t JOIN mf_d ON mf_t.k = mf_d.k WHERE mf_d.g = 3) pm",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny(spark):
+    spark.range(0, 24, 1, 2).selectExpr(*TINY).createOrReplaceTempView("mf_t")
+    spark.range(0, 6, 1, 1).selectExpr("CASE WHEN id = 5 THEN NULL ELSE CAST(id AS INT) END AS k",
+                                       "CASE WHEN id = 4 THEN NULL ELSE CAST(id % 4 AS INT) END AS g"
+                                       ).createOrReplaceTempView("mf_d")
+    yield
+    spark.sql("DROP VIEW IF EXISTS mf_t")
+    spark.sql("DROP VIEW IF EXISTS mf_d")
+
+
+@pytest.mark.parametrize("name", sorted(ROWS_CASES))
+def test_the_flag_form_keeps_the_rows(spark, tiny, empty_catalog, name):
+    q = ROWS_CASES[name]
+    clone = session_with(spark, MERGE_FLAGS)
+    merged, plain = parse_explain(explain_text(clone, q)), parse_explain(explain_text(spark, q))
+    assert merged.exchanges < plain.exchanges, (name, merged.exchanges, plain.exchanges)   # not vacuous
+    want = bag(spark.sql(q).collect())
+    assert want
+    assert bag(clone.sql(q).collect()) == want
+    # through the runtime: the exchange gate takes the form on tiny data, sql() runs it
+    so = SuperOpSession(spark, empty_catalog, gate="exchanges", cache=False)
+    r = so.rewrite(q)
+    assert r.applied == [FORM], r.explanation
+    df = so.sql(q)
+    assert df.columns == spark.sql(q).columns and bag(df.collect()) == want
