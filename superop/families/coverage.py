@@ -10,11 +10,13 @@ coverage check and the runtime all go through these functions.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any, Optional
 
 from ..dsl import Program
 from ..ir import Node, lower
+from ..ir.lower import lower_fixed
 from .instances import find
 from .kit.covers import Covers
 from .kit.records import Match
@@ -36,7 +38,7 @@ def match_of_plan(plan: Node) -> Match:
 
 def match_of(sql: str, schema: dict[str, Any]) -> Match:
     """The super-operator match of a query (:func:`match_of_plan` of its lowered plan)."""
-    low = lower(sql, schema)
+    low = lower_fixed(sql, schema) if isinstance(schema, dict) else lower(sql, schema)
     if not low.fully_lowered:
         raise ValueError("; ".join(low.opaque_reasons) or "the SQL does not lower")
     return match_of_plan(low.plan)
@@ -106,3 +108,38 @@ def admitted(rule: dict[str, Any]) -> list[Covers]:
     edges = [e["optional"] for e in rule["abstract_edges"]]
     return [Covers.make(fam.name, join_kinds=rule.get("join_kinds") or (), branches=rule.get("branches", 2),
                         agg_side=s, aggregates=aggs, edges=edges) for s in sides]
+
+
+# -- bounds -----------------------------------------------------------------------------
+# The smallest bound a bounded certificate may hold for to be loaded at all: tables of at
+# most K rows, K >= MIN_BOUND (0 checks empty tables only). SUPEROP_MIN_BOUND raises it,
+# never lowers it. A bounded certificate makes the ONE instance it is about coverable at
+# runtime only from COVER_BOUND rows (an unbounded template proof covers what its claim
+# contains).
+MIN_BOUND = 3
+COVER_BOUND = 4
+
+
+def _raised(var: str, floor: int) -> int:
+    try:
+        return max(floor, int(os.environ.get(var, floor)))
+    except ValueError:
+        return floor
+
+
+def min_bound() -> int:
+    """The minimum bound on load: :data:`MIN_BOUND`, raised by ``$SUPEROP_MIN_BOUND``."""
+    return _raised("SUPEROP_MIN_BOUND", MIN_BOUND)
+
+
+def cover_bound() -> int:
+    """The bound from which a bounded certificate covers its instance at runtime:
+    :data:`COVER_BOUND`, raised by ``$SUPEROP_COVER_BOUND`` (never below :func:`min_bound`)."""
+    return max(min_bound(), _raised("SUPEROP_COVER_BOUND", COVER_BOUND))
+
+
+def missing_parts(cov: Covers, template: str, proved: set[str]) -> list[str]:
+    """The other parts of a covers record proved in parts (several symbolic instances with
+    one record) that are not among ``proved``."""
+    parts = [i.name for i in get(cov.family).proof_instances() if i.covers == cov]
+    return [n for n in parts if n != template and n not in proved]

@@ -97,15 +97,18 @@ class DiamondUnionAll(Family):
         then filters (``q_i``) and projects (``g_i``) over the key and every aggregate.
         Covers every σ/π/ρ instantiation of the 2n edges and every streaming fold."""
         out = []
-        for n in (2, 3):
+        for n, distinct in ((2, False), (3, False), (2, True), (3, True)):
             fns: dict[str, str] = {}
             for i in range(1, n + 1):
                 fns.update(symbolic.aggregate_branch_functions(i))
+            aggs = STREAMING_FOLDS + ((symbolic.DISTINCT_FOLD,) if distinct else ())
             out.append(ProofInstance(
-                f"DU/{n}", " UNION ALL ".join(symbolic.aggregate_branch(i, "x") for i in range(1, n + 1)),
+                f"DU/{n}" + ("/distinct" if distinct else ""),
+                " UNION ALL ".join(symbolic.aggregate_branch(i, "x", distinct) for i in range(1, n + 1)),
                 symbolic.SCHEMA,
-                Covers.make(self.name, branches=n, aggregates=STREAMING_FOLDS, edges=[EDGE_OPS] * (2 * n)),
-                fns, symbolic.COMMON_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)))
+                Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n)),
+                fns, symbolic.COMMON_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
+                + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ())))
         return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------

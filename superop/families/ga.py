@@ -29,8 +29,10 @@ from sqlglot import exp
 
 from ..ir.nodes import Join
 from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
+from .kit import symbolic
+from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape
-from .kit.family import Family, Slot, Streamability, branches_prefilter
+from .kit.family import GLOBAL_PRODUCT, Family, ProofInstance, Slot, Streamability, branches_prefilter
 from .kit.program import AggBranch, Accs, conj, is_true
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
 
@@ -68,6 +70,8 @@ class GlobalAggregateDiamond(Family):
     max_branches = None
     aggregates = AGG_FUNCS
     reasons = (Reason, GAReason)
+    proof_shape = GLOBAL_PRODUCT
+    PROVED_BRANCHES = tuple(range(2, 9))       # TPC-DS q90: 2, q28: 6, q88: 8
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -130,6 +134,32 @@ class GlobalAggregateDiamond(Family):
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
         return (f"{skeleton[1]} global aggregates of one input combined by a cross join; "
                 f"generalizes {n_patterns} verified pattern{'s' if n_patterns != 1 else ''}")
+
+    # -- proofs ---------------------------------------------------------------------------------
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"GA/{branches}"
+
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        """GA/n for n = 2..8: n global aggregates of ``t``, each folding every streaming fold
+        of its own projections under its own predicate, with an upper σ (a HAVING that may
+        drop its one row) and π, cross-joined. Covers every σ/π/ρ instantiation of the 2n
+        edges and every streaming fold."""
+        out = []
+        for n, distinct in [(n, False) for n in self.PROVED_BRANCHES] + [(2, True), (3, True)]:
+            fns: dict[str, str] = {}
+            for i in range(1, n + 1):
+                fns.update(symbolic.global_branch_functions(i))
+            sql = ("SELECT " + ", ".join(f"u{i}.x{i}" for i in range(1, n + 1)) + " FROM "
+                   + " CROSS JOIN ".join(f"({symbolic.global_branch(i, f'x{i}', distinct)}) u{i}"
+                                         for i in range(1, n + 1)))
+            aggs = STREAMING_FOLDS + ((symbolic.DISTINCT_FOLD,) if distinct else ())
+            out.append(ProofInstance(
+                f"GA/{n}" + ("/distinct" if distinct else ""), sql, symbolic.SCHEMA,
+                Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n)),
+                fns, symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
+                + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ())))
+        return tuple(out)
 
 
 GA = GlobalAggregateDiamond()

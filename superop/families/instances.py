@@ -68,10 +68,19 @@ def match_of(inst: ProofInstance) -> Match:
     return m
 
 
+def form_of(inst: ProofInstance) -> str:
+    """The template form an instance is about: its covers' variant when that names one of
+    the family's forms (Min & Join's ``group-limit``; self-exists' ``ne/grouped`` through
+    ``Family.variant_form``); "" otherwise (a neighbour self-join's
+    variant is its rank offsets, not a form)."""
+    fam = get(inst.family)
+    form = fam.variant_form(inst.covers.variant) if inst.covers.variant else ""
+    return form if form in fam.forms else ""
+
+
 def program_of(inst: ProofInstance) -> Program:
     """The program the family's template builds for the instance (what the runtime runs
     for every query the instance stands for)."""
     m = match_of(inst)
-    # an instance of a template's alternative form (its covers' variant) proves that form's program
-    fam = get(m.family)
-    return fam.program_form(m, build_program(m), fam.variant_form(inst.covers.variant))
+    # an instance of a template's alternative form proves that form's program
+    return get(m.family).program_form(m, build_program(m), form_of(inst))

@@ -47,9 +47,10 @@ from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window
-from .kit.covers import Covers
+from .kit import symbolic
+from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import Shape, bare_column, find_field, trace, tree_positions
-from .kit.family import Family, Slot, Streamability, edge_op_names
+from .kit.family import NEIGHBOURS, Family, ProofInstance, Slot, Streamability, edge_op_names
 from .kit.program import conj, is_true, keys_not_null, to_ns, unparen
 from .kit.records import Branch, CatalogNames, Match, NearMiss, Reason, ReasonCode, TemplateError
 
@@ -111,7 +112,22 @@ class Analysis:
 
     @property
     def variant(self) -> str:
-        return ",".join(f"{u.kind}{u.offset:+d}" for u in self.uses[1:])
+        """Each use's join kind and offset (``inner-1,inner+1``); ``*`` first when the rank
+        has no PARTITION BY (the whole view is one partition: another program)."""
+        return ("" if self.rank.partition else WHOLE) + ",".join(f"{u.kind}{u.offset:+d}" for u in self.uses[1:])
+
+
+WHOLE = "*"      # a variant's prefix: the rank has no PARTITION BY
+
+
+def parse_variant(variant: str) -> tuple[bool, list[tuple[str, int]]]:
+    """(partitioned, [(join kind, offset) per use]) of a variant; ValueError if malformed."""
+    partitioned = not variant.startswith(WHOLE)
+    uses = []
+    for part in variant.lstrip(WHOLE).split(","):
+        kind = part.rstrip("+-0123456789")
+        uses.append((kind, int(part[len(kind):])))
+    return partitioned, uses
 
 
 Failure = tuple[ReasonCode, str]
@@ -401,6 +417,10 @@ class NeighbourSelfJoin(Family):
     max_branches = None
     aggregates = ()
     reasons = (Reason, NBReason)
+    proof_shape = NEIGHBOURS
+    # the variants proved by default (superop verify --templates); any other is built from its name
+    PROVED_VARIANTS = ("inner-1", "inner+1", "left-1", "left+1", "inner-1,inner+1", "left-1,left+1",
+                       "inner+1,left-1", "inner-2", "left-2", "*inner-1", "*left-1")
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -525,16 +545,48 @@ class NeighbourSelfJoin(Family):
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
         """``neighbour-self-join-inner-lag1-inner-lead1`` (one part per use after the centre)."""
         parts = []
-        for v in str(skeleton[2] or "").split(","):
-            if v:
-                kind = v.rstrip("+-0123456789")
-                off = int(v[len(kind):])
-                parts.append(f"{kind}-{'lag' if off < 0 else 'lead'}{abs(off)}")
+        if skeleton[2]:
+            partitioned, uses = parse_variant(str(skeleton[2]))
+            parts = ([] if partitioned else ["whole"]) + [
+                f"{kind}-{'lag' if off < 0 else 'lead'}{abs(off)}" for kind, off in uses]
         return f"{self.catalog.long_name}-" + ("-".join(parts) or f"{skeleton[1]}way")
 
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
         return (f"a ranked view joined to itself at rank offsets ({skeleton[2]}); generalizes {n_patterns} "
                 f"verified pattern{'s' if n_patterns != 1 else ''}")
+
+    # -- proofs ---------------------------------------------------------------------------------
+    def sort_offsets(self, m: Match) -> tuple[int, ...]:
+        return tuple(u.offset for u in self._analysis(m).uses)
+
+    def proof_instance(self, name: str) -> ProofInstance:
+        """``NB/<variant>`` for ANY variant (``inner-1,left+2``): one symbolic instance per
+        variant, built from its name (the program differs with every kind and offset)."""
+        variant = name.split("/", 1)[1] if name.startswith(f"{self.name}/") else ""
+        try:
+            partitioned, uses = parse_variant(variant)
+        except ValueError:
+            raise KeyError(f"family {self.name} has no proof instance {name!r}") from None
+        if not uses or any(k not in self.join_kinds or d == 0 for k, d in uses):
+            raise KeyError(f"family {self.name} has no proof instance {name!r}")
+        sql, fns = symbolic.neighbour_instance(uses, partitioned)
+        cov = Covers.make(self.name, join_kinds={k for k, _ in uses}, branches=len(uses) + 1,
+                          edges=[EDGE_OPS] * (len(uses) + 1), variant=variant)
+        return ProofInstance(name, sql, symbolic.NEIGHBOUR_SCHEMA, cov, fns, symbolic.NEIGHBOUR_ASSUMPTIONS)
+
+    def proof_instances(self) -> tuple[ProofInstance, ...]:
+        return tuple(self.proof_instance(f"{self.name}/{v}") for v in self.PROVED_VARIANTS)
+
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"{self.name}/{join_kind}-1"
+
+    def proofs_for(self, skeleton: tuple[Any, ...], aggregates: Sequence[str] = ()) -> tuple[ProofInstance, ...]:
+        """The instance of the skeleton's variant (its kinds and offsets)."""
+        try:
+            return (self.proof_instance(f"{self.name}/{skeleton[2]}"),)
+        except KeyError:
+            return ()
 
 
 def _is_equi_of(c: exp.Expr, j: Join) -> bool:

@@ -64,9 +64,9 @@ from ..ir.functions import is_nondeterministic_expr
 from ..ir.generate import translate_columns
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Join, UnionAll
-from .kit.covers import EDGE_OPS, Covers
+from .kit.covers import Covers
 from .kit.diamond import PlanContext, Shape, bare_column, field_type, find_field
-from .kit.family import Family, ProofInstance, Slot, Streamability
+from .kit.family import JOIN, Family, ProofInstance, Slot, Streamability
 from .kit.program import (
     Accs,
     AggBranch,
@@ -90,6 +90,7 @@ from .kit.records import (
     TemplateError,
 )
 from .kit.regroup import aggregate_below, and_all
+from .pivot_proofs import PROOF_INSTANCES
 
 
 class PivotReason(ReasonCode):
@@ -273,6 +274,7 @@ class PivotJoin(Family):
     max_branches = None
     aggregates = AGG_FUNCS
     reasons = (PivotReason, Reason)
+    proof_shape = JOIN
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -438,6 +440,14 @@ class PivotJoin(Family):
                 f"pattern{'s' if n_patterns != 1 else ''}")
 
     # -- proofs ---------------------------------------------------------------------------------
+    def fixed_grouping_keys(self, m: Match) -> tuple[dict[str, exp.Expr], ...]:
+        """Per use: the grouping keys it fixes to a constant (the partition keys are the rest)."""
+        return tuple(dict(u.fixed) for u in self.uses(m))
+
+    def proof_instance_name(self, join_kind: Optional[str] = None, agg_left: bool = True, branches: int = 2,
+                            func: str = "min") -> str:
+        return f"PJ/{join_kind}/{branches}"
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         return PROOF_INSTANCES
 
@@ -532,54 +542,5 @@ def _single_fix(p: Optional[exp.Expr]) -> Optional[tuple[str, exp.Expr]]:
             return c.name, v
     return None
 
-
-# ---------------------------------------------------------------------------
-# symbolic instances (proofs through the program encoder)
-# ---------------------------------------------------------------------------
-# The shared aggregate folds every streaming function of its own projections under its
-# own predicate; each use fixes y to its constant, filters (q_i) and projects (g_i) over
-# the key and the aggregates; the joins' residual theta reads both uses' projections.
-PROOF_SCHEMA = {"f": {"k": "int", "y": "int", "a": "int"}}
-_AGG = ("count(*) AS c, count(f1(k, y, a)) AS n, sum(f2(k, y, a)) AS s, min(f3(k, y, a)) AS mn, "
-        "max(f4(k, y, a)) AS mx, avg(f5(k, y, a)) AS av")
-_COLS = "k, c, n, s, mn, mx, av"
-STREAMING_FOLDS = ("count_star", "count", "sum", "min", "max", "avg")
-
-
-def _use_sql(i: int, const: int) -> str:
-    return f"SELECT k, y, g{i}({_COLS}) AS x FROM t WHERE y = {const} AND q{i}({_COLS})"
-
-
-def proof_instance_sql(kind: str, n: int) -> str:
-    join = {"semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}.get(kind, f"{kind.upper()} JOIN")
-    cols = ", ".join(f"u{i}.k AS k{i}, u{i}.y AS y{i}, u{i}.x AS x{i}"
-                     for i in (range(1, 2) if kind in ("semi", "anti") else range(1, n + 1)))
-    frm = f"({_use_sql(1, 2001)}) u1"
-    for i in range(2, n + 1):
-        frm += (f" {join} ({_use_sql(i, 2000 + i)}) u{i} "
-                f"ON u1.k = u{i}.k AND theta{i}(u1.x, u{i}.x)")
-    return (f"WITH t AS (SELECT k, y, {_AGG} FROM f WHERE p(k, y, a) GROUP BY k, y) "
-            f"SELECT {cols} FROM {frm}")
-
-
-def proof_functions(n: int) -> dict[str, str]:
-    fs = {"p": "bool", **{f"f{j}": "int" for j in range(1, 6)}}
-    for i in range(1, n + 1):
-        fs.update({f"q{i}": "bool", f"g{i}": "int", f"theta{i}": "bool"})
-    return fs
-
-
-def _instances() -> tuple[ProofInstance, ...]:
-    out = []
-    for kind in KEYED_JOIN_KINDS:
-        for n in ((2, 3) if kind in ("inner", "left") else (2,)):
-            cov = Covers.make("PJ", join_kinds=[kind], branches=n, aggregates=STREAMING_FOLDS,
-                              edges=[EDGE_OPS] * (n + 1))
-            out.append(ProofInstance(f"PJ/{kind}/{n}", proof_instance_sql(kind, n), PROOF_SCHEMA, cov,
-                                     proof_functions(n)))
-    return tuple(out)
-
-
-PROOF_INSTANCES = _instances()
 
 PJ = PivotJoin()

@@ -20,9 +20,11 @@ safety check all ask here).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import re
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from sqlglot import exp
 
@@ -79,8 +81,25 @@ def call_name(f: exp.Expr) -> Optional[str]:
     return None
 
 
+# functions a caller declares deterministic for a block (the uninterpreted functions of the
+# template proofs' symbolic instances: "every deterministic predicate", by construction)
+_DECLARED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("superop_declared", default=frozenset())
+
+
+@contextlib.contextmanager
+def declared_deterministic(names: Iterable[str]) -> Iterator[None]:
+    """Within the block, calls of ``names`` (not Spark built-ins) count as DETERMINISTIC."""
+    token = _DECLARED.set(_DECLARED.get() | {n.lower() for n in names})
+    try:
+        yield
+    finally:
+        _DECLARED.reset(token)
+
+
 def classify_name(name: str) -> Determinism:
     n = name.lower()
+    if n in _DECLARED.get():
+        return Determinism.DETERMINISTIC
     if n in NONDETERMINISTIC:
         return Determinism.NONDETERMINISTIC
     if n in ORDER_DEPENDENT:

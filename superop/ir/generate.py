@@ -4,6 +4,12 @@ A node becomes an *open* relation: a FROM item (plus joins), WHERE conjuncts, an
 SQL expression per output field. Selects, deterministic projections and renames stay
 open (merged into the enclosing SELECT); aggregates, windows, unions and anything that
 would change meaning if merged are closed into a derived table with a fresh alias.
+
+``structural=True`` keeps the plan's structure where merging would only move it: a join
+input that filters or renames stays a derived table of its own instead of lifting its
+WHERE into the enclosing SELECT (or ON) and its names into the select list. Lowering that
+SQL again gives the same tree — what the identity of a super-operator instance needs
+(``superop.families.identity``); the default merges for readable SQL.
 """
 from __future__ import annotations
 
@@ -74,6 +80,7 @@ class _Rel:
     fields: tuple[Field, ...] = ()
     order: Optional[list[exp.Expr]] = None
     limit: Optional[tuple[int, int]] = None
+    projected: bool = False             # structural mode: a projection merged into this relation
 
     @property
     def plain(self) -> bool:
@@ -82,7 +89,8 @@ class _Rel:
 
 
 class _Gen:
-    def __init__(self, cte_nodes: frozenset[int] = frozenset()) -> None:
+    def __init__(self, cte_nodes: frozenset[int] = frozenset(), structural: bool = False) -> None:
+        self.structural = structural
         self.counter = itertools.count(1)
         self.used: set[str] = set()
         # Shared sub-plans that must be evaluated once (nondeterministic): emitted as
@@ -220,6 +228,7 @@ class _Gen:
             rel = self.close(rel)
         rel.cols = [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items]
         rel.fields = n.fields
+        rel.projected = self.structural
         if not mergeable:
             # Evaluate once: a parent that references a column twice must not
             # duplicate a nondeterministic expression (or a sub-query).
@@ -239,7 +248,7 @@ class _Gen:
         """One SELECT ... GROUP BY over the child; ``group(tr)`` builds the clause with
         ``tr`` moving an expression onto the child's columns (None: a global aggregate)."""
         rel = self.gen(n.child)
-        if rel.order is not None or rel.limit is not None:
+        if rel.order is not None or rel.limit is not None or self._computed(rel):
             rel = self.close(rel)
 
         def tr(e: exp.Expr) -> exp.Expr:
@@ -253,7 +262,7 @@ class _Gen:
 
     def g_Window(self, n: Window, hint: Optional[str]) -> _Rel:
         rel = self.gen(n.child)
-        if rel.order is not None or rel.limit is not None:
+        if rel.order is not None or rel.limit is not None or self._computed(rel):
             rel = self.close(rel)
         cols = list(rel.cols) + [translate_columns(e, rel.fields, rel.cols) for e, _ in n.items]
         out = _Rel(rel.source, rel.joins, rel.where, cols, n.fields)
@@ -285,10 +294,10 @@ class _Gen:
 
     def g_Join(self, n: Join, hint: Optional[str]) -> _Rel:
         left = self.gen(n.left)
-        if left.order is not None or left.limit is not None:
+        if left.order is not None or left.limit is not None or self._moves(left, n.left):
             left = self.close(left)
         right = self.gen(n.right)
-        if right.joins or right.order is not None or right.limit is not None:
+        if right.joins or right.order is not None or right.limit is not None or self._moves(right, n.right):
             right = self.close(right)
         on: list[exp.Expr] = []
         where = list(left.where)
@@ -326,6 +335,21 @@ class _Gen:
         return _Rel(left.source, left.joins + [j], where, cols, n.fields)
 
 
+    def _computed(self, rel: _Rel) -> bool:
+        """In structural mode: does the relation compute a column (a projection that
+        merging into an aggregate or a window would dissolve)?"""
+        return self.structural and (rel.projected or any(not isinstance(c, exp.Column) for c in rel.cols))
+
+    def _moves(self, rel: _Rel, node: Node) -> bool:
+        """In structural mode: would merging this join input move its filter or its
+        column names out of it? (A join's own inputs may still be joins.)"""
+        if not self.structural or isinstance(node, Join):
+            return False
+        if rel.where:
+            return True
+        return any(not (isinstance(c, exp.Column) and c.name == f.name) for c, f in zip(rel.cols, rel.fields))
+
+
 _JOIN_SQL: dict[str, tuple[Optional[str], Optional[str]]] = {
     "inner": (None, None), "cross": (None, None), "left": ("LEFT", None), "right": ("RIGHT", None),
     "full": ("FULL", None), "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}
@@ -339,9 +363,9 @@ def _mergeable(e: exp.Expr) -> bool:
     return not any(isinstance(n, (exp.AggFunc, exp.Window, exp.Query)) for n in e.walk())
 
 
-def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
+def to_ast(plan: Node, names: Optional[Sequence[str]] = None, structural: bool = False) -> exp.Query:
     """The plan as a sqlglot query. ``names`` overrides the output column names
-    (e.g. Spark's own names for unaliased expressions)."""
+    (e.g. Spark's own names for unaliased expressions); ``structural``: see the module doc."""
     if isinstance(plan, Opaque) and names is None:
         # A query that is opaque as a whole is emitted exactly as carried (its
         # output may even be unknown, e.g. SELECT * over a table function).
@@ -355,7 +379,7 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     # deterministic CTE: the plan it runs is the same). A shared table is just read twice.
     once = frozenset(id(n) for n in walk(plan)
                      if len(ps.get(id(n), ())) >= 2 and not isinstance(n, Scan))
-    g = _Gen(once)
+    g = _Gen(once, structural)
     rel = g.gen(plan)
     out = list(names) if names is not None else [f.name for f in plan.fields]
     if len(out) != len(rel.cols):
@@ -366,8 +390,9 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     return sel
 
 
-def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:
-    text: str = _one_cte_per_definition(to_ast(plan, names)).sql(dialect=DIALECT, pretty=pretty)
+def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False,
+           structural: bool = False) -> str:
+    text: str = _one_cte_per_definition(to_ast(plan, names, structural)).sql(dialect=DIALECT, pretty=pretty)
     return text
 
 

@@ -8,8 +8,11 @@ raises for valid Spark SQL over known tables.
 """
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import sqlglot
 from sqlglot import exp
@@ -19,6 +22,7 @@ from sqlglot.optimizer.qualify import qualify
 from ..errors import SqlError
 from .dialect import DIALECT, dialect
 from .lowering import Lowerer
+from .lowering.generators import expand_generators
 from .lowering.exprs import columns_outside_queries
 from .names import TableName, ident
 from .nodes import (Limit, Node, Opaque, Rename, Scan, UnionAll, expressions_of, intern,
@@ -62,7 +66,7 @@ def qualify_query(sql: str, schema: object) -> Qualified:
     ``db.t`` and ``cat.db.t``; and it would identify tables by their last part. So every
     table reference is renamed to a private key (one per distinct written name) for the
     qualification and renamed back afterwards — the AST keeps the user's names."""
-    tree = parse(sql)
+    tree = expand_generators(parse(sql))
     src = schema_source(schema)
     cs = src.case_sensitive
     keys: dict[tuple[str, ...], str] = {}
@@ -178,6 +182,29 @@ def lower(sql: str, schema: object) -> Lowered:
     qualified). Raises SqlError only for unparsable SQL and unknown tables/columns;
     everything else that is unmodeled becomes Opaque."""
     return lower_ast(qualify_query(sql, schema))
+
+
+_LOWERED: "OrderedDict[tuple[str, str], Lowered]" = OrderedDict()
+_LOWERED_MAX = 512
+_LOWERED_LOCK = threading.Lock()
+
+
+def lower_fixed(sql: str, schema: dict[str, Any]) -> Lowered:
+    """:func:`lower` over a fixed mapping schema, remembered per process (a pure function
+    of the two; plans are immutable — callers must not modify the returned AST). What the
+    certificate checks lower several times over: the same instance SQL in each check."""
+    key = (sql, json.dumps(schema, sort_keys=True, default=str))
+    with _LOWERED_LOCK:
+        hit = _LOWERED.get(key)
+        if hit is not None:
+            _LOWERED.move_to_end(key)
+            return hit
+    low = lower(sql, schema)
+    with _LOWERED_LOCK:
+        _LOWERED[key] = low
+        while len(_LOWERED) > _LOWERED_MAX:
+            _LOWERED.popitem(last=False)
+    return low
 
 
 def lower_ast(q: Qualified) -> Lowered:

@@ -8,13 +8,15 @@ and ``finding`` (one per candidate / near-miss found in the template).
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pandas as pd
 
 from ..errors import SuperopError
+from ..families import Match
+from ..families.identity import instance_of
 from ..ir import Rename, Scan, lower, shape, to_sql, walk
-from .detect import detect
+from .detect import detect, detect_with_matches
 from .fingerprint import Fingerprinter
 from .physical import PLAN_MARKER, lower_physical
 from .logframe import typed_frame
@@ -25,6 +27,7 @@ ANALYSIS_COLUMNS = [
     ("shape_counts", "string"), ("family", "string"), ("join_kind", "string"),
     ("n_inputs", "int"), ("agg", "string"), ("inputs", "string"), ("example_sql", "string"),
     ("plan_nodes", "int"), ("example_shape", "string"), ("premises", "string"),
+    ("instance", "string"),
 ]
 ANALYSIS_DDL = ", ".join(f"{c} {t}" for c, t in ANALYSIS_COLUMNS)
 
@@ -86,11 +89,11 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
         out.append(dict(base, row_kind="subplan", fingerprint=f, op=n.op, shape=sh,
                         plan_nodes=sum(1 for _ in walk(n))))
     try:
-        findings = detect(plan)
+        findings = detect_with_matches(plan)
     except Exception as e:
         out[0]["reason"] = f"detection_failed:{type(e).__name__}"
         findings = []
-    for f in findings:
+    for f, m in findings:
         try:
             example = to_sql(f.root)
             # to_sql folds σ/π/ρ into SELECT blocks: record the shape the example re-lowers to
@@ -103,8 +106,20 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
                         shape_counts=f.shape_counts, family=f.family, join_kind=f.join_kind,
                         n_inputs=f.n_inputs, agg=f.agg, inputs=",".join(f.inputs),
                         example_sql=example, plan_nodes=sum(1 for _ in walk(f.root)),
-                        example_shape=example_shape, premises=f.premises))
+                        example_shape=example_shape, premises=f.premises, instance=_instance(m)))
     return out
+
+
+def _instance(m) -> Optional[str]:
+    """A candidate's instance in this template (the match alone, canonical:
+    ``superop.families.identity``) as JSON — what the nightly job certifies per template."""
+    if not isinstance(m, Match):
+        return None
+    try:
+        inst = instance_of(m)
+    except Exception:  # an instance that cannot be canonicalized is certified by its example only
+        return None
+    return None if inst is None else json.dumps({"sql": inst.sql, "schema": inst.schema}, sort_keys=True)
 
 
 def make_mapper(schema: dict):

@@ -67,6 +67,11 @@ def detect(plan: Node) -> list[Finding]:
     return [finding(f) for f in scan(plan)]
 
 
+def detect_with_matches(plan: Node) -> list[tuple[Finding, Match | NearMiss]]:
+    """:func:`detect` with each finding's match (or near-miss) from the matching path."""
+    return [(finding(f), f) for f in scan(plan)]
+
+
 def skeleton(shape_str: str) -> str:
     """A shape without its optional operators (σ π ρ): the core operators and their nesting.
     ``to_sql`` merges optional operators into SELECT blocks, so the example SQL of a candidate

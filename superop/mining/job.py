@@ -57,7 +57,7 @@ CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_coun
                      "n_inputs", "agg", "input_tables", "example_sql", "example_shape",
                      "example_template_id", "templates",
                      "executions", "cost_ms", "cost_share", "read_bytes", "shuffle_bytes",
-                     "distinct_subplans", "template_ids", "premises", "route"]
+                     "distinct_subplans", "template_ids", "premises", "route", "instances"]
 
 @dataclass
 class MiningResult:
@@ -295,6 +295,7 @@ def _analyze_and_aggregate(spark, log: _LogTotals, schema, sel: Selection, prog:
             F.first("read_bytes").alias("read_bytes"),
             F.first("shuffle_bytes").alias("shuffle_bytes"),
             F.collect_set("fingerprint").alias("fps"),
+            F.collect_set("instance").alias("instances"),
             F.max(F.struct("n_inputs", "agg", "inputs", "shape_counts", "example_sql",
                            "example_shape"))
             .alias("ex"))
@@ -306,6 +307,7 @@ def _analyze_and_aggregate(spark, log: _LogTotals, schema, sel: Selection, prog:
             F.sum("executions").alias("executions"), F.sum("cost_ms").alias("cost_ms"),
             F.sum("read_bytes").alias("read_bytes"), F.sum("shuffle_bytes").alias("shuffle_bytes"),
             F.array_distinct(F.flatten(F.collect_list("fps"))).alias("fps"),
+            F.array_distinct(F.flatten(F.collect_list("instances"))).alias("instances"),
             F.max(F.struct("executions", "template_id", "ex")).alias("best"),
             F.sort_array(F.collect_set("template_id")).alias("template_ids")).toPandas()
         analysis.unpersist()
@@ -370,6 +372,9 @@ def _tables(g: pd.DataFrame, sel: Selection, total_cost: float
             "shuffle_bytes": float(r["shuffle_bytes"] or 0.0),
             "distinct_subplans": len(r["fps"]), "template_ids": list(r["template_ids"]),
             "premises": r.get("premises") or "",
+            # the candidate's instance in each template (canonical, JSON): the nightly job
+            # certifies every one
+            "instances": sorted(str(x) for x in (r.get("instances") if r.get("instances") is not None else [])),
         }
         if r["status"] == "candidate":
             if sel.keeps(base["templates"], base["executions"], base["cost_share"]):

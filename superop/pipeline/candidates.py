@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from .. import families
 from ..families import first_match
+from ..families.identity import instance_of
 from ..families.kit.diamond import over_source, single_input_base
 from ..ir import Scan, lower, to_sql
 from ..rules_out.generalize import edges_from_shape, merge_edges
@@ -41,7 +42,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
     out = Outcome(candidate=c.candidate_id, family=c.family, shape=c.shape, sql=c.example_sql,
                   join_kind=c.join_kind or None,
                   support=Support(c.templates, c.executions, c.cost_share, c.join_kind),
-                  template_ids=list(c.template_ids))
+                  template_ids=list(c.template_ids), instances=list(c.instances))
     t0 = time.perf_counter()
     try:
         low = lower(c.example_sql, schema)
@@ -74,6 +75,9 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
                 target, tschema = src
                 out.schema = tschema
             out.sql = to_sql(target)
+            inst = instance_of(m)
+            if inst is not None:    # the match alone, canonical: what the certificate is about
+                out.sql, out.schema = inst.sql, inst.schema
             out.example_sql = c.example_sql     # what the runtime rewrites (certified)
         if synth_fn is None:
             synth_fn = synthesize
@@ -88,7 +92,7 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
             # what the certificate covers is read off the certified SQL, exactly as
             # `superop verify` re-derives it; the σ/π/ρ as written in the log are kept
             # for the report
-            again = first_match(lower(out.sql, tschema).plan)
+            again = first_match(lower(out.sql, out.schema or tschema).plan)
             if again is not None:
                 point = families.get(again.family).point(again)
                 out.edges = [list(e) for e in point.edges]

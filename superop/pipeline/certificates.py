@@ -1,12 +1,21 @@
-"""Certificate assembly for the nightly job: the bounded certificate of one verified
-pattern (about the program the runtime builds for it, at the bound synthesis verified at,
-lower only after a Z3 timeout), the generalization stage's pattern carrying it, and the
-unbounded template proofs a rule's members need (``Family.proofs_for``).
+"""Certificate assembly for the nightly job: the bounded certificate of every instance a
+verified pattern was seen in (about the program the runtime builds for it, at the bound
+synthesis verified at, lower only after a Z3 timeout), the generalization stage's pattern
+carrying them, and the unbounded template proofs a rule's members need
+(``Family.proofs_for``).
+
+A bounded certificate is about ONE instance (``superop.families.identity``: the match
+alone, canonical); the runtime applies a match only under a proof of its own instance. So
+the job certifies the candidate's instance in every template it saw (mining records them:
+``candidates.parquet`` → ``instances``), not only the example's, with the column types
+Spark gives the instance's output and source (:func:`spark_types`): the runtime compiles
+an instance a certificate covers with those types, so what it runs is what was checked.
 """
 from __future__ import annotations
 
+import json
 import logging
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from .. import families
 from ..families import Side
@@ -17,58 +26,103 @@ from .records import Outcome
 
 log = logging.getLogger(__name__)
 
+# (instance SQL, its schema) -> (output column types, source column types) as Spark gives them
+Types = Callable[[str, dict], tuple[Optional[list], Optional[dict]]]
+
+
+def spark_types(spark: Any) -> Types:
+    """Spark's types of an instance's output and of its one source table's columns: the
+    instance's tables as empty temp views of a private session, the instance analyzed."""
+    def types(sql: str, schema: dict) -> tuple[Optional[list], Optional[dict]]:
+        tables = {t: cols for t, cols in schema.items() if not t.startswith("$")}
+        try:
+            sess = spark.newSession()
+            for t, cols in tables.items():
+                ddl = ", ".join(f"`{c}` {ty}" for c, ty in cols.items())
+                sess.createDataFrame([], ddl).createOrReplaceTempView(t)
+            out = [f.dataType.simpleString() for f in sess.sql(sql).schema.fields]
+        except Exception as e:  # types are what the certificate records; unknown: none
+            log.info("no Spark types for an instance: %s", str(e).splitlines()[0] if str(e) else e)
+            return None, None
+        return out, (dict(next(iter(tables.values()))) if len(tables) == 1 else None)
+    return types
+
 
 def bounded_certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
-                        min_bound: int = MIN_BOUND) -> Optional[dict]:
-    """The bounded certificate of one verified pattern: about the program the RUNTIME builds
-    for it (``build_program`` of the matched diamond) at the bound the synthesis stage verified
-    at, at most K (lower, down to ``min_bound``, only after a Z3 timeout), with how the SQL the runtime
-    emits is covered (``emitted_sql``). The synthesizer's program and its verification stay
-    in synthesis.json as the synthesis stage's evidence; they are not the certificate."""
+                        min_bound: int = MIN_BOUND, types: Optional[Types] = None) -> Optional[dict]:
+    """The bounded certificate of one verified pattern's own instance: about the program
+    the RUNTIME builds for it (``build_program`` of the matched diamond) at the bound the
+    synthesis stage verified at, at most K (lower, down to ``min_bound``, only after a Z3
+    timeout), with how the SQL the runtime emits is covered (``emitted_sql``). The
+    synthesizer's program and its verification stay in synthesis.json as the synthesis
+    stage's evidence; they are not the certificate."""
     if not o.verified:
         return None
-    # at most the bound the synthesis stage verified at; lower only after a Z3 timeout
-    top = min(K, int((o.verifier or {}).get("K") or K))
-    for k in bounds(top, min_bound):
-        cert = _certificate_at(o, schema, k, verify_timeout_s)
-        if cert is None or not timed_out(cert):
-            return cert
-    return cert
+    sql, sch = (o.sql, o.schema) if o.schema else (o.example_sql or o.sql, schema)
+    return certify_instance(sql, sch, _top(o, K), verify_timeout_s, min_bound, types, o.candidate)
 
 
-def _certificate_at(o: Outcome, schema: dict, K: int, verify_timeout_s: float) -> Optional[dict]:
+def _top(o: Outcome, K: int) -> int:
+    """At most the bound the synthesis stage verified at; lower only after a Z3 timeout."""
+    return min(K, int((o.verifier or {}).get("K") or K))
+
+
+def certify_instance(sql: str, schema: dict, K: int, verify_timeout_s: float, min_bound: int = MIN_BOUND,
+                     types: Optional[Types] = None, what: str = "") -> Optional[dict]:
+    """The certificate of the instance of ``sql``'s match at K rows, lower only after a Z3
+    timeout (None when the runtime would not rewrite it)."""
     cert = None
-    # the example query as mined (the runtime rewrites its match in place); else its match's
-    # sub-query alone (over its source read as one table) when the example reads more than
-    # the encoder models
-    tries = [(o.example_sql, schema), (o.sql, o.schema or schema)]
-    for sql, sch in tries:
-        if not sql:
-            continue
+    out_types, in_types = types(sql, schema) if types is not None else (None, None)
+    for k in bounds(K, min_bound):
         try:
-            cert = check_and_certify(sql, sch, K=K, timeout_ms=int(verify_timeout_s * 1000),
-                                     emitted=True)
+            cert = check_and_certify(sql, schema, K=k, timeout_ms=int(verify_timeout_s * 1000),
+                                     output_types=out_types, input_types=in_types)
         except Exception as e:  # e.g. the template refuses the pattern: nothing the runtime would run
-            log.warning("no certificate for %s: %s", o.candidate, e)
-            continue
-        if cert["status"] != "unsupported":
+            log.warning("no certificate for %s: %s", what, e)
+            return None
+        if not timed_out(cert):
             return cert
     return cert
+
+
+def instance_certificates(o: Outcome, K: int, verify_timeout_s: float, min_bound: int = MIN_BOUND,
+                          types: Optional[Types] = None, skip: Optional[str] = None) -> list[dict]:
+    """The certificates of the pattern's instance in every template mining saw it in
+    (``Outcome.instances``), but the one ``skip`` (the pattern's own); the verified ones."""
+    out, seen = [], {skip}
+    for text in o.instances:
+        try:
+            inst = json.loads(text)
+        except ValueError:
+            continue
+        cert = certify_instance(inst["sql"], inst["schema"], _top(o, K), verify_timeout_s, min_bound, types,
+                                o.candidate)
+        if cert is None or cert.get("instance") in seen:
+            continue
+        seen.add(cert.get("instance"))
+        if cert.get("status") == "verified":
+            out.append(cert)
+        else:
+            log.warning("the instance of %s in one template is %s: %s", o.candidate, cert.get("status"),
+                        str(cert.get("reason") or "")[:200])
+    return out
 
 
 def pattern_of(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
-               min_bound: int = MIN_BOUND) -> Optional[Pattern]:
-    """The generalization stage's pattern of one verified outcome, with its certificate
+               min_bound: int = MIN_BOUND, types: Optional[Types] = None) -> Optional[Pattern]:
+    """The generalization stage's pattern of one verified outcome, with its certificates
     (None for an outcome that is not verified or has no recorded point)."""
     if not o.verified or o.edges is None or o.support is None:
         return None
+    cert = bounded_certificate(o, schema, K, verify_timeout_s, min_bound, types)
+    more = instance_certificates(o, K, verify_timeout_s, min_bound, types,
+                                 skip=(cert or {}).get("instance")) if cert else []
     return Pattern(
         candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
         edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,
         branches=o.branches, agg_side=Side(o.agg_side) if o.agg_side else None,
         aggregates=o.aggregates, variant=o.variant, premises=list(o.premises), memory=o.memory or "streaming",
-        program=o.program, pseudo_code=o.pseudo_code,
-        certificate=bounded_certificate(o, schema, K, verify_timeout_s, min_bound),
+        program=o.program, pseudo_code=o.pseudo_code, certificate=cert, instance_certificates=more,
         distinct_queries=o.support.templates, executions=o.support.executions,
         cost_share=o.support.cost_share, template_ids=o.template_ids)
 

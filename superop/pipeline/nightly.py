@@ -35,7 +35,7 @@ from ..storage import OutputSet, filesystem, local_path
 from ..tracking import Tracker, store_for
 from ..workloads.loggen import mining_schema
 from .candidates import MIN_BOUND, bounds, synthesize_at_bounds
-from .certificates import pattern_of, template_proofs
+from .certificates import pattern_of, spark_types, template_proofs
 from .records import MinedCandidate, Outcome
 
 log = logging.getLogger(__name__)
@@ -328,7 +328,8 @@ def _generalize(job: _Job, outcomes: list[Outcome]) -> tuple[list, list]:
     t = time.perf_counter()
     child = tr.start("generalize", job.parent)
     patterns = [p for o in outcomes
-                if (p := pattern_of(o, job.schema, job.K, job.verify_timeout_s, job.min_bound)) is not None]
+                if (p := pattern_of(o, job.schema, job.K, job.verify_timeout_s, job.min_bound,
+                                    spark_types(job.spark))) is not None]
     rules, rejected = generalize(patterns, template_proofs(int(job.verify_timeout_s * 1000)))
     gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
              "seconds": round(time.perf_counter() - t, 3)}

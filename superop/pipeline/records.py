@@ -34,14 +34,17 @@ class MinedCandidate:
     executions: int
     cost_share: float
     template_ids: tuple[str, ...] = ()
+    instances: tuple[str, ...] = ()     # the candidate's instance in each template (JSON sql + schema)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "MinedCandidate":
         tids = row.get("template_ids")
+        insts = row.get("instances")
         return cls(str(row["candidate_id"]), str(row["family"]), str(row.get("join_kind") or ""),
                    str(row["shape"]), str(row["example_sql"]), int(row["templates"]),
                    int(row["executions"]), float(row["cost_share"]),
-                   tuple(str(t) for t in (tids if tids is not None else ())))
+                   tuple(str(t) for t in (tids if tids is not None else ())),
+                   tuple(str(i) for i in (insts if insts is not None else ())))
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class Outcome:
     support: Optional[Support] = None
     template_ids: list[str] = field(default_factory=list)
     schema: Optional[dict[str, dict[str, str]]] = None     # of ``sql`` when it reads a source as one table
+    instances: list[str] = field(default_factory=list)     # every template's instance (JSON): certified too
 
     @property
     def verified(self) -> bool:

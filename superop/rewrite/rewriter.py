@@ -17,6 +17,7 @@ rewritten first and the outer one reads the rewritten source.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field as dc_field, replace
 from typing import Any, Callable, Optional, Sequence
@@ -28,10 +29,24 @@ from ..families import Covers, NearMiss
 from ..ir import nodes as N
 from ..ir.dialect import DIALECT
 from ..ir.generate import to_sql
-from ..ir.lower import lower
+from ..ir.lower import lower, lower_fixed
 from ..families.coverage import admitted
+from ..families.identity import Instance
 from ..dsl import Program
 from .compile import NoNativeForm, compile_program
+from .proofs import Proof, ProofIndex
+
+# first-sight certification: (instance, match, form) -> a verified bounded certificate or None
+Certifier = Callable[[Instance, families.Match, str], Optional[dict]]
+UNCOVERED = "no proof covers"
+
+
+def instance_bound(matches: Sequence["Match"], trace: Sequence[str]) -> bool:
+    """Does a decision about these matches hold only for these literals? Yes when a match
+    is covered by a bounded certificate of its instance (another literal is another
+    instance) or an admitted instance was left uncovered (another may be covered)."""
+    return any(m.proof is not None and m.proof.kind == "instance" for m in matches) or \
+        any(UNCOVERED in t for t in trace)
 
 log = logging.getLogger("superop.runtime")
 
@@ -58,6 +73,10 @@ class Match:
     prefilter: Optional[exp.Expression] = None
     form: str = ""
     form_program: Optional[Program] = None
+    proof: Optional[Proof] = None        # what covers this instance (None: a verifier's own rewriter)
+    # (output types, input types) the SQL is compiled with when fixed: those of the instance
+    # certificate that covers it (the runtime runs exactly the SQL certified), or the caller's
+    types: Optional[tuple[Optional[Sequence[Optional[str]]], Optional[dict[str, str]]]] = None
 
     def prepare(self) -> "Match":
         """The Spark-native specifics of the family (the source prefilter)."""
@@ -95,7 +114,8 @@ class Match:
     def describe(self) -> str:
         core = self.instance.join_kind or families.get(self.family).core_name
         form = f" in its {self.form} form" if self.form else ""
-        return f"{self.rule_id} at {self.family} {core} over {self.source.op}{form}"
+        proof = f", covered by the {self.proof.describe()}" if self.proof is not None else ""
+        return f"{self.rule_id} at {self.family} {core} over {self.source.op}{form}{proof}"
 
 
 class _Rule:
@@ -107,6 +127,7 @@ class _Rule:
         self.family = r["family"]
         self.admits: list[Covers] = admitted(r)
         self.edge_names = [e["name"] for e in r["abstract_edges"]]
+        self.proofs = ProofIndex(r.get("certificates") or [])
         sup = r.get("support") or {}
         self.rank = (-float(sup.get("cost_share", 0) or 0), -int(sup.get("executions", 0) or 0), self.id)
 
@@ -134,13 +155,26 @@ class Candidate:
 
 
 class Rewriter:
-    """Pure rewriting (IR + templates + SQL generation); thread-safe (no mutable state
-    after construction)."""
+    """Pure rewriting (IR + templates + SQL generation); thread-safe (the only mutable
+    state, the instances no proof covers and first-sight certificates, is locked).
 
-    def __init__(self, catalog: dict[str, Any]):
+    ``require_proof`` (default): a match a rule admits is applied only when a proof of the
+    instance covers it (:mod:`superop.rewrite.proofs`); else it is left out and its
+    instance recorded in :attr:`uncovered` — or certified by ``certify`` (first sight)."""
+
+    def __init__(self, catalog: dict[str, Any], require_proof: bool = True, certify: Optional[Certifier] = None):
         self.catalog = catalog
         self.rules = sorted((_Rule(r) for r in catalog["rules"]), key=lambda r: r.rank)
         self.families = frozenset(r.family for r in self.rules)
+        self.require_proof = require_proof
+        self.certify = certify
+        self.uncovered: dict[str, Instance] = {}      # instance key -> instance (for the next nightly)
+        self._lock = threading.Lock()
+
+    def uncovered_instances(self) -> list[Instance]:
+        """The instances matched and admitted that no proof covered (first seen first)."""
+        with self._lock:
+            return list(self.uncovered.values())
 
     @classmethod
     def admitting(cls, points: Sequence[Covers], rule_id: str = "instance") -> "Rewriter":
@@ -153,7 +187,7 @@ class Rewriter:
         rules = [{"id": rule_id, "family": fam, "admits": [p.to_json() for p in ps],
                   "abstract_edges": [{"name": d.name} for d in families.get(fam).edge_decls(ps[0].branches)]}
                  for fam, ps in by_family.items()]
-        return cls({"rules": rules})
+        return cls({"rules": rules}, require_proof=False)
 
     # -- matching ------------------------------------------------------------
     def match(self, plan: N.Node, trace: Optional[list[str]] = None) -> list[Match]:
@@ -180,13 +214,41 @@ class Rewriter:
         for rule in self.rules:
             reason = rule.why_not(point)
             if reason is None:
-                return Match(rule.id, inst)
+                m = self._proved(rule, inst, "", None, why)
+                if m is not None:
+                    return m
+                continue
             if reason != "family":
                 why.append(f"{rule.id}: {reason}")
         if trace is not None and why:
             trace.append(f"{inst.family} at {inst.root.op}({inst.join_kind or len(inst.branches)}): no rule — "
                          + "; ".join(why))
         return None
+
+    def _proved(self, rule: _Rule, inst: families.Match, form: str, program: Optional[Program],
+                why: list[str]) -> Optional[Match]:
+        """The match of ``rule`` when a proof covers the instance (in ``form``), else None
+        with the reason in ``why``."""
+        if not self.require_proof:
+            return Match(rule.id, inst, form=form, form_program=program)
+        proof, key = rule.proofs.covering(inst, form, program)
+        if proof is None and key is not None and self.certify is not None:
+            cert = self.certify(key, inst, form)
+            if cert is not None:
+                with self._lock:
+                    proof = rule.proofs.add(cert)
+        if proof is None:
+            if key is not None:
+                with self._lock:
+                    self.uncovered.setdefault(key.key, key)
+            where = f"instance {key.short}" if key is not None else "an instance that cannot be canonicalized"
+            why.append(f"{rule.id}: admits it, but {UNCOVERED} {where} (no unbounded proof contains it, "
+                       f"no bounded certificate of it; recorded for the next nightly job)")
+            return None
+        types = None
+        if proof.kind == "instance":
+            types = (proof.output_types, dict(proof.input_types) if proof.input_types is not None else None)
+        return Match(rule.id, inst, form=form, form_program=program, proof=proof, types=types)
 
     def alternatives(self, m: Match, notes: Optional[list[str]] = None) -> list[Match]:
         """``m`` in each other form of its family that the instance admits (the family's
@@ -207,12 +269,18 @@ class Rewriter:
                 continue
             point = fam.point(m.instance)
             point = replace(point, variant=fam.form_variant(point.variant, form))
-            rule = next((r for r in self.rules if r.why_not(point) is None), None)
-            if rule is None:
+            why: list[str] = []
+            alt = None
+            for rule in (r for r in self.rules if r.why_not(point) is None):
+                alt = self._proved(rule, m.instance, form, prog, why)
+                if alt is not None:
+                    break
+            if alt is None:
                 if notes is not None:
-                    notes.append(f"{m.rule_id}: no rule admits its {form} form (no certificate covers it)")
+                    notes.append(f"{m.rule_id}: no rule admits its {form} form (no certificate covers it)"
+                                 + (": " + "; ".join(why) if why else ""))
                 continue
-            out.append(Match(rule.id, m.instance, form=form, form_program=prog))
+            out.append(alt)
         return out
 
     # -- generation ------------------------------------------------------------
@@ -228,10 +296,13 @@ class Rewriter:
             src_sql = to_sql(src, names=src_names)
             if m.prefilter is not None:
                 src_sql = f"SELECT * FROM ({src_sql}) AS __so_pf WHERE {m.prefilter.sql(dialect=DIALECT)}"
-            types = types_of(m.root) if types_of is not None else None
+            if m.types is not None:       # as certified (or as the caller fixed them)
+                types, in_types = m.types
+            else:
+                types = types_of(m.root) if types_of is not None else None
+                in_types = _input_types(src, src_names, types_of)
             try:
-                sql = compile_program(m.program, src_sql, output_types=types,
-                                      input_types=_input_types(src, src_names, types_of))
+                sql = compile_program(m.program, src_sql, output_types=types, input_types=in_types)
             except NoNativeForm as e:
                 # run_generic can execute it, but not inside a SQL string: keep the original
                 log.info("superop: %s has no native form (%s); sub-plan kept", m.rule_id, e)
@@ -327,12 +398,17 @@ def candidates_for(rw: Rewriter, plan: N.Node, matches: list[Match], names=None,
     return out
 
 
-def rewrite_structural(rw: Rewriter, sql: str, schema: dict, form: str = "") -> RewriteResult:
-    """Rewrite without Spark (no benefit gate, IR output names, inferred types): what
-    ``superop rewrite --no-gate`` prints. ``form``: each match in that form of its family
-    where it admits it (the SQL a certificate about that form checks)."""
+def rewrite_structural(rw: Rewriter, sql: str, schema: dict, form: str = "",
+                       output_types: Optional[Sequence[Optional[str]]] = None,
+                       input_types: Optional[dict[str, str]] = None) -> RewriteResult:
+    """Rewrite without Spark (no benefit gate, IR output names): what ``superop rewrite
+    --no-gate`` prints. ``form``: each match in that form of its family where it admits
+    it (the SQL a certificate about that form checks). A match an instance certificate
+    covers is compiled with the column types it was certified with; otherwise with
+    ``output_types`` / ``input_types`` when given (the verifier's: the types it records),
+    else with none."""
     t0 = time.perf_counter()
-    low = lower(sql, schema)
+    low = lower_fixed(sql, schema) if isinstance(schema, dict) else lower(sql, schema)
     t1 = time.perf_counter()
     trace: list[str] = []
     plan = families.regroup(low.plan)     # the plan matches are nodes of
@@ -349,6 +425,10 @@ def rewrite_structural(rw: Rewriter, sql: str, schema: dict, form: str = "") -> 
         chosen = [next((a for a in rw.alternatives(m, trace) if a.form == form), m) for m in chosen]
         if not any(m.form == form for m in chosen):
             return unchanged(sql, f"no match in the {form} form: " + " | ".join(trace), timings)
+    top = chosen[-1]             # bottom-up: the top-most match (the verifier's instance)
+    if (output_types is not None or input_types is not None) and top.types is None \
+            and len(top.root.fields) == len(output_types or top.root.fields):
+        top.types = (output_types, input_types)
     new = rw.apply(plan, chosen)
     timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
     return RewriteResult(sql=new, applied=[m.rule_id for m in chosen], changed=True,

@@ -235,13 +235,16 @@ def sign(catalog: dict, signer: Signer, signed_by: str) -> dict:
     return sign_catalog(catalog, signer, signed_by)
 
 
-def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True,
+def load_catalog(path_or_uri: str | os.PathLike | dict, require_verified: bool = True,
                  trusted: Optional[TrustedKeys] = None) -> dict:
-    """Read and check a catalog from a file or an MLflow URI: with ``require_verified``
-    everything :func:`accept` checks; without, the format only (schema, checksum; for
-    commands that inspect or re-check a catalog). Raises :class:`CatalogError` with a
-    one-line reason."""
-    data, origin = read_catalog(path_or_uri)
+    """Read and check a catalog from a file, an MLflow URI or a dict already in memory: with
+    ``require_verified`` everything :func:`accept` checks; without, the format only
+    (schema, checksum; for commands that inspect or re-check a catalog). Raises
+    :class:`CatalogError` with a one-line reason."""
+    if isinstance(path_or_uri, dict):
+        data, origin = path_or_uri, "(in-memory)"
+    else:
+        data, origin = read_catalog(path_or_uri)
     if require_verified:
         accept(data, origin, trusted)
         return data
@@ -321,9 +324,22 @@ def make_rule(family: str, *, rule_id: Optional[str] = None, join_kinds: Sequenc
         rule["aggregates"] = list(aggregates)
     if admits is not None:
         rule["admits"] = [c.to_json() for c in admits]
+    idx = instance_index(rule["certificates"])
+    if idx:
+        rule["instances"] = idx
     if description:
         rule["description"] = description
     return rule
+
+
+def instance_index(certificates: Sequence[dict]) -> dict[str, int]:
+    """The rule's bounded certificates keyed by the canonical instance each is about
+    (``superop.families.identity``): instance key -> index in ``certificates``."""
+    out: dict[str, int] = {}
+    for i, c in enumerate(certificates):
+        if c.get("method") == "bounded" and c.get("status") == "verified" and c.get("instance"):
+            out.setdefault(str(c["instance"]), i)
+    return out
 
 
 def certificate(status: str, method: str, produced_by: str, **extra) -> dict:

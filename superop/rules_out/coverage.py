@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 from .. import families
 from ..families import Covers
-from ..families.coverage import admitted, certificate_covers, derived_covers
-from .catalog import OPTIONAL_OPS, make_rule
+from ..families.coverage import admitted, certificate_covers, derived_covers, missing_parts
+from .catalog import OPTIONAL_OPS, instance_index, make_rule
 from .generalize import maximal
 
 __all__ = ["coverage_problems", "covered_rule", "certificate_covers", "derived_covers"]
@@ -33,12 +33,6 @@ def _template(cert: dict[str, Any]) -> Optional[str]:
     if isinstance(inputs, dict) and inputs.get("kind") == "template-proof":
         return str(inputs.get("template"))
     return None
-
-
-def _missing_parts(cov: Covers, template: str, proved: set[str]) -> list[str]:
-    """The other parts of a covers record proved in parts that the rule does not carry."""
-    parts = [i.name for i in families.get(cov.family).proof_instances() if i.covers == cov]
-    return [n for n in parts if n != template and n not in proved]
 
 
 def _maximal_points(rec: Covers) -> list[Covers]:
@@ -68,7 +62,7 @@ def coverage_problems(rule: dict[str, Any]) -> list[str]:
         if cov is None or c.get("status") != "verified":
             continue
         t = _template(c)
-        missing = _missing_parts(cov, t, proved) if t is not None else []
+        missing = missing_parts(cov, t, proved) if t is not None else []
         if missing:
             out.append(f"certificate #{i}: {t} proves one part of {cov.describe()}; the rule lacks "
                        f"{', '.join(missing)}")
@@ -84,6 +78,8 @@ def coverage_problems(rule: dict[str, Any]) -> list[str]:
                 out.append(f"admits {p.describe()}, which no certificate covers")
     if rule.get("admits"):
         out += _hull_problems(rule, admits)
+    if (rule.get("instances") or {}) != instance_index(certs):
+        out.append("its instances index is not the instance keys of its bounded certificates")
     return out
 
 

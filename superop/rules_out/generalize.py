@@ -54,6 +54,8 @@ class Pattern:
     program: Optional[dict] = None         # DSL program JSON
     pseudo_code: str = ""
     certificate: Optional[dict] = None     # the bounded verification certificate
+    # bounded certificates of the pattern's instance in the other templates it was seen in
+    instance_certificates: list[dict] = field(default_factory=list)
     distinct_queries: int = 0
     executions: int = 0
     cost_share: float = 0.0
@@ -151,6 +153,7 @@ def generalize(patterns: Sequence[Pattern], template_proof: Optional[TemplatePro
             proofs = []  # an unproven template falls back to the members' bounded certificates
         member_certs = [dict(m.certificate or {}, candidate=m.candidate_id, covers=m.point.to_json())
                         for m in members]
+        member_certs += [dict(c, seen_in=m.candidate_id) for m in members for c in m.instance_certificates]
         certs = proofs + member_certs
         admits = maximal([Covers.from_json(c["covers"]) for c in certs])
         n_edges = len(admits[0].edges)

@@ -52,7 +52,6 @@ import copy
 import logging
 import threading
 import time
-from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from .. import families
@@ -61,42 +60,25 @@ from ..ir.generate import to_sql
 from ..ir.keys import keys_fingerprint
 from ..ir.lower import lower
 from ..ir.schema import SparkCatalogSchema, session_keys
-from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
-from ..rules_out.catalog import accept, load_catalog
-from ..rules_out.signing import TrustedKeys
+from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, instance_bound, prepare, unchanged
+from ..rules_out.catalog import load_catalog
 from ..rules_out.signing import trusted_keys as read_trusted_keys
 from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
 from .calibration import CONSTANTS, CostConstants
 from .cost import judge, no_statistics
 from .decisions import DecisionRecord, Operations
+from .first_sight import first_sight
 from .merge_flags import FORM, FlagCandidate, base_label, describe, flag_candidates, may_merge, session_with
 from .plan import analyze_plan
 from .reentry import working
 from .shadow import Shadow
-from .store import DecisionStore, default_location
+from .store import DecisionStore
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
 
 GATES = ("cost", "exchanges", "ungated")
-
-
-def _load(catalog, keys: TrustedKeys) -> dict:
-    """The catalog, signed by one of ``keys`` for this build (see the module doc)."""
-    origin = "(in-memory)" if isinstance(catalog, dict) else str(catalog)
-    if isinstance(catalog, dict):
-        accept(catalog, origin, keys)
-        return catalog
-    return load_catalog(catalog, trusted=keys)
-
-
-def _store(spark, catalog, where: Union[None, bool, str], keys: TrustedKeys) -> Optional[DecisionStore]:
-    if where is False:
-        return None
-    if where is None or where is True:
-        where = confs.get(spark, confs.DECISION_STORE) or default_location(catalog)
-    return DecisionStore.open(Path(str(where)), keys) if where else None
 
 
 def _gate_mode(gate) -> str:
@@ -121,7 +103,8 @@ class SuperOpSession:
                  keys: Union[None, str, dict] = None,
                  trusted_keys: Optional[str] = None, decision_log: Optional[str] = None,
                  shadow: float = 0.0, exclude: Iterable[str] = (),
-                 decision_store: Union[None, bool, str] = None, merge_flags: bool = True):
+                 decision_store: Union[None, bool, str] = None, merge_flags: bool = True,
+                 certify: Union[bool, str] = "auto"):
         """``keys``: the declared keys this session vouches for (:mod:`superop.ir.keys`,
         like Spark's RELY constraints: not checked against the data) — the ``"$keys"``
         mapping (``{"customer": "c_customer_sk; c_customer_id"}``) or the path of a
@@ -141,14 +124,18 @@ class SuperOpSession:
         ``decision_store``: the directory of persisted decisions (store.py; default
         ``spark.superop.decisionStore``, else beside a catalog file); False: none. ``merge_flags``: also price the
         query with Spark's own merge settings on, for that query only
-        (:mod:`superop.runtime.merge_flags`)."""
+        (:mod:`superop.runtime.merge_flags`). ``certify``: a match no proof in the catalog
+        covers is certified on first sight (bounded, a time limit; "auto": when Z3 is
+        installed, ``superop.runtime.first_sight``) or, with False, runs unchanged and is
+        listed by :meth:`uncovered_instances` for the next nightly job."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
         self._lock = threading.Lock()
         trusted = read_trusted_keys(trusted_keys or confs.get(spark, confs.TRUSTED_KEYS))
-        self.catalog = _load(catalog, trusted)
-        self.rewriter = Rewriter(self.catalog)
+        self.catalog = load_catalog(catalog, trusted=trusted)
+        self.certifier = first_sight(self._types_of, certify)
+        self.rewriter = Rewriter(self.catalog, certify=self.certifier)
         self.gate = _gate_mode(gate)
         self.keys = session_keys(keys)
         self.schema = schema
@@ -160,7 +147,8 @@ class SuperOpSession:
         self.cache: Optional[DecisionCache] = (cache if isinstance(cache, DecisionCache) else
                                                DecisionCache(cache_size) if cache else None)
         self._probe = SessionProbe(spark)     # settings and table versions, few JVM calls
-        self.store = _store(spark, catalog, decision_store, trusted) if self.cache is not None else None
+        self.store = (DecisionStore.for_session(catalog, decision_store, confs.get(spark, confs.DECISION_STORE),
+                                                trusted) if self.cache is not None else None)
         self.ops = Operations(spark, decision_log)
         self.shadow = shadow
         self.exclude = frozenset(exclude)
@@ -186,7 +174,7 @@ class SuperOpSession:
             if v is None:
                 v = copy.copy(self)
                 v.rewriter = Rewriter(dict(self.catalog, rules=[r for r in self.catalog["rules"]
-                                                                if r["id"] not in out]))
+                                                                if r["id"] not in out]), certify=self.certifier)
                 v._checksum = self._checksum + "|without:" + ",".join(sorted(out))
                 self._views[out] = v
             return v
@@ -224,6 +212,11 @@ class SuperOpSession:
     def _snapshot(self, tables: tuple):
         """Settings and table versions, in one JVM call (tablestats.SessionProbe.snapshot)."""
         return self._probe.snapshot(PLAN_CONF, tables)
+
+    def uncovered_instances(self) -> list:
+        """The instances this session matched that no proof covers (and first-sight
+        certification did not certify): what the next nightly job should certify."""
+        return self.rewriter.uncovered_instances()
 
     # -- API ------------------------------------------------------------------
     def rewrite(self, sql: str) -> RewriteResult:
@@ -316,7 +309,9 @@ class SuperOpSession:
             if decision is not None:
                 t1 = time.perf_counter()
                 if decision.changed:
-                    decision.render = self._render(sql, decision.label, tpl.literals, res.sql)
+                    # a decision that holds for these literals only is served for them only
+                    lits = () if decision.literal_sensitive else tpl.literals
+                    decision.render = self._render(sql, decision.label, lits, res.sql)
                 decision.literals = tpl.literals
                 self.cache.put(key, decision)
                 if self.store is not None:
@@ -395,7 +390,8 @@ class SuperOpSession:
             timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
         if not matches and not flags:
             why = "no rule matches" + (": " + " | ".join(trace) if trace else "")
-            return unchanged(sql, why, timings), Decision(False, explanation=why)
+            return unchanged(sql, why, timings), Decision(False, explanation=why,
+                                                          literal_sensitive=instance_bound([], trace))
         stats = CatalogStats(self.spark) if self.analyze_tables else None
         before = analyze_plan(self.spark, sql, stats, self.constants)
         t2b = time.perf_counter()
@@ -409,7 +405,8 @@ class SuperOpSession:
         ranked, ok = self._rank(cands, before, stats)
         timings["gate_ms"] = (time.perf_counter() - t3) * 1e3
         sensitive = before.estimate.uses_cbo or any(
-            c.plan is not None and c.plan.estimate.uses_cbo for c in cands)
+            c.plan is not None and c.plan.estimate.uses_cbo for c in cands) or \
+            instance_bound([m for c in cands for m in c.matches], trace)
         common = dict(exchanges_before=before.exchanges, cost_before=before.cost, candidates=ranked)
         if not ok:
             rule = {"cost": f"no rewrite is predicted to be at least {self.constants.min_speedup:g}x faster",

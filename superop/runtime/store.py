@@ -79,6 +79,17 @@ class DecisionStore:
         self.hits = self.misses = self.refused = 0
 
     @classmethod
+    def for_session(cls, catalog_source, where, conf_location: Optional[str],
+                    trusted: TrustedKeys) -> Optional["DecisionStore"]:
+        """A session's store: none when ``where`` is False; ``where`` None/True means the
+        ``spark.superop.decisionStore`` setting, else beside a local catalog file."""
+        if where is False:
+            return None
+        if where is None or where is True:
+            where = conf_location or default_location(catalog_source)
+        return cls.open(Path(str(where)), trusted) if where else None
+
+    @classmethod
     def open(cls, directory: Path, trusted: TrustedKeys) -> "DecisionStore":
         """A store that writes with this process's signing key if it has one (never
         generating one) and the key is trusted here; else read-only."""

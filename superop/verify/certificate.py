@@ -7,11 +7,19 @@ Two kinds, both carrying everything a re-check needs (``inputs``, hashed into
 * **bounded** (``method: bounded``) — ``check_equivalence`` of one sub-query (SQL + schema)
   and one program, for input tables of at most K rows. ``program_source`` says whose
   program it is: ``runtime-template`` (what ``build_program`` returns for the sub-query:
-  what the runtime runs) or ``given`` (any other program, e.g. the synthesizer's).
-  ``emitted_sql`` says how the SQL the runtime emits for the pattern is covered:
-  ``checked_by: bounded`` (lowered and checked plan vs plan) or ``differential-tests``.
+  what the runtime runs) or ``given`` (any other program, e.g. the synthesizer's). A
+  runtime-template certificate is about ONE instance: its SQL is the match alone,
+  canonical (:mod:`superop.families.identity`; no context around it), ``instance`` its
+  key — what the runtime looks up before it applies a match.
 * **inductive** (``method: inductive``) — the unbounded proof of a template program for a
   symbolic instance (:mod:`superop.verify.template_proofs`), with its obligations.
+
+Both carry ``emitted_sql``, how the SQL the runtime emits for the instance is covered —
+``checked_by: bounded`` (lowered and checked plan vs plan, ``status``) or
+``differential-tests`` (``reason``) — and its claim (the SQL and the verdict) is part of
+the hashed inputs, re-derived on every check: it cannot be dropped, swapped or
+downgraded. The bound too: ``K`` shown equals ``inputs.K``, which is at least
+:func:`superop.families.coverage.min_bound` (3; configurable upward only).
 
 ``covers`` (the shape the rule catalog uses to admit exactly what is covered)::
 
@@ -37,8 +45,10 @@ import datetime as _dt
 from .. import __version__
 from ..dsl import Program
 from ..dsl.identity import program_sha256, sha256_of
-from ..families.coverage import certificate_covers, runtime_program
+from ..families.coverage import certificate_covers, min_bound, runtime_program
+from ..families.identity import Instance, is_canonical
 from ..families.instances import find, program_of
+from .emitted_claim import BOUNDED, DIFFERENTIAL, NOT_MODELLED, claim_of, lowers_fully
 from .result import VERIFIED
 
 BOUNDED_ASSUMPTIONS = [
@@ -89,6 +99,10 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
         return False, "carries no inputs to re-check (not produced by superop.verify)"
     if sha256_of(inputs) != cert.get("inputs_sha256"):
         return False, "inputs do not match inputs_sha256 (tampered)"
+    if cert.get("method") == "bounded" or inputs.get("kind") == "bounded-equivalence":
+        why = _bound_problem(cert, inputs)
+        if why:
+            return False, why
     if require_runtime and cert.get("program_source") != RUNTIME:
         return False, "is about a program the runtime does not build (not a runtime-template certificate)"
     kind = inputs.get("kind")
@@ -110,6 +124,19 @@ def structural_check(cert: dict, require_runtime: bool = False) -> tuple[bool, s
     return True, "structure holds"
 
 
+def _bound_problem(cert: dict, inputs: dict) -> str:
+    """Why the bound of a bounded certificate does not hold up ("" when it does): the
+    shown K must be the K checked, and at least the minimum bound."""
+    K = inputs.get("K")
+    if not isinstance(K, int) or isinstance(K, bool):
+        return "carries no integer bound inputs.K"
+    if cert.get("K") != K:
+        return f"shows K={cert.get('K')} but its inputs were checked at K={K}"
+    if K < min_bound():
+        return f"holds for tables of at most {K} rows, below the minimum bound {min_bound()}"
+    return ""
+
+
 def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
     prog = Program.from_json(inputs["program"])
     h = program_sha256(prog)
@@ -118,10 +145,44 @@ def _structural_bounded(cert: dict, inputs: dict) -> tuple[bool, str]:
     if cert.get("program_source") == RUNTIME:
         if inputs.get("replaces") != "match":
             return False, "a runtime-template certificate must check the program in place of the match"
-        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"], str(inputs.get("form") or "")))
+        form = str(inputs.get("form") or "")
+        ok, why = is_canonical(inputs["sql"], inputs["schema"], form)
+        if not ok:
+            return False, why
+        if cert.get("instance") != Instance(inputs["sql"], inputs["schema"], form).key:
+            return False, "its instance key is not the key of the instance it checks"
+        now = program_sha256(runtime_program(inputs["sql"], inputs["schema"], form))
         if now != h:
             return False, "the runtime now builds a different program for this pattern (templates changed)"
+        why = _emitted_problem(cert, inputs, inputs["schema"])
+        if why:
+            return False, why
     return True, ""
+
+
+def _emitted_problem(cert: dict, inputs: dict, schema: dict) -> str:
+    """Why the certificate's claim about the SQL the runtime emits does not hold up without
+    Z3 ("" when it does): the claim is in the hashed inputs, the displayed record agrees
+    with it, a bounded verdict is ``verified``, and a SQL that lowers is left to
+    differential tests only where the encoder does not model it. That the SQL is what the
+    runtime emits now, and the verdict what the check gives, the re-check re-derives
+    (:func:`_emitted_rerun`); the runtime compiles an instance a certificate covers with
+    the column types the certificate records, so the SQL it runs is this SQL."""
+    claim = inputs.get("emitted_sql")
+    if not isinstance(claim, dict) or claim.get("checked_by") not in (BOUNDED, DIFFERENTIAL):
+        return "carries no emitted_sql claim in its inputs (how the SQL the runtime emits is covered)"
+    shown = cert.get("emitted_sql")
+    if not isinstance(shown, dict) or claim_of(shown) != claim:
+        return "its emitted_sql record differs from the claim in its inputs"
+    if claim["checked_by"] == BOUNDED:
+        if claim.get("status") != VERIFIED:
+            return f"the SQL the runtime emits is {claim.get('status')}, not verified"
+        return ""
+    sql = claim.get("sql")
+    lowers = bool(sql) and lowers_fully(sql, schema)[0]
+    if lowers and not str(claim.get("reason") or "").startswith(NOT_MODELLED):
+        return "its emitted SQL lowers but the certificate says it was left to differential tests"
+    return ""
 
 
 def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
@@ -138,4 +199,7 @@ def _structural_template(cert: dict, inputs: dict) -> tuple[bool, str]:
         return False, "the program proved is not the program the template builds now"
     if cert.get("program") is None or program_sha256(Program.from_json(cert["program"])) != h:
         return False, "the certificate's program does not hash to program_sha256"
+    why = _emitted_problem(cert, inputs, inst.schema)
+    if why:
+        return False, why
     return True, ""

@@ -13,13 +13,15 @@ import z3
 from ..dsl import Program
 from ..dsl.identity import program_sha256, sha256_of
 from ..families.coverage import covers_of, match_of, runtime_program
-from ..families.instances import find, find_by
+from ..families.identity import Instance, instance_of_sql
+from ..families.instances import find, find_by, form_of
 from ..ir import lower, shape
 from ..ir.keys import KEYS_ENTRY
 from .certificate import (BOUNDED_ASSUMPTIONS, GIVEN, MOMENT_ASSUMPTION, RUNTIME, TIE_ASSUMPTION, now,
                           produced_by, structural_check)
 from .check import check_rewrite, check_sql
 from .emitted import check_emitted
+from .emitted_claim import BOUNDED, claim_of
 from .result import UNSUPPORTED, VERIFIED, Result
 from .streamability import check_streamability, find_match
 from .template_proofs import prove_instance
@@ -33,7 +35,8 @@ def _z3_version() -> str:
 # bounded
 # ---------------------------------------------------------------------------
 def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout_ms: int = 20000, *,
-                        program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "") -> dict:
+                        program_source: str = GIVEN, emitted: Optional[dict] = None, form: str = "",
+                        output_types: Optional[list] = None, input_types: Optional[dict] = None) -> dict:
     """Certificate for ``check_equivalence`` of ``sql`` (over ``schema``) and ``program``."""
     inputs = {"kind": "bounded-equivalence", "sql": sql, "schema": schema,
               "program": program.to_json(), "K": result.K, "timeout_ms": timeout_ms,
@@ -43,6 +46,12 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
               "replaces": "match" if program_source == RUNTIME else "query"}
     if form:     # the family's alternative form (its covers' variant): what the runtime runs in it
         inputs["form"] = form
+    if program_source == RUNTIME:
+        # the column types the emitted SQL is compiled with (the runtime compiles an
+        # instance this certificate covers with them) and the emitted SQL's claim
+        inputs["output_types"] = list(output_types) if output_types is not None else None
+        inputs["input_types"] = dict(input_types) if input_types is not None else None
+        inputs["emitted_sql"] = claim_of(emitted or {})
     try:
         pattern = shape(lower(sql, schema).plan)
     except Exception:  # the certificate is still valid without a pattern string
@@ -69,6 +78,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         cert["premises"] = covers["premises"]
     if emitted is not None:
         cert["emitted_sql"] = emitted
+    if program_source == RUNTIME:
+        cert["instance"] = Instance(sql, schema, form).key
     st = _streamability(sql, schema)
     if st is not None:
         cert["streamability"] = st
@@ -98,25 +109,32 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
 
 
 def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
-                      emitted: bool = False, form: str = "") -> dict:
-    """Check ``program`` against the whole query ``sql`` and certify the result. Default: the
-    program the runtime builds for the query's match, checked as the runtime applies it
-    (the match replaced by the program, everything around it as written).
-    ``emitted``: also cover the SQL the runtime emits (see :mod:`superop.verify.emitted`).
-    ``form``: the family's alternative form (e.g. Min & Join's ``group-limit``) — its
-    program and its emitted SQL; the certificate covers the instance in that form only."""
-    source = GIVEN
-    if program is None:
-        program, source = runtime_program(sql, schema, form), RUNTIME
-    r = _check(sql, schema, program, K, timeout_ms, "match" if source == RUNTIME else "query")
-    em = None
-    if emitted and r.status == VERIFIED:
-        em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form)
-        if em.get("checked_by") == "bounded" and em.get("status") != VERIFIED:
-            r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
-                       reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
-    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=source, emitted=em,
-                                         form=form))
+                      form: str = "", output_types: Optional[list] = None,
+                      input_types: Optional[dict] = None) -> dict:
+    """Certify the instance of ``sql``'s match. Default (``program`` None): the program the
+    runtime builds for it, checked on the match ALONE — the query's top-most match as its
+    canonical instance (:mod:`superop.families.identity`), whatever context ``sql`` has
+    around it — and the SQL the runtime emits for it (:mod:`superop.verify.emitted`),
+    compiled with ``output_types`` / ``input_types`` (Spark's types of the match's output
+    and of its source's columns, when the caller knows them: the runtime compiles an
+    instance this certificate covers with exactly these). ``form``: the family's
+    alternative form (e.g. Min & Join's ``group-limit``) — its program and its emitted
+    SQL; the certificate covers the instance in that form only. A ``program`` given is
+    checked against the whole query (a certificate no catalog accepts)."""
+    if program is not None:
+        r = _check(sql, schema, program, K, timeout_ms, "query")
+        return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=GIVEN))
+    inst = instance_of_sql(sql, schema, form)
+    sql, schema = inst.sql, inst.schema
+    program = runtime_program(sql, schema, form)
+    r = _check(sql, schema, program, K, timeout_ms, "match")
+    em = check_emitted(sql, schema, K=K, timeout_ms=timeout_ms, form=form, output_types=output_types,
+                       input_types=input_types)
+    if r.status == VERIFIED and em.get("checked_by") == BOUNDED and em.get("status") != VERIFIED:
+        r = Result(em.get("status", "unknown"), K=r.K, seconds=r.seconds,
+                   reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}")
+    return _remember(bounded_certificate(sql, schema, program, r, timeout_ms, program_source=RUNTIME, emitted=em,
+                                         form=form, output_types=output_types, input_types=input_types))
 
 
 def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: str) -> Result:
@@ -131,14 +149,33 @@ def _check(sql: str, schema: dict, program, K: int, timeout_ms: int, replaces: s
 # ---------------------------------------------------------------------------
 # inductive
 # ---------------------------------------------------------------------------
-def inductive_certificate(result: Result, instance, timeout_ms: int = 20000) -> dict:
+# the bound of the emitted-SQL check of a symbolic instance: its predicates, projections and
+# residuals uninterpreted, the compiled SQL is checked for EVERY instantiation of them on
+# every one-row table (guards, NULL typing, errors of partial cells, the prefilter, the
+# emission); two rows cost ~10x more and time out under load. Each instance certificate
+# checks its own emitted SQL at its own bound (K >= 3) besides.
+SYMBOLIC_EMITTED_K = 1
+SYMBOLIC_EMITTED_TIMEOUT_MS = 120000
+
+
+def symbolic_emitted(instance, timeout_ms: int = SYMBOLIC_EMITTED_TIMEOUT_MS) -> dict:
+    """The ``emitted_sql`` record of a template proof: the SQL the runtime emits for its
+    symbolic instance, checked against the instance's query (bounded, the functions
+    uninterpreted)."""
+    return check_emitted(instance.sql, instance.schema, K=SYMBOLIC_EMITTED_K,
+                         timeout_ms=max(timeout_ms, SYMBOLIC_EMITTED_TIMEOUT_MS),
+                         form=form_of(instance), functions=dict(instance.functions))
+
+
+def inductive_certificate(result: Result, instance, timeout_ms: int = 20000,
+                          emitted: Optional[dict] = None) -> dict:
     """Certificate for :func:`superop.verify.template_proofs.prove_instance` of
     ``instance`` (a family's ``ProofInstance``)."""
     det = result.details
     inputs = {"kind": "template-proof", "template": instance.name,
               "instance_sql": instance.sql, "functions": dict(instance.functions),
               "program_sha256": det.get("program_sha256"), "emit_outputs": det.get("emit_outputs"),
-              "timeout_ms": timeout_ms}
+              "timeout_ms": timeout_ms, "emitted_sql": claim_of(emitted or {})}
     cert = {
         "status": result.status, "method": "inductive", "K": None,
         "produced_by": produced_by(), "checked_at": now(), "z3_version": _z3_version(),
@@ -152,26 +189,42 @@ def inductive_certificate(result: Result, instance, timeout_ms: int = 20000) -> 
                         for o in det.get("obligations", [])],
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
+    if emitted is not None:
+        cert["emitted_sql"] = emitted
     if result.status != VERIFIED:
         cert["reason"] = result.reason
     return cert
 
 
+_EMITTED: dict = {}      # instance name, program hash -> the emitted-SQL record (a pure function of both)
+
+
 def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
-    """Prove a template instance and certify the result. ``instance``: a family's
-    ``ProofInstance``, an instance name (``"DJ/left"``), or a family name with
-    :func:`superop.verify.instances.find_by`'s parameters (``"MJ", join_kind="full"``)."""
+    """Prove a template instance and certify the result, with the check of the SQL the
+    runtime emits for it. ``instance``: a family's ``ProofInstance``, an instance name
+    (``"DJ/left"``), or a family name with :func:`superop.verify.instances.find_by`'s
+    parameters (``"MJ", join_kind="full"``)."""
     if isinstance(instance, str):
         instance = find(instance) if "/" in instance else find_by(instance, **params)
     r = prove_instance(instance, timeout_ms=timeout_ms)
-    return _remember(inductive_certificate(r, instance, timeout_ms))
+    em = None
+    if r.status == VERIFIED:
+        key = (instance.name, instance.sql, r.details.get("program_sha256"))
+        if key not in _EMITTED:
+            _EMITTED[key] = symbolic_emitted(instance, timeout_ms)
+        em = _EMITTED[key]
+        if em.get("checked_by") == BOUNDED and em.get("status") != VERIFIED:
+            r = Result(em.get("status", "unknown"), method="inductive", K=None, seconds=r.seconds,
+                       reason=f"the SQL the runtime emits is {em.get('status')}: {em.get('reason', '')}",
+                       details=r.details)
+    return _remember(inductive_certificate(r, instance, timeout_ms, em))
 
 
 _RERUN: dict = {}   # _rerun_key -> (holds, why): re-running a check is a pure function of its inputs
 
 
 def _rerun_key(cert: dict) -> str:
-    return sha256_of([cert.get("inputs_sha256"), cert.get("streamability"), cert.get("emitted_sql")])
+    return sha256_of([cert.get("inputs_sha256"), cert.get("streamability")])
 
 
 def _remember(cert: dict) -> dict:
@@ -209,17 +262,36 @@ def _rerun(cert: dict) -> tuple[bool, str]:
         return False, f"cannot re-check: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     if r.status != VERIFIED:
         return False, f"re-check gives {r.status}: {r.reason}"
-    if kind == "bounded-equivalence":
-        if cert.get("streamability", {}).get("ok"):
-            st = _streamability(inputs["sql"], inputs["schema"])
-            if not (st and st.get("ok")):
-                return False, "the recorded streamability check no longer holds"
-        em = cert.get("emitted_sql") or {}
-        if em.get("checked_by") == "bounded":
-            now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]),
-                                timeout_ms=int(inputs.get("timeout_ms", 20000)), form=str(inputs.get("form") or ""))
-            if now.get("sql") != em.get("sql"):
-                return False, "the runtime now emits different SQL for this pattern"
-            if now.get("status") != VERIFIED:
-                return False, f"the emitted SQL re-checks {now.get('status')}: {now.get('reason', '')}"
+    if kind == "bounded-equivalence" and cert.get("streamability", {}).get("ok"):
+        st = _streamability(inputs["sql"], inputs["schema"])
+        if not (st and st.get("ok")):
+            return False, "the recorded streamability check no longer holds"
+    why = _emitted_rerun(cert, inputs)
+    if why:
+        return False, why
     return True, f"re-checked ({cert.get('method')}, {r.seconds:.2f}s)"
+
+
+def _emitted_rerun(cert: dict, inputs: dict) -> str:
+    """Re-derive the emitted-SQL verdict with Z3: a claim the check does not give again
+    (another verdict, a differential claim where the encoder now models the SQL) fails."""
+    claim = inputs.get("emitted_sql") or {}
+    timeout = int(inputs.get("timeout_ms", 20000))
+    if inputs["kind"] == "bounded-equivalence":
+        if cert.get("program_source") != RUNTIME:
+            return ""
+        now = check_emitted(inputs["sql"], inputs["schema"], K=int(inputs["K"]), timeout_ms=timeout,
+                            form=str(inputs.get("form") or ""), output_types=inputs.get("output_types"),
+                            input_types=inputs.get("input_types"))
+    else:
+        now = symbolic_emitted(find(str(inputs["template"])), timeout)
+    if claim_of(now) != claim:
+        if now.get("checked_by") == BOUNDED and now.get("status") != VERIFIED:
+            return f"the emitted SQL re-checks {now.get('status')}: {now.get('reason', '')}"
+        return (f"its emitted_sql claim ({claim.get('checked_by')}, {claim.get('status') or claim.get('reason')}) "
+                f"is not what the check gives now ({now.get('checked_by')}, {now.get('status') or now.get('reason')})")
+    return ""
+
+
+def recheck_certificate(cert: dict, require_runtime: bool = False) -> bool:
+    return recheck_detail(cert, require_runtime)[0]

@@ -127,7 +127,7 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
                       exact_moments=exact_moments) as enc:
             table = Table(scan.table, scan.columns, K)
             a, b = build(table)
-            differ = outcomes_differ(a, b)
+            differ = z3.And(outcomes_differ(a, b), *table.domain())
             if assume is not None:
                 differ = z3.And(differ, *assume(table))
             if scan.keys:      # the table's declared keys hold (the user vouches for them)

@@ -77,6 +77,9 @@ class Encoding:
     opaque_used: bool = False
     side: list = field(default_factory=list)
     exact_moments: bool = False      # stddev/var defined (side facts) even when abstracting
+    # literals a proof quantifies over: literal SQL text (a number) -> its symbolic value,
+    # the same wherever the literal occurs (``ProofInstance.parameters``)
+    parameters: dict = field(default_factory=dict)
 
 
 _ENC: contextvars.ContextVar[Optional[Encoding]] = contextvars.ContextVar("superop_encoding", default=None)
@@ -95,7 +98,8 @@ def encoding(**settings) -> Iterator[Encoding]:
                    abstract_nonlinear=settings.get("abstract_nonlinear", outer.abstract_nonlinear),
                    exact_moments=settings.get("exact_moments", outer.exact_moments),
                    functions={**outer.functions, **{k.lower(): v for k, v in
-                                                    (settings.get("functions") or {}).items()}})
+                                                    (settings.get("functions") or {}).items()}},
+                   parameters={**outer.parameters, **(settings.get("parameters") or {})})
     token = _ENC.set(enc)
     try:
         yield enc
@@ -369,6 +373,9 @@ def _ev_literal(e: exp.Literal) -> V:
     if e.is_string:
         return const(z3.StringVal(e.this), "str")
     txt = e.this
+    param = current().parameters.get(txt)
+    if param is not None:       # a literal the proof quantifies over
+        return param
     try:
         return _int_literal(txt)
     except ValueError:

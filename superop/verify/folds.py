@@ -21,7 +21,10 @@ aggregates, the program's accumulators (bounded: over K rows) and the template p
   adds the function's definition as side facts (``Encoding.side``: var·n(n-1) = n·Σx² -
   (Σx)², stddev ≥ 0 its root) so a difference found there is real over the reals; the
   caller still re-decides it with the reference semantics (``superop.verify.check``).
-* count(DISTINCT x) is not a fold with constant state: :func:`count_distinct` (bounded only).
+* count(DISTINCT x) is not a fold with constant state: :func:`count_distinct` over K rows;
+  for the unbounded proofs, the fold whose state is the SET of non-NULL values seen (an
+  array from values to booleans) and its size (``init``/``step`` with ``count_distinct``),
+  related to the program's sorted fold by :func:`related` (see there).
 * max_by(x, o) / min_by(x, o): not folded here; :func:`extremum_by` computes them over
   the K rows with a tie order shared by the original and the program.
 * count_distinct_sorted(x) (the DSL's sorted COUNT(DISTINCT)): (last value, some value,
@@ -44,7 +47,7 @@ from .exprs import _DEFAULT as DEFAULT_ENCODING
 from .exprs import current
 from .result import Unsupported
 from .values import (FALSE, NULL, TRUE, V, common_kind, default, fresh, lt, not_distinct,
-                     out_of_range)
+                     out_of_range, sort_of)
 
 FOLDS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct_sorted", "stddev_samp", "var_samp")
 MOMENTS = ("stddev_samp", "var_samp")
@@ -66,6 +69,10 @@ def _sum_kind(func: str, kind: Optional[str]) -> Optional[str]:
 
 
 def init(func: str, kind: Optional[str] = None, width: Optional[int] = None) -> FoldState:
+    if func == "count_distinct":     # the plan's COUNT(DISTINCT), unbounded proofs only
+        if kind is None:
+            return FoldState(func, None, None, (z3.IntVal(0),))
+        return FoldState(func, kind, width, (z3.K(sort_of(kind), FALSE), z3.IntVal(0)))
     if func not in FOLDS:
         raise Unsupported(f"aggregate {func} is not a fold")
     kind = _sum_kind(func, kind)
@@ -89,7 +96,8 @@ def init(func: str, kind: Optional[str] = None, width: Optional[int] = None) -> 
 def symbolic(func: str, kind: Optional[str], width: Optional[int], name: str) -> FoldState:
     """An arbitrary state (every part a fresh constant): the state after some prefix."""
     proto = init(func, kind, width)
-    parts = tuple(fresh(_kind_of_term(t), f"{name}!{i}") for i, t in enumerate(proto.parts))
+    parts = tuple(z3.Const(f"{name}!{i}", t.sort()) if z3.is_array(t) else fresh(_kind_of_term(t), f"{name}!{i}")
+                  for i, t in enumerate(proto.parts))
     return FoldState(func, proto.kind, proto.width, parts)
 
 
@@ -113,11 +121,15 @@ def step(s: FoldState, member: z3.BoolRef, x: Optional[V]) -> FoldState:
     if s.func == "count":
         (n,) = s.parts
         return FoldState(s.func, s.kind, s.width, (n + z3.If(nn, 1, 0),))
-    if not s.parts or nn is FALSE or (s.func == "count_distinct_sorted" and s.kind is None):
+    if not s.parts or nn is FALSE or (s.func in ("count_distinct_sorted", "count_distinct") and s.kind is None):
         return s                     # NULL-literal argument
     k = s.kind
     assert k is not None and x is not None
     xv = x.val(k)
+    if s.func == "count_distinct":
+        seen, n = s.parts
+        new_value = z3.And(nn, z3.Not(z3.Select(seen, xv)))
+        return FoldState(s.func, k, s.width, (z3.If(nn, z3.Store(seen, xv, TRUE), seen), n + z3.If(new_value, 1, 0)))
     if s.func == "count_distinct_sorted":
         last, some, n = s.parts
         new = z3.And(nn, z3.Or(z3.Not(some), xv != last))
@@ -144,7 +156,7 @@ def finalize(s: FoldState, bound: Optional[int] = None) -> V:
     """The aggregate's value (``err``: a sum that overflows BIGINT under ANSI)."""
     if s.func in ("count_star", "count"):
         return V(s.parts[0], FALSE, "int", FALSE, BIGINT)
-    if s.func == "count_distinct_sorted":
+    if s.func in ("count_distinct_sorted", "count_distinct"):
         return V(s.parts[-1], FALSE, "int", FALSE, BIGINT)
     if not s.parts:
         return NULL
@@ -201,6 +213,38 @@ def _square(x: z3.ArithRef) -> z3.ArithRef:
 def moment_function(func: str) -> z3.FuncDeclRef:
     """The statistic as an uninterpreted function of (count, sum, sum of squares)."""
     return z3.Function(f"{func}!moments", z3.IntSort(), z3.RealSort(), z3.RealSort(), z3.RealSort())
+
+
+def related(plan: FoldState, prog: FoldState, ascending: bool = True) -> z3.BoolRef:
+    """The invariant between the plan's COUNT(DISTINCT x) (the set S of values seen, its
+    size n) and the program's sorted fold (last value, some value, runs counted) of the
+    same rows read in the program's sort order on x: the same count, a value iff S is not
+    empty, and the last value is S's greatest (least, descending) — so a next row in sort
+    order is new to S iff it differs from the last one. For two states of the same fold:
+    :func:`state_eq`."""
+    if plan.func != "count_distinct" or prog.func != "count_distinct_sorted":
+        return state_eq(plan, prog)
+    if plan.kind is None or prog.kind is None:
+        return plan.parts[-1] == prog.parts[-1] if plan.kind == prog.kind else FALSE
+    if plan.kind != prog.kind:
+        return FALSE
+    seen, n = plan.parts
+    last, some, cnt = prog.parts
+    y = z3.Const("distinct!y", sort_of(plan.kind))
+    bounded = lt(y, last, plan.kind) if ascending else lt(last, y, plan.kind)
+    return z3.And(n == cnt, n >= 0, some == (n > 0), z3.Implies(some, z3.Select(seen, last)),
+                  z3.ForAll([y], z3.Implies(z3.Select(seen, y), z3.And(some, z3.Or(y == last, bounded)))))
+
+
+def sorted_after(prog: FoldState, x: Optional[V], member: z3.BoolRef, ascending: bool = True) -> z3.BoolRef:
+    """The sort order's promise to the program's sorted fold: a row folded into it comes at
+    or after the last value folded (rows arrive sorted on the distinct column)."""
+    if prog.func != "count_distinct_sorted" or prog.kind is None or x is None or x.v is None:
+        return TRUE
+    last, some, _ = prog.parts
+    xv = x.val(prog.kind)
+    after = z3.Or(xv == last, lt(last, xv, prog.kind) if ascending else lt(xv, last, prog.kind))
+    return z3.Implies(z3.And(member, z3.Not(x.null), some), after)
 
 
 def state_eq(a: FoldState, b: FoldState) -> z3.BoolRef:

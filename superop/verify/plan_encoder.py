@@ -229,6 +229,11 @@ class PlanEncoder:
             if not isinstance(w, exp.Window) or not isinstance(w.this, (exp.AggFunc, exp.RowNumber,
                                                                          exp.Rank, exp.DenseRank)):
                 raise Unsupported(f"window item {w.sql(dialect=DIALECT)}")
+            if isinstance(w.this, (exp.Lag, exp.Lead)):
+                col, err = self._offset(w, rows, ctxs)
+                cols.append(col)
+                errs.append(err)
+                continue
             spec = w.args.get("spec")
             order = w.args.get("order")
             frame = _frame(spec, order)
@@ -258,11 +263,7 @@ class PlanEncoder:
             for i in range(len(rows)):
                 same = [z3.And(rows[j][0], rows_not_distinct(parts[j], parts[i])) for j in range(len(rows))]
                 if rownum:
-                    before = [z3.And(same[j], _at_or_before(ords, j, i),
-                                     z3.Or(z3.Not(_at_or_before(ords, i, j)), z3.BoolVal(j < i)))
-                              for j in range(len(rows)) if j != i]
-                    cnt = z3.Sum([z3.If(b, 1, 0) for b in before]) if before else z3.IntVal(0)
-                    out.append(V(cnt + 1, FALSE, "int", FALSE, 32))
+                    out.append(V(_row_number(ords, same, i), FALSE, "int", FALSE, 32))
                     continue
                 if ranking:
                     cnt = _rank_before(ords, rows, parts, same, i, isinstance(w.this, exp.DenseRank))
@@ -282,6 +283,51 @@ class PlanEncoder:
                 out.append(clean(v))
             cols.append(out)
         return Rel([(p, list(vals) + [c[i] for c in cols]) for i, (p, vals) in enumerate(rows)], or_all(errs))
+
+    def _offset(self, w: exp.Window, rows, ctxs) -> tuple[list[V], z3.BoolRef]:
+        """``lag(x, k)`` / ``lead(x, k)`` under ORDER BY: x of the row k positions before /
+        after in its partition's order (ties in the order of table positions, as
+        ``row_number()``), NULL when there is none; x is evaluated on every row."""
+        f = w.this
+        order = w.args.get("order")
+        if order is None or f.args.get("default") is not None:
+            raise Unsupported(f"{f.sql(dialect=DIALECT)} without ORDER BY or with a default")
+        off = f.args.get("offset")
+        try:
+            k = 1 if off is None else int(off.this) if isinstance(off, exp.Literal) and not off.is_string else None
+        except ValueError:
+            k = None
+        if k is None:
+            raise Unsupported(f"{f.sql(dialect=DIALECT)}: the offset is not an integer literal")
+        k = -k if isinstance(f, exp.Lag) else k
+        ords = [(bool(o.args.get("desc")),
+                 (not bool(o.args.get("desc"))) if o.args.get("nulls_first") is None else bool(o.args["nulls_first"]),
+                 [ev(o.this, c) for c in ctxs]) for o in order.expressions]
+        parts = [[ev(p, c) for p in (w.args.get("partition_by") or [])] for c in ctxs]
+        args = [ev(f.this, c) for c in ctxs]
+        err = or_all([z3.And(p, or_all([any_err(parts[i]), args[i].err] + [v[i].err for _, _, v in ords]))
+                      for i, (p, _) in enumerate(rows)])
+        kind = common_kind(args)
+        width = args[0].width if args else None
+        pos = []
+        sames = []
+        for i in range(len(rows)):
+            same = [z3.And(rows[j][0], rows_not_distinct(parts[j], parts[i])) for j in range(len(rows))]
+            sames.append(same)
+            pos.append(_row_number(ords, same, i))
+        out = []
+        for i in range(len(rows)):
+            hits = [z3.And(sames[i][j], pos[j] == pos[i] + k) for j in range(len(rows)) if j != i]
+            cands = [args[j] for j in range(len(rows)) if j != i]
+            if kind is None or not hits:
+                out.append(NULL)
+                continue
+            val, null = cands[-1].val(kind), TRUE
+            for h, a in zip(reversed(hits), reversed(cands)):
+                val = z3.If(h, a.val(kind), val)
+                null = z3.If(h, a.null, null)
+            out.append(V(val, null, kind, FALSE, width))
+        return out, err
 
     # -- multi-input -------------------------------------------------------
     def join_match(self, n: Join, lv: Sequence[V], rv: Sequence[V]) -> tuple[z3.BoolRef, z3.BoolRef, z3.BoolRef]:
@@ -348,6 +394,16 @@ def _frame(spec, order) -> str:
     if kind == "ROWS" and order is not None and start == "UNBOUNDED PRECEDING" and end == "CURRENT ROW":
         return "rows"
     raise Unsupported(f"window frame {spec.sql(dialect=DIALECT)}")
+
+
+def _row_number(ords, same, i: int) -> z3.ArithRef:
+    """row_number() of row i among the rows ``same`` of its partition: ties broken by table
+    position."""
+    before = [z3.And(same[j], _at_or_before(ords, j, i),
+                     z3.Or(z3.Not(_at_or_before(ords, i, j)), z3.BoolVal(j < i)))
+              for j in range(len(same)) if j != i]
+    cnt = z3.Sum([z3.If(b, 1, 0) for b in before]) if before else z3.IntVal(0)
+    return cnt + 1
 
 
 def _rank_before(ords, rows, parts, same, i: int, dense: bool) -> z3.ArithRef:

@@ -35,16 +35,16 @@ import z3
 from sqlglot import exp
 
 from ..dsl import Program
-from ..families import Match
+from ..families import Match, get
 from ..families.kit.diamond import key_sources
 from ..families.kit.family import ProofInstance
 from ..ir.nodes import Aggregate, Scan, resolve_field
 from . import folds
 from .aggregates import agg_call_func, agg_calls
-from .exprs import Ctx
+from .exprs import Ctx, ev
 from .plan_encoder import PlanEncoder
 from .program_encoder import PartitionState, ProgramEncoder
-from .relations import Rel, Table
+from .relations import Rel, Table, clean
 from .result import Unsupported
 from .values import FALSE, TRUE, V, fresh, not_distinct, or_all, rows_not_distinct
 
@@ -99,18 +99,33 @@ def prove_all(obs: list[Obligation], timeout_ms: int) -> None:
             ob.model = s.reason_unknown()
 
 
-def unmodelled(program: Program) -> str:
-    """Why the unbounded proof cannot speak about ``program`` ('' when it can): it models
-    one partition's fold of arbitrary rows, not neighbours (``nb.*``: other rows at sort
-    offsets), preconditions on the input (``requires``) or the one keyless partition
-    (a global aggregate, present over an empty input)."""
-    if program.neighbours:
+@dataclass(frozen=True)
+class Models:
+    """What a proof shape models beyond one partition's fold of arbitrary rows."""
+    neighbours: bool = False      # nb.*: other rows at sort offsets, under RowNumber (requires)
+    keyless: bool = False         # the one partition of a program without keys
+
+
+def unmodelled(program: Program, models: Models = Models()) -> str:
+    """Why the unbounded proof of a shape modelling ``models`` cannot speak about
+    ``program`` ('' when it can): neighbours (``nb.*``) and input preconditions
+    (``requires``) only where the shape reads rows at sort offsets, the one keyless
+    partition (present over an empty input) only where the shape has no key."""
+    if program.neighbours and not models.neighbours:
         return "the unbounded proof does not model neighbours (nb.*: LAG/LEAD)"
-    if program.requires:
+    if program.requires and not models.neighbours:
         return "the unbounded proof does not model input preconditions (requires)"
-    if not program.keys:
+    if not program.keys and not models.keyless and not models.neighbours:
         return "the unbounded proof does not model a keyless (global-aggregate) program"
     return ""
+
+
+# the program's fold of a plan aggregate when they differ: COUNT(DISTINCT) runs sorted
+_PROGRAM_FOLD = {"count_distinct": "count_distinct_sorted"}
+
+
+def _no_column(c: exp.Column) -> V:
+    raise Unsupported(f"a fixed key's constant reads column {c.sql()}")
 
 
 # ---------------------------------------------------------------------------
@@ -168,10 +183,12 @@ class TemplateProof:
     plan state tracks the matches of a join of the groups with the input rows
     (:attr:`tracks_matches`, :meth:`row_errors`, :meth:`final_match`)."""
     tracks_matches = False     # PlanState.matched / pair_err are components of the state
+    models = Models()          # what the shape models beyond one keyed partition's fold
+    global_groups = False      # every group exists, also over no row (aggregates without a key)
 
     def __init__(self, inst: ProofInstance, d: Match, program: Program, emit_outputs: str):
         self.inst, self.d, self.p = inst, d, program
-        why = unmodelled(program)
+        why = unmodelled(program, self.models)
         if why:
             raise Unsupported(why)
         src = d.source
@@ -179,30 +196,39 @@ class TemplateProof:
             raise ProofSetupError("the instance's shared source must be a base-table scan")
         self.scan = src
         self.pe = ProgramEncoder(program, src.columns, emit_outputs=emit_outputs)
-        self.aggs: list[Aggregate] = [b.agg for b in d.branches if b.agg is not None]
-        self.lowers = [b.lower for b in d.branches if b.agg is not None]
+        agg_branches = [i for i, b in enumerate(d.branches) if b.agg is not None]
+        self.aggs: list[Aggregate] = [d.branches[i].agg for i in agg_branches]   # type: ignore[misc]
+        self.tops = [d.branches[i].upper.top for i in agg_branches]
+        self.lowers = [d.branches[i].lower for i in agg_branches]
         probe = Table(src.table, src.columns, 1, tag="probe!")
         kinds = dict(zip([c for c, _ in src.columns], zip(probe.kinds, probe.widths)))
-        if not program.keys:
+        if not program.keys and not self.models.keyless:
             raise ProofSetupError("the program has no partition key")
         self.kappa = [self._key_var(k, *kinds[k], "kappa") for k in program.keys]
-        self.key_maps = []                    # per aggregate: its key positions -> κ positions
-        for agg in self.aggs:
-            pos = key_sources(agg, src)
-            src_keys = None if pos is None else [src.names[i] for i in pos]
-            if src_keys is None or any(k not in program.keys for k in src_keys):
-                # e.g. the pivot join's fixed keys: grouped by, then selected by constants
-                raise Unmodelled(f"the unbounded proof does not model a grouping key {src_keys} that "
-                                 f"is not a partition key {list(program.keys)}")
-            self.key_maps.append([program.keys.index(k) for k in src_keys])
+        self.key_maps = self._key_maps(agg_branches, src)
         self.calls = [[agg_call_func(c)[0] for c in agg_calls(agg)] for agg in self.aggs]
-        if any(f == "count_distinct" for fs in self.calls for f in fs):
-            raise ProofSetupError("count(DISTINCT) is not a constant-state fold")
         if any(f in ("max_by", "min_by") for fs in self.calls for f in fs):
             # the tie order is modelled over K rows only (folds.extremum_by)
             raise ProofSetupError("max_by/min_by: ties are modelled by the bounded proof only")
         self.family = d.family
         self._probe_kinds(probe)
+
+    def _key_maps(self, agg_branches: list[int], src: Scan) -> list[list]:
+        """Per aggregate: for each grouping key, the position of the partition key κ it is
+        (an int), or the constant its branch fixes it to (a value: the family's
+        ``fixed_grouping_keys``, e.g. the pivot join's ``y = 2001``)."""
+        fixed = get(self.d.family).fixed_grouping_keys(self.d)
+        out: list[list] = []
+        for i, agg in zip(agg_branches, self.aggs):
+            pos = key_sources(agg, src)
+            src_keys = None if pos is None else [src.names[j] for j in pos]
+            consts = fixed[i] if i < len(fixed) else {}
+            if src_keys is None or any(k not in self.p.keys and k not in consts for k in src_keys):
+                raise Unmodelled(f"the unbounded proof does not model a grouping key {src_keys} that is "
+                                 f"neither a partition key {list(self.p.keys)} nor fixed to a constant")
+            out.append([self.p.keys.index(k) if k in self.p.keys else clean(ev(consts[k], Ctx(_no_column)))
+                        for k in src_keys])
+        return out
 
     @staticmethod
     def _key_var(name: str, kind: str, width, tag: str) -> V:
@@ -216,7 +242,7 @@ class TemplateProof:
         self.prog_kinds = self.pe.arg_kinds([view.prog])
 
     def kappa_of(self, i: int, kappa) -> list[V]:
-        return [kappa[j] for j in self.key_maps[i]]
+        return [kappa[j] if isinstance(j, int) else j for j in self.key_maps[i]]
 
     # -- one row --------------------------------------------------------------
     def row(self, table: Table, kappa) -> RowView:
@@ -288,13 +314,21 @@ class TemplateProof:
                 raise Unsupported(f"column {c.sql()} is not a grouping key")
             return kv[key_idx.index(j)]
         vals, err = enc.group_row(agg, Ctx(col), finals)
-        g = s.groups[i]
+        g = TRUE if self.global_groups else s.groups[i]     # a global aggregate has its row over no row
         return Rel([(g, vals)], z3.And(g, err))
 
     def seeded(self, s: PlanState, kappa, table: Table) -> PlanEncoder:
+        """An encoder whose GROUP BYs yield the group of κ in state ``s``; branches that
+        share one aggregate (each with its own fixed keys) are seeded at their tops."""
         enc = PlanEncoder(table)
-        for i, agg in enumerate(self.aggs):
-            enc.memo[id(agg)] = self.group_seed(i, s, kappa, enc)
+        if len({id(a) for a in self.aggs}) == len(self.aggs):
+            for i, agg in enumerate(self.aggs):
+                enc.memo[id(agg)] = self.group_seed(i, s, kappa, enc)
+            return enc
+        for i, (agg, top) in enumerate(zip(self.aggs, self.tops)):
+            own = PlanEncoder(table)
+            own.memo[id(agg)] = self.group_seed(i, s, kappa, own)
+            enc.memo[id(top)] = own.encode(top)
         return enc
 
     # -- the program ------------------------------------------------------------
@@ -303,8 +337,9 @@ class TemplateProof:
 
     def prog_partition(self, s: PartitionState, kappa) -> Rel:
         accs, flags, ferr = self.pe.final_values(s)
-        em = self.pe.emit_partition(s.seen, kappa, accs, flags)
-        return Rel(em.rows, or_all([em.err, z3.And(s.seen, ferr), s.err]))
+        present = TRUE if not self.p.keys else s.seen      # the keyless partition exists over no row
+        em = self.pe.emit_partition(present, kappa, accs, flags)
+        return Rel(em.rows, or_all([em.err, z3.And(present, ferr), s.err]))
 
     # -- pairing and the invariant ------------------------------------------------
     def pair(self, r: RowView, matched_by_row, extra_conds=()) -> list:
@@ -314,13 +349,11 @@ class TemplateProof:
         conds = [TRUE, nonnull, *extra_conds]
         pairs, used = [], set()
         for (i, c), f in ((ic, self.calls[ic[0]][ic[1]]) for ic in sorted(self.plan_kinds)):
-            common = folds.symbolic(f, *self.plan_kinds[(i, c)], f"pair!{i}!{c}")
             for j, a in enumerate(self.p.accumulators):
-                if ("acc", j) in used or a.func != f or self.prog_kinds[j] != self.plan_kinds[(i, c)]:
+                if ("acc", j) in used or a.func != _PROGRAM_FOLD.get(f, f) \
+                        or self.prog_kinds[j] != self.plan_kinds[(i, c)]:
                     continue
-                mine = folds.step(common, r.plan_member[i], r.plan_args[(i, c)])
-                theirs = folds.step(common, z3.And(r.in_key, r.prog.acc_guard[j]), r.prog.acc_arg[j])
-                hit = next((cd for cd in conds if valid(z3.Implies(cd, folds.state_eq(mine, theirs)))), None)
+                hit = next((cd for cd in conds if valid(z3.Implies(cd, self._steps_alike(r, i, c, j)))), None)
                 if hit is not None:
                     pairs.append((("call", i, c), ("acc", j), hit))
                     used.add(("acc", j))
@@ -337,12 +370,75 @@ class TemplateProof:
                 if hit is not None:
                     pairs.append((comp, pcomp, hit))
                     break
+        self.program_facts = self._program_facts(r, {b[1] for _, b, _ in pairs if b[0] == "acc"})
         # "some row ..." components no row of a NULL key can satisfy (a NULL key never joins)
         self.never_null = [(("plan",) + comp) for comp, m in exists
                            if valid(z3.Implies(z3.Not(nonnull), z3.Not(m)))]
         self.never_null += [(("prog",) + pcomp) for pcomp, pm in prog_exists
                             if valid(z3.Implies(z3.Not(nonnull), z3.Not(pm)))]
         return pairs
+
+    def _steps_alike(self, r: RowView, i: int, c: int, j: int) -> z3.BoolRef:
+        """Plan call (i, c) and program accumulator j fold the row ``r`` alike: from one
+        arbitrary common state (from related states, for the plan's COUNT(DISTINCT) and the
+        program's sorted fold, under the sort order's promise) to equal (related) states."""
+        kind = self.plan_kinds[(i, c)]
+        f, g = self.calls[i][c], self.p.accumulators[j].func
+        p = folds.symbolic(f, *kind, f"pair!{i}!{c}")
+        q = p if f == g else folds.symbolic(g, *self.prog_kinds[j], f"pair!{i}!{c}!prog")
+        member = z3.And(r.in_key, r.prog.acc_guard[j])
+        mine = folds.step(p, r.plan_member[i], r.plan_args[(i, c)])
+        theirs = folds.step(q, member, r.prog.acc_arg[j])
+        asc = self._ascending(j)
+        if f == g:
+            return folds.state_eq(mine, theirs)
+        return z3.Implies(z3.And(folds.related(p, q, asc), folds.sorted_after(q, r.prog.acc_arg[j], member, asc)),
+                          folds.related(mine, theirs, asc))
+
+    def _program_facts(self, r: RowView, paired: set) -> list:
+        """Invariants of the program's own state for accumulators no plan aggregate pairs
+        with — a fixed key read back as ``min(y)`` over its use's rows (``y = c`` there):
+        (``value``, j, c) "accumulator j is c when not NULL" and (``flag``, j, f)
+        "accumulator j is not NULL iff flag f": candidates checked on one row here, proved
+        by ``fold.base`` and ``fold.step`` with the rest of the invariant."""
+        consts = [c for km in self.key_maps for c in km if not isinstance(c, int)]
+        out = []
+        for j, a in enumerate(self.p.accumulators):
+            if j in paired or a.func not in ("min", "max"):
+                continue
+            x = r.prog.acc_arg[j]
+            if x is None or x.v is None:
+                continue
+            counted = z3.And(r.in_key, r.prog.acc_guard[j], z3.Not(x.null))
+            for c in consts:
+                if c.kind == x.kind and valid(z3.Implies(counted, x.v == c.v)):
+                    out.append(("value", j, c))
+                    break
+            for f, g in enumerate(r.prog.flag_guard):
+                if valid(counted == z3.And(r.in_key, g)):
+                    out.append(("flag", j, f))
+                    break
+        return out
+
+    def _ascending(self, j: int) -> bool:
+        """The direction the program's partitions are sorted on accumulator j's argument."""
+        return bool(self.p.sort[0].ascending) if self.p.sort else True
+
+    def sorted_premises(self, sq: PartitionState, r: RowView) -> list:
+        """The sort order's promise to each sorted COUNT(DISTINCT) fold: the next row comes
+        at or after the last value folded — only for an accumulator whose argument is the
+        column the partitions are sorted on first."""
+        out = []
+        first = self.p.sort[0].column if self.p.sort else None
+        for j, a in enumerate(self.p.accumulators):
+            if a.func != "count_distinct_sorted":
+                continue
+            arg = a.arg
+            if not (isinstance(arg, exp.Column) and arg.name == first):
+                continue
+            out.append(folds.sorted_after(sq.accs[j], r.prog.acc_arg[j], z3.And(r.in_key, r.prog.acc_guard[j]),
+                                          self._ascending(j)))
+        return out
 
     @staticmethod
     def _plan_comp(s: PlanState, comp):
@@ -364,7 +460,7 @@ class TemplateProof:
         parts = []
         for a, b, cond in pairs:
             x, y = self._plan_comp(sp, a), self._prog_comp(sq, b)
-            eq = folds.state_eq(x, y) if isinstance(x, folds.FoldState) else (x == y)
+            eq = folds.related(x, y, self._ascending(b[1])) if isinstance(x, folds.FoldState) else (x == y)
             parts.append(z3.Implies(cond, eq))
         init_p, init_q = self.plan_initial(), self.pe.initial(self.prog_kinds)
         for i in range(len(self.aggs)):
@@ -373,6 +469,9 @@ class TemplateProof:
         empty = [folds.state_eq(a, b) for a, b in zip(sq.accs, init_q.accs)] + [z3.Not(f) for f in sq.flags]
         parts.append(z3.Implies(z3.Not(sq.seen), z3.And(z3.Not(sq.err), *empty)))
         parts.append(z3.Implies(sq.err, z3.Or(sp.err, sp.pair_err) if sp.pair_err is not None else sp.err))
+        for what, j, c in getattr(self, "program_facts", []):
+            cur, isnull = sq.accs[j].parts
+            parts.append(z3.Implies(z3.Not(isnull), cur == c.v) if what == "value" else (sq.flags[c] == z3.Not(isnull)))
         null_key = z3.Or(*[k.null for k in self.kappa])
         for comp in self.never_null:
             x = self._plan_comp(sp, comp[1:]) if comp[0] == "plan" else self._prog_comp(sq, comp[1:])
@@ -401,7 +500,7 @@ class TemplateProof:
             "their input edge; the program folds it into its partition under each accumulator's guard; "
             "the invariant is preserved" + (" (the row is in the input: its groups are non-empty in the final "
                                             "state it is matched against)" if final_plan is not None else ""),
-            z3.Implies(z3.And(inv, *self._in_final(final_plan, r)),
+            z3.Implies(z3.And(inv, *self._in_final(final_plan, r), *self.sorted_premises(sq, r)),
                        self.invariant(pairs, self.plan_step(sp, r, final.by_row if final is not None else None),
                                       self.prog_step(sq, r)))))
         return obs + self.shape_obligations(Induction(t, r, sp, sq, inv, final))

@@ -1,7 +1,7 @@
 """The shapes of template proofs: what the plan outputs for one key after the GROUP BYs,
 against the program's emits — the obligations :class:`~superop.verify.proof_engine.
 TemplateProof` leaves to its shape — and which family's template has which shape
-(:func:`shape_of`, by the shape each family declares: ``Family.proof_shape``).
+(:func:`shape_of`: the shape each family declares, ``Family.proof_shape``).
 
 * :class:`GroupsProof` — the union (DU) or join (DJ) of one key's groups through the
   upper edges: ``locality`` (joins: a group can only be matched by the other side's group
@@ -15,6 +15,10 @@ TemplateProof` leaves to its shape — and which family's template has which sha
   row r of key κ, the plan's rows stemming from r and the program's row emits of r agree).
 * :class:`~superop.verify.exists_proofs.ExistsProof` — an outer row of a semi / anti
   self-join against its key's partition state (EX).
+* :class:`GlobalProductProof` — aggregates without a key combined by a product (GA): one
+  partition that exists over no row; ``emit`` as above.
+* ``NeighbourProof`` (:mod:`superop.verify.proof_neighbours`) — a ranked view joined to
+  itself at offsets of its rank (NB): no fold; ``locality.<i>`` and ``emit.row``.
 """
 from __future__ import annotations
 
@@ -24,12 +28,14 @@ import z3
 
 from .. import families
 from ..dsl import STREAMING
-from ..families.kit.family import JOIN, JOIN_BACK, SELF_EXISTS, UNION
+from ..families.kit.family import GLOBAL_PRODUCT, JOIN, JOIN_BACK, NEIGHBOURS, SELF_EXISTS, UNION
+from ..ir.nodes import Join
 from .bags import outcomes_differ
 from .exists_proofs import ExistsProof
 from .plan_encoder import PlanEncoder, pair_rows, side_rows
 from .program_encoder import PartitionState
-from .proof_engine import FinalMatch, Induction, Obligation, PlanState, RowView, TemplateProof
+from .proof_engine import FinalMatch, Induction, Models, Obligation, PlanState, RowView, TemplateProof
+from .proof_neighbours import NeighbourProof
 from .relations import Rel, Table
 from .values import TRUE, or_all, rows_not_distinct
 
@@ -51,22 +57,52 @@ class GroupsProof(TemplateProof):
         return obs
 
     def locality(self) -> Obligation:
-        j = self.d.root
+        """At EVERY join of the tree (the joins below the root too): a left row built from
+        groups of key κ1 and a right row built from groups of key κ2 satisfy the ON
+        condition only if κ1 and κ2 are the same key — so each join, and the tree, is a
+        union over keys (inductively: the rows a join's inputs carry are of one key)."""
         t = Table(self.scan.table, self.scan.columns, 1, tag="loc!")
         k1 = [self._key_var(k, v.kind, v.width, "kappa1") for k, v in zip(self.p.keys, self.kappa)]
         k2 = [self._key_var(k, v.kind, v.width, "kappa2") for k, v in zip(self.p.keys, self.kappa)]
         s1, s2 = self.plan_symbolic("L"), self.plan_symbolic("R")
-        (pl, vl), _ = self._side_row(self.seeded(s1, k1, t), j.left)
-        (pr, vr), _ = self._side_row(self.seeded(s2, k2, t), j.right)
-        m, _, _ = PlanEncoder(t).join_match(j, vl, vr)
-        return Obligation("locality", "a left group of key κ1 and a right group of key κ2 satisfy the ON "
-                          "condition only if κ1 and κ2 are the same key (so the join is a union over keys)",
-                          z3.Implies(z3.And(pl, pr, m), rows_not_distinct(k1, k2)))
+        claims = []
+        for j in self.tree_joins():
+            left = self.seeded(s1, k1, t).encode(j.left)
+            right = self.seeded(s2, k2, t).encode(j.right)
+            enc = PlanEncoder(t)
+            for pl, vl in left.rows:
+                for pr, vr in right.rows:
+                    m, _, _ = enc.join_match(j, vl, vr)
+                    claims.append(z3.Implies(z3.And(pl, pr, m), rows_not_distinct(k1, k2)))
+        return Obligation("locality", "at every join of the tree, a left row of key κ1's groups and a right "
+                          "row of key κ2's groups satisfy the ON condition only if κ1 and κ2 are the same key "
+                          "(so the join is a union over keys)", z3.And(*claims))
+
+    def tree_joins(self) -> list[Join]:
+        """The joins between the root and the branches' tops."""
+        tops = {id(t) for t in self.tops}
+        out, stack = [], [self.d.root]
+        while stack:
+            n = stack.pop()
+            if id(n) in tops or not isinstance(n, Join):
+                continue
+            out.append(n)
+            stack += [n.left, n.right]
+        return out
 
 
 
 class JoinedGroupsProof(GroupsProof):
     joined = True
+
+
+class GlobalProductProof(GroupsProof):
+    """Aggregates without a key combined by a product (GA): one partition, every input row
+    in it; each aggregate has its one row also over no row (a HAVING above it may drop it),
+    and the program's one partition emits also over an empty input. The product of one row
+    per branch is the ``emit`` obligation's plan, through the upper edges and cross joins."""
+    models = Models(keyless=True)
+    global_groups = True
 
 
 class RowJoinProof(TemplateProof):
@@ -183,14 +219,13 @@ class RowJoinProof(TemplateProof):
             z3.Implies(z3.And(inv, r.in_key, *facts), z3.Not(outcomes_differ(plan, prog))))
 
 
-# The proof of each shape a family declares (``Family.proof_shape``; a family without one
-# cannot be proved unbounded).
-_SHAPES: dict[str, type] = {UNION: GroupsProof, JOIN: JoinedGroupsProof, JOIN_BACK: RowJoinProof,
-                            SELF_EXISTS: ExistsProof}
+# The proof of each shape a family may declare (``Family.proof_shape``; families/README.md).
+SHAPES: dict[str, type] = {UNION: GroupsProof, JOIN: JoinedGroupsProof, JOIN_BACK: RowJoinProof,
+                           GLOBAL_PRODUCT: GlobalProductProof, NEIGHBOURS: NeighbourProof,
+                           SELF_EXISTS: ExistsProof}
 
 
 def shape_of(family: str) -> type:
-    """The proof of ``family``'s template, by the shape it declares (the generic engine when
-    it declares none: its proofs are refused after the induction is set up). Each is built
-    as ``(instance, match, program, emit_outputs)`` and has ``obligations()``."""
-    return _SHAPES.get(families.get(family).proof_shape, TemplateProof)
+    """The proof of ``family``'s template, by the shape the family declares (the generic
+    engine when it declares none: its proofs are refused after the induction is set up)."""
+    return SHAPES.get(families.get(family).proof_shape, TemplateProof)

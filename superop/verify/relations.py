@@ -16,7 +16,7 @@ from typing import Sequence
 import z3
 
 from .result import Unsupported
-from .values import FALSE, V, fresh, int_width, kind_of_type, or_all, rows_not_distinct
+from .values import FALSE, V, fresh, int_width, kind_of_type, or_all, out_of_range, rows_not_distinct
 
 
 @dataclass
@@ -53,6 +53,13 @@ class Table:
 
     def rel(self) -> Rel:
         return Rel(list(self.rows))
+
+    def domain(self) -> list[z3.BoolRef]:
+        """What every real table satisfies: an integral column's values lie in its type's
+        range (an INT column never holds 2^63; checks whose counterexample needs one are
+        about no table)."""
+        return [z3.Not(out_of_range(v.v, v.width)) for _, vals in self.rows for v in vals
+                if v.kind == "int" and v.width is not None]
 
     def col_index(self, name: str) -> int:
         for i, (c, _) in enumerate(self.columns):

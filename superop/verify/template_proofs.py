@@ -22,16 +22,27 @@ from ..families.instances import find_by, match_of, program_of
 from ..families.kit.family import ProofInstance
 from .exprs import encoding
 from .program_encoder import GUARDED
-from .proof_engine import Obligation, ProofSetupError, Unmodelled, prove_all, unmodelled
+from .proof_engine import Models, Obligation, ProofSetupError, Unmodelled, prove_all, unmodelled
 from .proof_shapes import shape_of
 from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result, Unsupported
+from .values import FALSE, V, fresh, int_width, kind_of_type
+
+
+def parameters(inst: ProofInstance) -> dict[str, V]:
+    """The literals the instance's proof quantifies over, each a symbolic non-NULL value of
+    its type (``ProofInstance.parameters``)."""
+    out = {}
+    for text, typ in inst.parameters.items():
+        kind = kind_of_type(typ)
+        out[text] = V(fresh(kind, f"param!{text}"), FALSE, kind, FALSE, int_width(typ))
+    return out
 
 
 def obligations(inst: ProofInstance, program: Optional[Program] = None,
                 emit_outputs: str = GUARDED) -> tuple[list[Obligation], Program]:
     m = match_of(inst)
     prog = program if program is not None else program_of(inst)
-    with encoding(ansi=True, functions=inst.functions):
+    with encoding(ansi=True, functions=inst.functions, parameters=parameters(inst)):
         return shape_of(m.family)(inst, m, prog, emit_outputs).obligations(), prog
 
 
@@ -49,11 +60,12 @@ def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Opt
     prog = program
     try:
         prog = program if program is not None else program_of(inst)
-        why = unmodelled(prog)
+        why = unmodelled(prog, getattr(shape_of(inst.family), "models", Models()))
         if why:     # no claim, either way, about what the proof does not model
             return Result(UNSUPPORTED, method="inductive", K=None, seconds=time.perf_counter() - t0,
                           reason=why, details=_details(inst, prog, [], emit_outputs))
-        key = sha256_of([inst.name, inst.sql, inst.functions, program_sha256(prog), emit_outputs, timeout_ms])
+        key = sha256_of([inst.name, inst.sql, inst.functions, inst.parameters, program_sha256(prog), emit_outputs,
+                         timeout_ms])
         if key in _PROVED:
             return copy.deepcopy(_PROVED[key])
         obs, prog = obligations(inst, prog, emit_outputs)

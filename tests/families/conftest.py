@@ -10,21 +10,14 @@ from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS,
 @pytest.fixture(scope="session")
 def proof_catalog():
     """One rule per core skeleton of every registered family, admitting exactly what its
-    verified template proofs cover (Z3 runs here); a family whose proofs the template-proof
-    engine does not run yet (the pivot join) gets rules from bounded certificates of its
-    proof instances instead (:func:`pending_proof_rules`); a family with neither (GA, NB)
-    gets the rules the nightly's generalization makes of its fixture entries' bounded
-    certificates (:func:`bounded_rules`; each admits exactly the instances certified)."""
+    verified template proofs cover (Z3 runs here): every family has unbounded proofs, so
+    the fixtures' rewrites are covered by them alone."""
     from superop.rules_out.builtin import builtin_rules
     from superop.rules_out.catalog import make_catalog
-    rules = builtin_rules(per="skeleton")
-    proved = {r["family"] for r in rules}
-    pending = pending_proof_rules(proved)
-    covered = proved | {r["family"] for r in pending}
-    return make_catalog(rules + pending + bounded_rules(covered), version="families-fixtures")
+    return make_catalog(builtin_rules(per="skeleton"), version="families-fixtures")
 
 
-def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 3) -> list[dict]:
+def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 4) -> list[dict]:
     """Rules from bounded certificates (K rows) of the queries ``sqls`` (default: the
     fixture entries the runtime must rewrite), for the families not in ``skip_families``:
     the runtime-template certificate (``check_and_certify``: the program the runtime builds
@@ -57,38 +50,6 @@ def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 3) -> list[
     rules, rejected = generalize(patterns)
     assert not rejected, [(x.pattern.candidate_id, x.reason) for x in rejected]
     return rules
-
-
-def pending_proof_rules(proved: set[str], K: int = 3) -> list[dict]:
-    """For each family with declared proof instances but no template-proof rule: per
-    instance, the bounded certificate (real Z3, ``K`` rows) of the program the runtime
-    builds for the instance made concrete (``pivot_instances.concrete_sql``), and a rule
-    admitting exactly what that certificate covers."""
-    from superop import families
-    from superop.ir import lower
-    from superop.rules_out.catalog import make_rule
-    from superop.rules_out.coverage import certificate_covers
-    from superop.verify.certify import check_and_certify
-
-    from .pivot_instances import concrete_sql
-    out = []
-    for fam in families.REGISTRY:
-        if fam.name in proved:
-            continue
-        for inst in fam.proof_instances():
-            sql = concrete_sql(inst)
-            m = families.first_match(lower(sql, inst.schema).plan, finished=True)
-            assert m is not None and m.program is not None, inst.name
-            cert = check_and_certify(sql, inst.schema, m.program, K=K)
-            assert cert["status"] == "verified", (inst.name, cert.get("reason"))
-            covers, why = certificate_covers(cert)
-            assert covers is not None, why
-            cert["covers"] = covers.to_json()
-            kind = covers.join_kinds[0]
-            out.append(make_rule(fam.name, rule_id=fam.rule_id(fam.skeleton(covers)), join_kinds=[kind],
-                                 branches=covers.branches, edges=covers.edges, aggregates=covers.aggregates,
-                                 admits=[covers], certificates=[cert], proof="bounded"))
-    return out
 
 
 @pytest.fixture(scope="session")

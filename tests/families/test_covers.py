@@ -51,6 +51,7 @@ def _mj_rule_from_generalize():
 
     def proofs(sk, members):       # only the MIN proof holds (e.g. the MAX proof timed out)
         return [{"status": "verified", "method": "inductive", "produced_by": "test",
+                 "inputs": {"kind": "template-proof", "template": i.name},
                  "covers": i.covers.to_json()} for i in mj.proofs_for(sk, ["min"])
                 if i.covers.aggregates == ("min",)]
     (rule,), _ = generalize([member], proofs)
@@ -78,7 +79,7 @@ def certified_catalog(tmp_path_factory):
     (inst,) = [i for i in mj.proofs_for(("MJ", 2, "inner", "left"))
                if i.covers.aggregates == ("min",) and not i.covers.variant]
     proof = prove_and_certify(inst)
-    bounded = check_and_certify(AGG_FIRST_MIN, S, K=2)      # the runtime's program, its own covers
+    bounded = check_and_certify(AGG_FIRST_MIN, S, K=3)      # the runtime's program, its own covers
     admits = [inst.covers]
     rule = make_rule("MJ", rule_id="min-join-inner-aggregate-first", join_kinds=["inner"], agg_sides=["left"],
                      edges=[["Project", "Rename"], ALL, ALL], aggregates=["min"], admits=admits,

@@ -101,7 +101,7 @@ def _cut() -> tuple[str, dict]:
 def _certificate() -> dict:
     from superop.verify.certify import check_and_certify
     sql, schema = _cut()
-    return check_and_certify(sql, schema, K=2, timeout_ms=60000)
+    return check_and_certify(sql, schema, K=3, timeout_ms=60000)
 
 
 def test_certificate_records_the_premise_and_z3_needs_it():

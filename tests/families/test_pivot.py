@@ -88,21 +88,24 @@ EXPECTED_RULE["inner_3_having_above"] = "pj-inner-3way"
 
 
 def _catalog() -> dict:
-    """The rule catalog of these tests: per rule, superop.verify's bounded certificates (real
-    Z3, K=3) of the program the runtime builds for each case the rule is expected to rewrite,
-    and the rule admits exactly what they cover (superop.rules_out.coverage). The runtime
-    re-checks them on load (superop.rules_out.trust). A case the bounded verifier cannot
-    encode (a dimension table in the join tree reads a second table) must be admitted by the
-    certificates of the other cases, or it is not rewritten."""
+    """The rule catalog of these tests: per rule, the PJ template proofs (unbounded, real Z3)
+    whose claims contain the cases it is expected to rewrite — the grouping keys fixed to
+    constants are parameters of the proof —, and for the 4-way case, which no template
+    proof covers, the bounded certificate (K=4) of that instance. Each rule admits exactly
+    what its certificates cover; the runtime re-checks them on load."""
+    from superop import families
     from superop.rules_out.coverage import covered_rule
-    from superop.verify.certify import check_and_certify
+    from superop.verify.certify import check_and_certify, prove_and_certify
+    pj = families.get("PJ")
     certs: dict[str, list[dict]] = {}
-    for name, sql in CASES.items():
-        cert = check_and_certify(sql, SCHEMA, K=3)
-        if cert["status"] == "verified":
-            certs.setdefault(EXPECTED_RULE[name], []).append(cert)
-        else:
-            assert name == "inner_with_dimension", (name, cert.get("reason"))
+    for inst in pj.proof_instances():
+        c = prove_and_certify(inst)
+        assert c["status"] == "verified", (inst.name, c.get("reason"))
+        kind, n = inst.covers.join_kinds[0], inst.covers.branches
+        certs.setdefault(f"pj-{kind}-{n}way", []).append(c)
+    c4 = check_and_certify(CASES["inner_4"], SCHEMA, K=4, timeout_ms=300000)
+    assert c4["status"] == "verified", c4.get("reason")
+    certs["pj-inner-4way"] = [c4]
     return make_catalog([covered_rule("PJ", cs, rule_id=rid) for rid, cs in sorted(certs.items())],
                         version="pivot-tests")
 

@@ -109,8 +109,10 @@ def test_a_new_family_is_one_module_and_one_registry_line(toy_registry):
     assert "TU" in schema()["$defs"]["rule"]["properties"]["family"]["enum"]
     m = families.first_match(plan, finished=True)
     point = TU.point(m)
-    cert = {"status": "verified", "method": "test", "produced_by": "tests/families (toy family)",
-            "covers": point.to_json()}
+    # a (fake) template proof whose claim contains the instance: the runtime applies a match
+    # only under a proof of it
+    cert = {"status": "verified", "method": "inductive", "produced_by": "tests/families (toy family)",
+            "inputs": {"kind": "template-proof", "template": "TU/3"}, "covers": point.to_json()}
     rules, _ = generalize([Pattern("c1", "TU", "shape", THREE, [list(e) for e in point.edges], branches=3,
                                    aggregates=list(point.aggregates), certificate=cert)])
     assert [r["id"] for r in rules] == ["tri-union"] and rules[0]["template"]["name"] == "SuperOp_TU"

@@ -76,6 +76,27 @@ def test_nightly_writes_catalog_report_and_marks_the_crash(nightly):
         assert any(r["proof"] == "unbounded" for r in cat["rules"])
 
 
+def test_every_rewrite_of_the_mined_catalog_is_covered_by_a_proof(nightly):
+    """The mined catalog applied to the queries it was mined from: every applied match is
+    covered by a proof of its instance (an unbounded template proof, or the bounded
+    certificate the nightly job made of that instance) and the explanation names it; no
+    admitted instance is left uncovered."""
+    from superop.rewrite.rewriter import Rewriter, rewrite_structural
+    from superop.workloads.loggen import mining_schema
+    cat = json.loads(nightly.catalog_path.read_text())
+    rw = Rewriter(cat)
+    applied = 0
+    in_rules = {c["candidate"] for r in cat["rules"] for c in r["certificates"] if "candidate" in c}
+    for o in nightly.outcomes:
+        if o.candidate not in in_rules or not o.example_sql:
+            continue
+        r = rewrite_structural(rw, o.example_sql, mining_schema())
+        assert r.changed, (o.candidate, r.explanation)
+        applied += len(r.applied)
+        assert r.explanation.count("covered by the ") == len(r.applied), r.explanation
+    assert applied >= 1 and rw.uncovered_instances() == []
+
+
 def test_rule_support_matches_the_generators_ground_truth(nightly, small_log):
     """A rule's support is the sum of its member patterns' support, and each pattern's
     support is the planted variant's (distinct templates, executions) from the generator."""

@@ -19,7 +19,7 @@ from superop.verify.certify import check_and_certify, prove_and_certify, recheck
 from .conftest import SCHEMA
 from .test_equivalence import FIG8, fig8_prog
 
-K = 2
+K = 3
 DU_Q = ("SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
         "UNION ALL SELECT a, count(*) AS t FROM (SELECT a AS a FROM ops) u GROUP BY a")
 DJ_Q = ("SELECT x.a, x.t, y.mb FROM (SELECT a, sum(s) AS t FROM ops GROUP BY a) x JOIN "
@@ -28,12 +28,12 @@ DJ_Q = ("SELECT x.a, x.t, y.mb FROM (SELECT a, sum(s) AS t FROM ops GROUP BY a) 
 
 @pytest.fixture(scope="module")
 def du_cert():
-    return check_and_certify(DU_Q, SCHEMA, K=K, emitted=True)
+    return check_and_certify(DU_Q, SCHEMA, K=K)
 
 
 @pytest.fixture(scope="module")
 def dj_cert():
-    return check_and_certify(DJ_Q, SCHEMA, K=K, emitted=True)
+    return check_and_certify(DJ_Q, SCHEMA, K=K)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +57,11 @@ def test_bounded_certificate_is_about_the_runtime_program(du_cert):
                            "aggregates": ["count_star", "sum"],
                            "edges": [["Select"], ["Project"], [], []]}
     assert c["inputs_sha256"] == sha256_of(c["inputs"])
-    # the DU's two emits compile to a generator the lowerer does not read: differential tests
-    assert c["emitted_sql"]["checked_by"] == "differential-tests" and c["emitted_sql"]["sql"]
+    # the DU's two emits compile to a generator (inline(filter(array(struct..)))): lowered and
+    # checked bounded, and the claim is part of the hashed inputs
+    assert c["emitted_sql"]["checked_by"] == "bounded" and c["emitted_sql"]["status"] == "verified"
+    assert "INLINE(FILTER(ARRAY(STRUCT(" in c["emitted_sql"]["sql"]
+    assert c["inputs"]["emitted_sql"] == {k: c["emitted_sql"][k] for k in ("sql", "checked_by", "status", "K")}
     ok, why = _fresh(json.loads(json.dumps(c)))      # plain JSON, re-checked from scratch
     assert ok and why.startswith("re-checked"), why
 
@@ -153,7 +156,7 @@ def test_cli_verify_one_program(tmp_path, capsys):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
     (tmp_path / "good.json").write_text(json.dumps(fig8_prog().to_json()))
     (tmp_path / "bad.json").write_text(json.dumps(fig8_prog(with_flag=False).to_json()))
-    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--bound", "2"]
+    base = ["verify", "--sql", FIG8, "--schema", str(tmp_path / "schema.json"), "--bound", "3"]
     assert main(base + ["--program", str(tmp_path / "good.json"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "verified" and recheck_detail(out["certificate"])[0]

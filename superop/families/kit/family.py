@@ -43,13 +43,10 @@ from .records import CatalogNames, EdgeDecl, KeyPremise, Match, NearMiss, Reason
 
 _SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
 
-# how the unbounded prover (``superop.verify.template_proofs``) decomposes a family's
-# instances per partition key (``Family.proof_shape``): the groups of one key glued by a
-# UNION ALL, joined with each other, or one key's group joined back to the rows of the key
-UNION, JOIN, JOIN_BACK = "union", "join", "join-back"
-# ... or an outer row kept by a semi / anti join with its own input, decided per key (the
-# rows of the key folded into the program's state, the outer row tested against it)
-SELF_EXISTS = "self-exists"
+# how the unbounded prover (``superop.verify.proof_shapes``) decomposes a family's instances
+# (``Family.proof_shape``, documented there)
+UNION, JOIN, JOIN_BACK = "groups-union", "groups-join", "rows-joined-back"
+GLOBAL_PRODUCT, NEIGHBOURS, SELF_EXISTS = "global-product", "neighbours", "self-exists"
 _OP_OF_SYM = {v: k for k, v in _SYM.items()}
 
 
@@ -103,6 +100,11 @@ class ProofInstance:
     covers: Covers
     functions: dict[str, str] = field(default_factory=dict)   # uninterpreted function -> result kind
     assumptions: tuple[str, ...] = ()
+    # literals the proof quantifies over (literal text -> its type): each is encoded as a
+    # symbolic non-NULL value of that type, the same wherever it occurs (in the query and
+    # in the program), so the proof holds for every value — e.g. the constants a pivot
+    # join's uses fix their grouping keys to (equal or not)
+    parameters: dict[str, str] = field(default_factory=dict)
 
     @property
     def family(self) -> str:
@@ -122,9 +124,6 @@ class Family:
     max_branches: Optional[int] = 2      # None = any number
     aggregates: tuple[str, ...] = ()     # DSL accumulator functions the template folds
     reasons: tuple[type[ReasonCode], ...] = ()
-    # how the template proofs decompose an instance per key (UNION / JOIN / JOIN_BACK /
-    # SELF_EXISTS; "" when the family's proofs are of another kind, or there are none)
-    proof_shape: str = ""
     # the memory classes of the programs a mined rule of the family may hold: streaming
     # (constant state, the paper's super-operators); a family whose template reads the
     # partition's final state by design (a window over the whole partition, which Spark
@@ -325,6 +324,34 @@ class Family:
         return None
 
     # -- proofs (the z3 side lives in modules the verifier loads) -------------------------
+    # How the unbounded proof reads what the plan computes above the GROUP BYs — the one
+    # thing the template-proof engine (``superop.verify.template_proofs``) asks a family:
+    #   "groups-union"      the groups of one key glued by UNION ALL (one partition emit each)
+    #   "groups-join"       the groups of one key joined on the key (locality: a group meets
+    #                       only groups of its own key; :meth:`fixed_grouping_keys` for uses
+    #                       of one aggregate that fix keys to constants)
+    #   "rows-joined-back"  one aggregate's groups joined back to the input rows (row emits)
+    #   "global-product"    one-row aggregates without a key, combined by a cross join
+    #   "neighbours"        a ranked view joined to itself at rank offsets (row emits that
+    #                       read neighbours, under the RowNumber precondition)
+    #   "self-exists"       an outer row kept by a semi / anti join with its own input,
+    #                       decided per key (the key's rows folded into the program's state,
+    #                       the outer row tested against it)
+    #   ""                  no unbounded proof: only bounded certificates of each instance
+    proof_shape: str = ""
+
+    def sort_offsets(self, m: Match) -> tuple[int, ...]:
+        """Per branch of ``m`` (shape "neighbours"): the offset, in the program's sort order,
+        of the row that branch reads from the row of the first branch (the centre, 0).
+        Families of other shapes have none."""
+        raise TemplateError(f"family {self.name} reads no rows at sort offsets")
+
+    def fixed_grouping_keys(self, m: Match) -> tuple[dict[str, exp.Expr], ...]:
+        """Per branch of ``m``: the grouping keys (source column names) its upper edge fixes
+        to a constant, and the constant — keys that are no partition key of the program
+        (the pivot join's). Default: none."""
+        return tuple({} for _ in m.branches)
+
     def proof_instances(self) -> tuple[ProofInstance, ...]:
         """Symbolic instances of the template, each proved for every table size by
         ``superop.verify.template_proofs`` through the program encoder (the family's one

@@ -18,6 +18,8 @@ turns the instance into the chain.
 """
 from __future__ import annotations
 
+from .planting import JOIN_SQL
+
 SCHEMA: dict[str, dict[str, str]] = {"t": {"k": "int", "a": "int", "b": "int"}}
 
 # the folds of one aggregate branch: every streaming fold, each over its own projection
@@ -44,15 +46,99 @@ SUBSET_OF_FOLDS = ("a query aggregating with a subset of these functions, or wit
                    "functions of the aggregates")
 
 
-def aggregate_branch(i: int, out: str) -> str:
+# COUNT(DISTINCT a): the program folds it sorted on ``a`` (every branch counts the same
+# bare column, so one sort order serves them all: superop.dsl.sort_distinct)
+_DISTINCT_ITEM = "count(DISTINCT a) AS cd"
+DISTINCT_FOLD = "count_distinct_sorted"
+DISTINCT_ASSUMPTIONS = (
+    "COUNT(DISTINCT) of one input column, the same in every branch (what lets the program sort "
+    "its partitions on that column and count runs of equal values in constant state); the plan's "
+    "COUNT(DISTINCT) is the size of the set of non-NULL values a group folds",
+)
+
+
+def aggregate_branch(i: int, out: str, distinct: bool = False) -> str:
     """Branch ``i``: σ ``p{i}`` and one projection per fold below a GROUP BY k of every
-    streaming fold, then σ ``q{i}`` and π ``g{i}`` over the key and every aggregate."""
-    items = ", ".join(x.format(f=f"f{i}") for x in _AGG_ITEMS)
-    return (f"SELECT k, g{i}({_AGG_COLS}) AS {out} FROM (SELECT k, {items} FROM t "
-            f"WHERE p{i}(k, a, b) GROUP BY k) u{i} WHERE q{i}({_AGG_COLS})")
+    streaming fold (and ``count(DISTINCT a)`` with ``distinct``), then σ ``q{i}`` and π
+    ``g{i}`` over the key and every aggregate."""
+    items = ", ".join([x.format(f=f"f{i}") for x in _AGG_ITEMS] + ([_DISTINCT_ITEM] if distinct else []))
+    cols = _AGG_COLS + (", cd" if distinct else "")
+    return (f"SELECT k, g{i}({cols}) AS {out} FROM (SELECT k, {items} FROM t "
+            f"WHERE p{i}(k, a, b) GROUP BY k) u{i} WHERE q{i}({cols})")
 
 
 def aggregate_branch_functions(i: int) -> dict[str, str]:
     fs = {f"p{i}": "bool", f"q{i}": "bool", f"g{i}": "int"}
     fs.update({f"f{i}{j}": "int" for j in range(1, 6)})
     return fs
+
+
+# -- global aggregates (a product of one-row aggregates) --------------------------------
+_GLOBAL_COLS = "c, n, s, mn, mx, av"
+GLOBAL_ASSUMPTIONS = (
+    "no grouping key: every input row is in the one partition, which exists (and emits its "
+    "one row) also over an empty input",
+)
+
+
+def global_branch(i: int, out: str, distinct: bool = False) -> str:
+    """Branch ``i`` of a product of global aggregates: σ ``p{i}`` and one projection per fold
+    below an aggregate without GROUP BY of every streaming fold (and ``count(DISTINCT a)``
+    with ``distinct``), then σ ``q{i}`` (a HAVING: it may drop the branch's one row) and π
+    ``g{i}`` over the aggregates."""
+    items = ", ".join([x.format(f=f"f{i}") for x in _AGG_ITEMS] + ([_DISTINCT_ITEM] if distinct else []))
+    cols = _GLOBAL_COLS + (", cd" if distinct else "")
+    return (f"SELECT g{i}({cols}) AS {out} FROM (SELECT {items} FROM t "
+            f"WHERE p{i}(k, a, b)) u{i} WHERE q{i}({cols})")
+
+
+def global_branch_functions(i: int) -> dict[str, str]:
+    return aggregate_branch_functions(i)
+
+
+# -- a ranked view joined to itself at rank offsets ----------------------------------------
+NEIGHBOUR_SCHEMA: dict[str, dict[str, str]] = {"t": {"k": "int", "o": "int", "a": "int"}}
+# the view: one row per (k, o), ranked by o within k — no ties, so rn numbers each
+# partition's rows 1..n (what the family's match establishes as the program's precondition)
+_VIEW = ("WITH v AS (SELECT k, o, s, rank() OVER (PARTITION BY k ORDER BY o) AS rn "
+         "FROM (SELECT k, o, sum(a) AS s FROM t GROUP BY k, o) g) ")
+NEIGHBOUR_ASSUMPTIONS = (
+    "one partition column (k INT); the proof uses only NULL-safe equality of it and an equi-join "
+    "on it, whatever its type",
+    "the view's rank numbers the rows of each partition 1..n (RowNumber, the precondition the "
+    "family's match establishes: a rank whose ORDER BY cannot tie): the row at sort offset d from a "
+    "row is the one row of its partition whose rank is the row's + d",
+    "every view column is an arbitrary value: the proof reads the view as a table of its columns "
+    "under that precondition, so it holds for every view that satisfies it",
+    "edge predicates, projections and the join residuals are deterministic: each is an arbitrary "
+    "(uninterpreted) function of its inputs, which may return NULL or raise",
+    "ANSI mode: errors are outcomes; the program may not raise where the query does not",
+    "σ/π/ρ chains on a use's edge reduce to one σ and one π over the view (Algorithm 5)",
+)
+
+
+# the same without a partition: the whole view ranked by o
+_WHOLE_VIEW = ("WITH v AS (SELECT k, o, s, rank() OVER (ORDER BY k, o) AS rn "
+               "FROM (SELECT k, o, sum(a) AS s FROM t GROUP BY k, o) g) ")
+
+
+def neighbour_use(i: int) -> str:
+    """Use ``i`` of the view: σ ``p{i}`` and π ``f{i}`` (the rank and the partition column
+    pass through, as the join needs them)."""
+    return f"(SELECT k, rn, f{i}(k, o, s, rn) AS y{i} FROM v WHERE p{i}(k, o, s, rn)) u{i}"
+
+
+def neighbour_instance(uses: list[tuple[str, int]], partitioned: bool = True) -> tuple[str, dict[str, str]]:
+    """(SQL, functions) of the centre joined to one use per (join kind, rank offset d):
+    ``ON u0.k = u_i.k AND u0.rn = u_i.rn - d AND theta{i}(u0.y0, u_i.y_i)`` (without a
+    partition: no ``u0.k = u_i.k``, the rank over the whole view)."""
+    cols = ", ".join(["u0.k", "u0.y0"] + [f"u{i}.y{i}" for i in range(1, len(uses) + 1)])
+    sql = f"{_VIEW if partitioned else _WHOLE_VIEW}SELECT {cols} FROM {neighbour_use(0)}"
+    fns = {"f0": "int", "p0": "bool"}
+    for i, (kind, d) in enumerate(uses, start=1):
+        off = f"- {d}" if d > 0 else f"+ {-d}"
+        on = f"u0.k = u{i}.k AND " if partitioned else ""
+        sql += (f" {JOIN_SQL[kind]} {neighbour_use(i)} ON {on}u0.rn = u{i}.rn {off} "
+                f"AND theta{i}(u0.y0, u{i}.y{i})")
+        fns.update({f"f{i}": "int", f"p{i}": "bool", f"theta{i}": "bool"})
+    return sql, fns
