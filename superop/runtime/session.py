@@ -47,6 +47,7 @@ from .cost import CONSTANTS, CostConstants, judge
 from ..explain import PlanInfo
 from .plan import analyze_plan
 from ..rewrite.rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
+from . import dataframe
 from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
@@ -266,12 +267,14 @@ class SuperOpSession:
             log.info("superop: no literal template for the cached decision (%s)", str(e).splitlines()[0])
             return None
 
-    def _decide(self, sql: str, t0: float) -> tuple[RewriteResult, Optional[Decision]]:
-        schema = self._schema_for(sql)
-        low = lower(sql, schema)
+    def _decide(self, sql: str, t0: float, frame=None) -> tuple[RewriteResult, Optional[Decision]]:
+        """``frame``: a DataFrame's lowered plan (:class:`superop.runtime.dataframe.Frame`):
+        decided on the same path, planned through the DataFrame and its bound leaves."""
+        low_plan = lower(sql, self._schema_for(sql)).plan if frame is None else frame.plan
+        types_of = self._types_of if frame is None else frame.types_of
         t1 = time.perf_counter()
         trace: list[str] = []
-        plan = families.regroup(low.plan)     # the plan matches are nodes of
+        plan = families.regroup(low_plan)     # the plan matches are nodes of
         matches = self.rewriter.match(plan, trace)
         t2 = time.perf_counter()
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
@@ -284,17 +287,18 @@ class SuperOpSession:
             why = "no rule matches: " + " | ".join(trace)
             return unchanged(sql, why, timings), Decision(False, explanation=why)
         stats = CatalogStats(self.spark) if self.analyze_tables else None
-        before = analyze_plan(self.spark, sql, stats, self.constants)
+        before = analyze_plan(self.spark, sql, stats, self.constants, df=None if frame is None else frame.df)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
         cands = candidates_for(self.rewriter, plan, matches, names=before.columns,
-                               types_of=self._types_of, limit=self.max_alternatives)
+                               types_of=types_of, limit=self.max_alternatives)
         t3 = time.perf_counter()
         timings["generate_ms"] = (t3 - t2b) * 1e3   # incl. Spark analysis for output types
         ranked, ok = [], []
         for c in cands:
             try:
-                c.plan = analyze_plan(self.spark, c.sql, stats, self.constants)
+                c.plan = analyze_plan(self.spark, c.sql, stats, self.constants,
+                                      df=None if frame is None else frame.run(c.sql))
             except Exception as e:
                 log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
                 ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
@@ -377,6 +381,18 @@ class SuperOpSession:
         if a is not None:
             lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
         return "\n".join(lines)
+
+    # -- DataFrames (superop/runtime/dataframe.py) ---------------------------------------
+    def optimize(self, df):
+        """``df`` with the catalog's rules applied behind the same benefit gate: a DataFrame
+        with the same columns (names, types, order) and rows, or ``df`` itself when no
+        rule pays off or anything fails. ``df.transform(so.optimize)`` works."""
+        return dataframe.optimize(self, df)
+
+    def explain_df(self, df) -> str:
+        """The decision for ``df`` (or for what :meth:`optimize` returned for it) and why,
+        with Spark's physical plans before and after."""
+        return dataframe.explain(self, df)
 
 
 def _plan_line(which: str, p: PlanInfo) -> str:
