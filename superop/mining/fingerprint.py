@@ -143,6 +143,22 @@ class Fingerprinter:
             return self._join(n, kid)
         return _h(f"{n.op}|{kid}")
 
+    def _aggregate(self, n: Aggregate | GroupingAggregate, inf: tuple[Field, ...], refs: tuple[str, ...],
+                   child: str) -> tuple[str, tuple[str, ...]]:
+        """γ is its keys and its aggregate calls; what an output computes over them is a
+        projection (Spark's physical plan folds a cast the analyzer put above the
+        aggregate into its results: the same γ either way)."""
+        keys = (sorted(self._canon(k, inf, refs) for k in n.keys) if isinstance(n, Aggregate)
+                else [self._canon(n.group, inf, refs)])
+        calls = sorted({self._canon(c, inf, refs) for e, _ in n.items for c in _outer_aggs(e)})
+        fp = _h(f"{n.op}|{keys}|{calls}|{child}")
+
+        def out(e: exp.Expression) -> str:
+            def agg(x):
+                return exp.var(f"{fp}!{self._canon(x, inf, refs)}") if isinstance(x, exp.AggFunc) else x
+            return self._item(e.copy().transform(agg), inf, refs)
+        return fp, tuple(out(e) for e, _ in n.items)
+
     def _join(self, j: Join, kid: list[str]) -> str:
         ref = join_sides(j)
         pairs = [(canon_expr(a, ref), canon_expr(b, ref)) for a, b in j.equi]
@@ -238,11 +254,7 @@ class LineageFingerprinter:
         if isinstance(n, Project):
             return kids[0][0], tuple(self._item(e, inf, refs) for e, _ in n.items)
         if isinstance(n, (Aggregate, GroupingAggregate)):
-            keys = (sorted(self._canon(k, inf, refs) for k in n.keys) if isinstance(n, Aggregate)
-                    else [self._canon(n.group, inf, refs)])
-            items = [self._canon(e, inf, refs) for e, _ in n.items]
-            fp = _h(f"{n.op}|{keys}|{items}|{kids[0][0]}")
-            return fp, tuple(f"{fp}#{i}" for i in range(len(n.items)))
+            return self._aggregate(n, inf, refs, kids[0][0])
         if isinstance(n, Window):
             fp = _h(f"ω|{[self._canon(e, inf, refs) for e, _ in n.items]}|{kids[0][0]}")
             return fp, refs + tuple(f"{fp}#{i}" for i in range(len(n.items)))
@@ -258,6 +270,22 @@ class LineageFingerprinter:
             return self._join(n, kids)
         fp = _h(f"{n.op}|{[k[0] for k in kids]}")
         return fp, tuple(f"{fp}#{i}" for i in range(len(n.fields)))
+
+    def _aggregate(self, n: Aggregate | GroupingAggregate, inf: tuple[Field, ...], refs: tuple[str, ...],
+                   child: str) -> tuple[str, tuple[str, ...]]:
+        """γ is its keys and its aggregate calls; what an output computes over them is a
+        projection (Spark's physical plan folds a cast the analyzer put above the
+        aggregate into its results: the same γ either way)."""
+        keys = (sorted(self._canon(k, inf, refs) for k in n.keys) if isinstance(n, Aggregate)
+                else [self._canon(n.group, inf, refs)])
+        calls = sorted({self._canon(c, inf, refs) for e, _ in n.items for c in _outer_aggs(e)})
+        fp = _h(f"{n.op}|{keys}|{calls}|{child}")
+
+        def out(e: exp.Expression) -> str:
+            def agg(x):
+                return exp.var(f"{fp}!{self._canon(x, inf, refs)}") if isinstance(x, exp.AggFunc) else x
+            return self._item(e.copy().transform(agg), inf, refs)
+        return fp, tuple(out(e) for e, _ in n.items)
 
     def _join(self, j: Join, kids: list[tuple[str, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]]:
         (lfp, lrefs), (rfp, rrefs) = kids
@@ -275,6 +303,19 @@ class LineageFingerprinter:
         fp = _h(f"⋈|{kind}|{pairs}|{res}|{a}|{b}")
         out = lrefs if j.kind in ("semi", "anti") else lrefs + rrefs
         return fp, tuple(f"{fp}:{r}" for r in out)
+
+
+def _outer_aggs(e: exp.Expression) -> list[exp.Expression]:
+    """The aggregate calls of ``e`` that are not inside another aggregate call."""
+    out = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, exp.AggFunc):
+            out.append(x)
+        else:
+            stack.extend(x.iter_expressions())
+    return out
 
 
 def _grouped(e: exp.Expression) -> exp.Expression:

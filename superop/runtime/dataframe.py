@@ -154,6 +154,11 @@ def _log_of(so: Any) -> _DecisionLog:
         return _LOGS[so]
 
 
+def _reads_cache(df: Any) -> bool:
+    """Spark's physical plan of a Connect DataFrame reads a cached relation."""
+    return "InMemoryTableScan" in df._explain_string(mode="simple")
+
+
 def _schema(df: Any) -> list[tuple[str, Any]]:
     return [(f.name, f.dataType) for f in df.schema.fields]
 
@@ -166,6 +171,10 @@ def optimize(so: Any, df: Any) -> Any:
         frame = frame_of(so.spark, df)
         res, _ = so._decide("", t0, frame)
         out = df
+        if res.changed and is_connect(so.spark) and _reads_cache(df):
+            why = ("the DataFrame reads data the session cached, and Spark Connect's client plan does not "
+                   "say which part (a rewrite could read the source instead); original kept")
+            res = unchanged("", why, res.timings_ms, exchanges_before=res.exchanges_before)
         if res.changed:
             new = frame.run(res.sql)
             if _schema(new) != _schema(df):

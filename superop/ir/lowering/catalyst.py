@@ -39,7 +39,7 @@ from typing import Any, Optional, Sequence
 
 from sqlglot import exp
 
-from ..nodes import Aggregate, Field, Limit, Select, Sort, UnionAll, Window
+from ..nodes import Field, Limit, Select, Sort, UnionAll
 from .catalyst_exprs import ExprLowering, JNode, expr_id, tree
 from .frames import (Built, FactsOf, FrameBuilder, FrameLowered, LeafFacts, Path, Unsure, no_facts,
                      simple_type)
@@ -126,16 +126,12 @@ class CatalystLowering:
     def _op_Aggregate(self, n: JNode, path: Path) -> Built:
         child = self.kid(n, path)
         keys = self.exprs(n.data.get("groupingExpressions"), child.env)
-        items = self.b.unique(self.named(n.data.get("aggregateExpressions"), child.env))
-        node = self.b.share(Aggregate(child.node, tuple(keys), tuple((e, nm) for e, nm, _ in items)))
-        return Built(node, tuple(a for _, _, a in items), {a: Field(None, nm) for _, nm, a in items})
+        return self.b.aggregate(child, keys, self.named(n.data.get("aggregateExpressions"), child.env))
 
     def _distinct(self, child: Built) -> Built:
         cols = [child.field_of(a).column() for a in child.attrs]
         names = [child.field_of(a).name for a in child.attrs]
-        items = self.b.unique([(c, nm, a) for c, nm, a in zip(cols, names, child.attrs)])
-        node = self.b.share(Aggregate(child.node, tuple(cols), tuple((e, nm) for e, nm, _ in items)))
-        return Built(node, child.attrs, {a: Field(None, nm) for _, nm, a in items})
+        return self.b.aggregate(child, cols, list(zip(cols, names, child.attrs)))
 
     def _op_Distinct(self, n: JNode, path: Path) -> Built:
         return self._distinct(self.kid(n, path))
@@ -150,12 +146,7 @@ class CatalystLowering:
 
     def _op_Window(self, n: JNode, path: Path) -> Built:
         child = self.kid(n, path)
-        items = self.named(n.data.get("windowExpressions"), child.env)
-        named = self.b.unique(items, [f.name for f in child.node.fields])
-        node = self.b.share(Window(child.node, tuple((e, nm) for e, nm, _ in named)))
-        env = dict(child.env)
-        env.update({a: Field(None, nm) for _, nm, a in named})
-        return Built(node, child.attrs + tuple(a for _, _, a in named), env)
+        return self.b.window(child, self.named(n.data.get("windowExpressions"), child.env))
 
     def _op_Sort(self, n: JNode, path: Path) -> Built:
         if not n.data.get("global"):

@@ -256,6 +256,18 @@ class ConnectLowering:
         return out
 
     def _project_rel(self, child: Rel, items: list[tuple[exp.Expr, Col]]) -> Rel:
+        """A projection as Spark's analyzer plans it: window functions computed by a ω
+        below it, aggregate functions (no GROUP BY) making it a global γ."""
+        wins = [w for e, _ in items for w in _outer(e, exp.Window)]
+        if wins:
+            cols = [(w, self.new(f"_w{i}")) for i, w in enumerate(wins)]
+            built = self.b.window(child.built, [(w, c.name, c.attr) for w, c in cols])
+            by_sql: dict[str, exp.Expr] = {w.sql(): built.env[c.attr].column() for w, c in cols}
+            items = [(_replace(e, exp.Window, by_sql), c) for e, c in items]
+            child = Rel(built, child.cols + [c for _, c in cols])
+        if any(_outer(e, exp.AggFunc) for e, _ in items):
+            built = self.b.aggregate(child.built, [], [(e, c.name, c.attr) for e, c in items])
+            return Rel(built, [c for _, c in items])
         built = self.b.project(child.built, [(e, c.name, c.attr) for e, c in items])
         return Rel(built, [c for _, c in items])
 
@@ -316,9 +328,7 @@ class ConnectLowering:
         x = self.exprs(child)
         keys = [x.expr(g.alias.expr if g.WhichOneof("expr_type") == "alias" else g) for g in m.grouping_expressions]
         items = self._items(child, list(m.grouping_expressions)) + self._items(child, list(m.aggregate_expressions))
-        named = self.b.unique([(e, c.name, c.attr) for e, c in items])
-        node = self.b.share(Aggregate(child.built.node, tuple(keys), tuple((e, n) for e, n, _ in named)))
-        built = Built(node, tuple(a for _, _, a in named), {a: Field(None, n) for _, n, a in named})
+        built = self.b.aggregate(child.built, keys, [(e, c.name, c.attr) for e, c in items])
         return Rel(built, [c for _, c in items])
 
     def _op_deduplicate(self, m: Any, rel: Any, path: Path) -> Rel:
@@ -327,10 +337,9 @@ class ConnectLowering:
         if not m.all_columns_as_keys and {n.lower() for n in names} != {c.name.lower() for c in child.cols}:
             raise Unsure("dropDuplicates on a subset of the columns")
         scope = _Scope(self, [child])
-        cols = [scope._field(c) for c in child.cols]
-        named = self.b.unique([(e, c.name, c.attr) for e, c in zip(cols, child.cols)])
-        node = self.b.share(Aggregate(child.built.node, tuple(cols), tuple((e, n) for e, n, _ in named)))
-        return Rel(Built(node, child.built.attrs, {a: Field(None, n) for _, n, a in named}), child.cols)
+        cols: list[exp.Expr] = [scope._field(c) for c in child.cols]
+        built = self.b.aggregate(child.built, cols, [(e, c.name, c.attr) for e, c in zip(cols, child.cols)])
+        return Rel(built, child.cols)
 
     def _op_sort(self, m: Any, rel: Any, path: Path) -> Rel:
         if not m.is_global:
@@ -415,6 +424,28 @@ class ConnectLowering:
         cols = [scope._field(c) for c in out.cols]
         agg = self.b.share(Aggregate(node, tuple(cols), tuple((e, f.name) for e, f in zip(cols, node.fields))))
         return Rel(Built(agg, out.built.attrs, env), out.cols)
+
+
+def _outer(e: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
+    """The nodes of ``kind`` in ``e`` not inside another one (nor inside a window)."""
+    out: list[exp.Expr] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, kind):
+            out.append(x)
+        elif not isinstance(x, exp.Window):
+            stack.extend(x.iter_expressions())
+    return out
+
+
+def _replace(e: exp.Expr, kind: type[exp.Expr], by_sql: dict[str, exp.Expr]) -> exp.Expr:
+    if isinstance(e, kind) and e.sql() in by_sql:
+        return by_sql[e.sql()].copy()
+
+    def fix(n: exp.Expr) -> exp.Expr:
+        return by_sql[n.sql()].copy() if isinstance(n, kind) and n.sql() in by_sql else n
+    return e.transform(fix)
 
 
 def _qual(e: exp.Expr) -> Optional[str]:

@@ -33,7 +33,8 @@ from sqlglot import exp
 
 from ..dialect import parse_one
 from ..generate import translate_columns
-from ..nodes import (Field, Join, Node, Opaque, Project, Rename, Scan, intern, is_nondeterministic)
+from ..nodes import (Aggregate, Field, Join, Node, Opaque, Project, Rename, Scan, Window, intern,
+                     is_nondeterministic)
 
 Path = tuple[int, ...]
 Env = dict[int, Field]
@@ -202,6 +203,19 @@ class FrameBuilder:
     def _project(self, child: Node, items: Sequence[tuple[exp.Expr, str, int]]) -> Built:
         named = self.unique(items)
         node = self.share(Project(child, tuple((e, n) for e, n, _ in named)))
+        return Built(node, tuple(a for _, _, a in named), {a: Field(None, n) for _, n, a in named})
+
+    def window(self, child: Built, items: Sequence[tuple[exp.Expr, str, int]]) -> Built:
+        """ω: ``child``'s columns and one column per window expression."""
+        named = self.unique(items, [f.name for f in child.node.fields])
+        node = self.share(Window(child.node, tuple((e, n) for e, n, _ in named)))
+        env = dict(child.env)
+        env.update({a: Field(None, n) for _, n, a in named})
+        return Built(node, child.attrs + tuple(a for _, _, a in named), env)
+
+    def aggregate(self, child: Built, keys: Sequence[exp.Expr], items: Sequence[tuple[exp.Expr, str, int]]) -> Built:
+        named = self.unique(items)
+        node = self.share(Aggregate(child.node, tuple(keys), tuple((e, n) for e, n, _ in named)))
         return Built(node, tuple(a for _, _, a in named), {a: Field(None, n) for _, n, a in named})
 
     @staticmethod
