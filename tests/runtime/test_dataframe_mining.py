@@ -33,10 +33,13 @@ def job_table(spark, dataframe_job_dir):
     spark.sql(f"DROP TABLE IF EXISTS default.{TABLE}")
 
 
+SCHEMA_FILE = {TABLE: SCHEMA["ops"]}       # what `superop mine --schema` would say
+
+
 @pytest.fixture(scope="module")
 def mined(spark, dataframe_job_dir, tmp_path_factory):
     res = run_mining(dataframe_job_dir / "logs", tmp_path_factory.mktemp("mined"), spark=spark,
-                     mlflow_run=False, progress=False, min_cost_share=0.0)
+                     schema=SCHEMA_FILE, mlflow_run=False, progress=False, min_cost_share=0.0)
     return res.candidates.to_dict("records")
 
 
@@ -52,7 +55,7 @@ def test_the_mined_candidate_is_the_runtime_match(spark, job_table, mined):
 
 
 def test_the_mined_catalog_rewrites_the_job(spark, job_table, mined, tmp_path):
-    schema = {TABLE: SCHEMA["ops"]}
+    schema = SCHEMA_FILE
     patterns = []
     for c in mined:
         o = synthesize_candidate(c, schema, K=2, synth_timeout_s=120, verify_timeout_s=60)
