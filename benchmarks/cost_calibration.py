@@ -1,4 +1,4 @@
-"""Calibrate the benefit gate's cost model (superop/runtime/cost.py) against measured times.
+"""Calibrate the benefit gate's cost model (superop/runtime/plan_cost.py, calibration.py) against measured times.
 
     python benchmarks/cost_calibration.py [--rows 1m] [--repeat 3] [--out DIR] [--from-json FILE]
 
@@ -6,7 +6,7 @@ For every micro-benchmark query (superop.bench.micro) the runtime's rewrite is
 generated with the gate OFF (so refused rewrites are measured too), and the original, the
 rewrite and the limit query are timed side by side (same harness as `superop bench micro`).
 Min-Join queries also run with broadcast joins off (the plan shape of large aggregates).
-Each plan's cost features come from `EXPLAIN COST` through superop.runtime.plan/cost.
+Each plan's cost features come from `EXPLAIN COST` through superop.runtime.plan/plan_cost.
 
 Then the per-unit constants are fitted by non-negative least squares on relative error
 (every side's time, weighted by 1/time), with a weak prior: ``--prior-weight`` λ adds one
@@ -34,10 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from superop.runtime.cost import CONSTANTS, FEATURES, CostConstants  # noqa: E402
+from superop.runtime.calibration import CONSTANTS, FEATURES, CostConstants  # noqa: E402
 
 # The hand-set starting guesses (seconds per unit), the prior of the fit. Kept here, not in
-# cost.py: the runtime ships fitted constants (cost.CONSTANTS), the calibration needs both.
+# calibration.py: the runtime ships fitted constants (calibration.CONSTANTS), the calibration needs both.
 PRIOR = CostConstants(query_s=0.15, stage_s=0.05, scan_byte_s=2.0e-9, shuffle_byte_s=1.0e-8,
                       broadcast_byte_s=2.0e-8, sort_row_s=4.0e-7, agg_row_s=1.5e-7, join_row_s=2.0e-7,
                       window_row_s=1.2e-6, generate_row_s=1.0e-7)
@@ -51,12 +51,12 @@ def _rows(s: str) -> int:
 
 
 def measure(args) -> list[dict]:
-    from superop.runtime import SuperOpSession
-    from superop.runtime.plan import analyze_plan
-    from superop.sparkutil import get_spark
     from superop.bench.harness import check_equal
     from superop.bench.micro import MICRO_QUERIES, measure_triple, ops_data, register_ops
     from superop.bench.rewriters import default_catalog
+    from superop.runtime import SuperOpSession
+    from superop.runtime.plan import analyze_plan
+    from superop.sparkutil import get_spark
 
     spark = get_spark("superop-cost-calibration", conf={})
     path = ops_data(spark, args.rows, args.data_dir)
@@ -115,11 +115,11 @@ def measure(args) -> list[dict]:
 def replan(args, points: list[dict]) -> None:
     """Recompute every side's features with the current cost code (planning only: the
     measured times are kept). The rewritten SQL is generated again the same way."""
+    from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
+    from superop.bench.rewriters import default_catalog
     from superop.runtime import SuperOpSession
     from superop.runtime.plan import analyze_plan
     from superop.sparkutil import get_spark
-    from superop.bench.micro import MICRO_QUERIES, ops_data, register_ops
-    from superop.bench.rewriters import default_catalog
     spark = get_spark("superop-cost-calibration", conf={})
     register_ops(spark, ops_data(spark, points[0]["rows"], args.data_dir))
     catalog = json.loads(Path(args.catalog).read_text()) if args.catalog else default_catalog()

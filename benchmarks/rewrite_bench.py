@@ -6,8 +6,9 @@
 
 match = ADVANCENEXT + CHECKATTRIBUTES (single input/output, Algorithms 1-3 streamability);
 generate = CAPTUREPARAMETERS (Algorithm 5) + the Fig. 10 template + super-operator SQL +
-IR -> SQL. Queries: the runtime's differential corpus (DU/DJ/MJ × σ/π/ρ × join kinds), queries no
-rule covers, and the 22 TPC-H queries. Spark plans them over empty tables of the right
+IR -> SQL. Queries: every registered family's planted examples and near-misses (as the log
+generator plants them: σ/π/ρ on the edges, the join kinds each family declares), noise
+queries no rule covers, and the 22 TPC-H queries. Spark plans them over empty tables of the right
 schema (planning does not read data). Goal: match <= 2 ms p99 with a 50-rule catalog.
 """
 from __future__ import annotations
@@ -15,17 +16,19 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import random
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))    # the corpus is the runtime tests' queries (tests.runtime)
-
-from superop.ir.lower import lower  # noqa: E402
-from superop.rules_out.catalog import certificate, make_catalog, make_rule  # noqa: E402
-from superop.rewrite.rewriter import Rewriter, prepare, select_non_conflicting  # noqa: E402
+from superop.families import REGISTRY
+from superop.ir.lower import lower
+from superop.rewrite.rewriter import Rewriter, prepare, select_non_conflicting
+from superop.rules_out.catalog import certificate, make_catalog, make_rule
+from superop.workloads.loggen import mining_schema
+from superop.workloads.loggen.noise import noise_templates
+from superop.workloads.loggen.sqlkit import Kit, Template
 
 KINDS = ("inner", "left", "right", "full", "semi", "anti")
 OPS = ("Select", "Project", "Rename")
@@ -49,11 +52,29 @@ def catalog_of(n: int) -> dict:
     return make_catalog(rules, version="bench")
 
 
-def corpus() -> dict[str, tuple[str, dict]]:
-    from tests.runtime import test_differential as td, test_runtime as tr
-    from tests.runtime.runtime_fixtures import SCHEMA
-    out = {name: (q, SCHEMA) for name, _, q in td.CASES}
-    out.update({f"uncovered-{i}": (q, SCHEMA) for i, q in enumerate(tr.UNCOVERED)})
+def corpus(seed: int = 7, noise: int = 20) -> dict[str, tuple[str, dict]]:
+    """The queries timed, each with fresh literals drawn from ``seed``: every registered
+    family's planted examples (``Family.examples`` / ``Family.plant``) and near-misses
+    (``Family.near_miss_examples`` / ``Family.plant_near_miss``), ``noise`` distinct noise
+    queries (dimension joins, scans, top-k, windows: no rule covers them), all over the log
+    generator's schema, and the 22 TPC-H queries over theirs."""
+    rng = random.Random(seed)
+    schema = mining_schema()
+    out: dict[str, tuple[str, dict]] = {}
+    for fam in REGISTRY:
+        for spec in fam.examples():
+            kit = Kit.for_spec(spec, rng)
+            t = Template(fam.plant(spec, kit), kit.slots, fam.name, "variant")
+            out[f"{fam.name.lower()}-{spec.seq}-{spec.join_kind or 'union'}"] = (t.render(rng), schema)
+        for seq, reason, _ in fam.near_miss_examples():
+            kit = Kit(rng)
+            t = Template(fam.plant_near_miss(reason, kit), kit.slots, fam.name, "near_miss")
+            out[f"near-{fam.name.lower()}-{seq}-{reason.value}"] = (t.render(rng), schema)
+    seen: set[str] = set()
+    for sql, slots in noise_templates(rng, 4 * noise):
+        if sql not in seen and len(seen) < noise:
+            seen.add(sql)
+            out[f"uncovered-{len(seen)}"] = (Template(sql, slots, "noise", "noise").render(rng), schema)
     try:
         from superop.workloads.tpch import QUERIES, TPCH_SCHEMA
         out.update({f"tpch-q{n}": (q, TPCH_SCHEMA) for n, q in QUERIES.items()})

@@ -46,8 +46,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from superop.storage import atomic_write_json, atomic_write_text  # noqa: E402
 from superop.share.store import STORAGES  # noqa: E402
+from superop.storage import atomic_write_json, atomic_write_text  # noqa: E402
 
 BATCH = ["q3", "q7", "q12", "q13", "q19", "q20", "q26", "q27", "q34", "q42", "q43", "q46", "q48",
          "q52", "q53", "q55", "q63", "q65", "q68", "q73", "q79", "q89", "q96", "q98"]
@@ -147,10 +147,10 @@ def run_alone(spark, queries: dict[str, str]) -> dict[str, float]:
 
 def run_shared(spark, queries: dict[str, str], budget, check: bool, proof_budget_s=None, cost=None,
                plan_cache=None, grouping_sets=True):
+    from superop.bench.harness import fingerprint
     from superop.share import execute, plan_batch
     from superop.share.estimate import DEFAULT_COST
-    from superop.share.planner import BatchQuery
-    from superop.bench.harness import fingerprint
+    from superop.share.sharing_plan import BatchQuery
     batch = [BatchQuery(n, s) for n, s in queries.items()]
     t = time.perf_counter()
     plan = plan_batch(batch, spark, budget=budget, cost=cost or DEFAULT_COST, cache_dir=plan_cache,
@@ -295,10 +295,10 @@ def main(argv=None) -> int:
     ap.add_argument("--master", help="Spark master (default local[2])")
     ap.add_argument("--out", default="out/bench/share", help="output directory (default out/bench/share)")
     args = ap.parse_args(argv)
+    from superop.bench.report import code_version, machine_info, now, spark_info
     from superop.share.estimate import cost_model, parse_budget
     from superop.share.run import analyze
     from superop.sparkutil import get_spark
-    from superop.bench.report import code_version, machine_info, now, spark_info
 
     names = [n.strip() for n in args.queries.split(",")] if args.queries else list(BATCHES[args.batch])
     queries = load_queries(names, args.queries_dir)

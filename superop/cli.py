@@ -16,19 +16,21 @@ import sys
 from . import __version__
 from .errors import SuperopError
 
-# Packages that contribute commands, in --help order. A package that does not
-# provide a `commands` module yet is simply skipped.
-COMMAND_MODULES = [
-    "superop.pipeline.commands",   # mine
-    "superop.synth.commands",      # synth
-    "superop.rules_out.verify_commands",  # verify
-    "superop.rules_out.commands",  # catalog
-    "superop.runtime.commands",    # rewrite
-    "superop.bench.commands",      # bench
-    "superop.workloads.tpcds.commands",  # workload
-    "superop.ir.commands",         # plan
-    "superop.share.commands",      # share
-]
+# command -> the module that registers it (``register(subparsers)``), in --help order. Only
+# the module of the command being run is imported: a runtime-only install (no z3, mlflow,
+# pandas) runs `superop rewrite` and `superop plan`, and another command says which extra
+# it needs instead of failing to build the parser.
+COMMANDS = {
+    "mine": "superop.pipeline.commands",
+    "synth": "superop.synth.commands",
+    "verify": "superop.rules_out.verify_commands",
+    "catalog": "superop.rules_out.commands",
+    "rewrite": "superop.runtime.commands",
+    "bench": "superop.bench.commands",
+    "workload": "superop.workloads.tpcds.commands",
+    "plan": "superop.ir.commands",
+    "share": "superop.share.commands",
+}
 
 
 # packages of the optional extras (pyproject.toml) -> the extra that installs them
@@ -37,25 +39,56 @@ _EXTRA_OF = {"z3": "mine", "mlflow": "mine", "pandas": "mine", "pyarrow": "mine"
              "matplotlib": "bench", "tpchgen": "bench"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+class MissingExtra(SuperopError):
+    """A command needs a package of an optional extra that is not installed."""
+
+
+def _missing(e: ModuleNotFoundError) -> MissingExtra:
+    extra = _EXTRA_OF.get((e.name or "").split(".")[0])
+    if extra is None:
+        raise e
+    return MissingExtra(f"this command needs {e.name}, which the runtime-only install leaves out: "
+                        f"pip install 'superop[{extra}]'")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with ``only`` of that command alone (the others are
+    listed by name). Raises MissingExtra when ``only``'s module needs an absent extra."""
     p = argparse.ArgumentParser(prog="superop", description=(
         "Find, prove and apply shuffle-eliminating super-operator rewrites for Spark SQL."))
     p.add_argument("--version", action="version", version=f"superop {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in COMMAND_MODULES:
+    for name, mod in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as e:
             if e.name == mod:
-                continue
-            raise
+                raise
+            missing = _missing(e)
+            if only is not None:
+                raise missing from None
+            sub.add_parser(name, help=f"(not installed: {missing})")
+            continue
         m.register(sub)
     return p
 
 
+def _command_of(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_of(argv)
+    try:
+        parser = build_parser(command if command in COMMANDS else None)
+    except MissingExtra as e:
+        print(f"superop {command}: error: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -71,11 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"superop {args.command}: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:
-        extra = _EXTRA_OF.get((e.name or "").split(".")[0])
-        if extra is None or args.verbose:
+        if args.verbose:
             raise
-        print(f"superop {args.command}: error: this command needs {e.name}, which the runtime-only "
-              f"install leaves out: pip install 'superop[{extra}]'", file=sys.stderr)
+        print(f"superop {args.command}: error: {_missing(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"superop {args.command}: interrupted", file=sys.stderr)

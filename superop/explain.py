@@ -18,7 +18,7 @@ Counting exchanges: ``Exchange`` (ShuffleExchangeExec) is a shuffle; ``ReusedExc
 NOT a new shuffle (Spark reads an exchange it already runs — its form of the paper's Spool);
 ``BroadcastExchange`` is reported but is not a shuffle.
 
-What the operators cost is :mod:`superop.runtime.cost`'s job (``superop.runtime.plan``
+What the operators cost is :mod:`superop.runtime.plan_cost`'s job (``superop.runtime.plan``
 plans a query with Spark and prices it); this module only parses text, so every layer
 may read Spark's plans.
 """
@@ -127,7 +127,7 @@ class PlanInfo:
     exchanges: int = 0
     reused: int = 0
     broadcasts: int = 0
-    cost: float = 0.0                  # the cost model's estimate (superop.runtime.cost)
+    cost: float = 0.0                  # the cost model's estimate (superop.runtime.plan_cost)
     shuffled_bytes: float = 0.0        # the cost model's estimate of the bytes all shuffles move
     pushed_filters: list = field(default_factory=list)   # one string per file scan
     tree: str = ""                     # the physical plan text
@@ -135,7 +135,7 @@ class PlanInfo:
     types: list = field(default_factory=list)
     physical: Optional[Node] = None
     logical: Optional[Node] = None
-    estimate: Optional[object] = None  # superop.runtime.cost.PlanCost
+    estimate: Optional[object] = None  # superop.runtime.plan_cost.PlanCost
     explain: str = ""                  # the whole EXPLAIN COST text
 
     def to_json(self) -> dict:

@@ -24,6 +24,8 @@ from typing import Optional
 
 from . import __version__
 from .errors import SuperopError
+from .mlflow_store import DEFAULT_LOCATION, register
+from .storage import local_path
 
 PARAM_MAX = 6000        # MLflow's limit on a param value
 
@@ -41,12 +43,10 @@ def store_for(out_dir) -> Store:
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return Store(env, None)
-    from .storage import local_path
     local = local_path(str(out_dir))
     if local is None:
         raise SuperopError(f"--out {out_dir} is not a local directory, so the default MLflow "
                            f"store (DIR/mlflow.db) cannot live there: set MLFLOW_TRACKING_URI")
-    from .mlflow_store import DEFAULT_LOCATION
     return Store(f"sqlite:///{Path(local).resolve()}/mlflow.db", DEFAULT_LOCATION)
 
 
@@ -124,7 +124,6 @@ class tracking_uri:
         self.uri = uri
 
     def __enter__(self):
-        from .mlflow_store import register
         register()
         self.state = _MlflowState()
         if self.uri:
@@ -145,7 +144,6 @@ class Tracker:
     def __init__(self, store: Store, experiment: str):
         import mlflow
         from mlflow import MlflowClient
-        from .mlflow_store import register
         quiet_mlflow()
         register()
         self.store = store
@@ -227,6 +225,7 @@ class Tracker:
             mlflow.log_metrics(vals)
         else:
             import time
+
             from mlflow.entities import Metric
             ts = int(time.time() * 1000)
             self.client.log_batch(rid, metrics=[Metric(k, v, ts, 0) for k, v in vals.items()])

@@ -3,6 +3,17 @@ from __future__ import annotations
 
 import argparse
 
+from ..cliutil import add_json_arg, add_spark_args
+from ..errors import SuperopError
+from .harness import bench_spark
+from .micro import run_micro, select_queries
+from .progress import Progress
+from .report import code_version, command_line, log_mlflow, machine_info, now, spark_info, update_readme, write_outputs
+from .rewriters import make_rewriter
+from .tpcds_bench import register_cli as register_tpcds_bench
+from .tpcds_bench import run_tpcds_cmd
+from .tpch_bench import parse_queries, run_tpch
+
 
 # ---------------------------------------------------------------------------
 # bench
@@ -48,7 +59,6 @@ def _common(p, default_out: str) -> None:
     p.add_argument("--rewriter", choices=["runtime", "identity"], default="runtime",
                    help="runtime = superop.runtime.SuperOpSession (default); identity = harness test")
     p.add_argument("--shuffle-partitions", type=_positive, help="spark.sql.shuffle.partitions (default: Spark's)")
-    from ..cliutil import add_json_arg, add_spark_args
     add_spark_args(p)
     p.add_argument("--no-mlflow", action="store_true", help="do not log an MLflow run")
     add_json_arg(p, "the whole result document (instead of the Markdown table)")
@@ -85,7 +95,6 @@ def register(sub) -> None:
     _common(t, "out/bench/tpch")
     t.set_defaults(bench_func=run_tpch_cmd)
 
-    from .tpcds_bench import register_cli as register_tpcds_bench, run_tpcds_cmd
     register_tpcds_bench(bs, _common, run_tpcds_cmd)
 
     for name, what in (("mine", "the mining benchmark (queries/s, peak memory)"),
@@ -104,27 +113,8 @@ def register(sub) -> None:
     p.set_defaults(func=dispatch)
 
 
-def _spark(args):
-    from ..sparkutil import get_spark
-    conf = {}
-    if args.shuffle_partitions:
-        conf["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
-    for kv in args.conf:
-        if "=" not in kv:
-            from ..errors import SuperopError
-            raise SuperopError(f"--conf needs KEY=VALUE, got {kv!r}")
-        k, v = kv.split("=", 1)
-        conf[k.strip()] = v.strip()
-    spark = get_spark("superop-bench", master=args.master, conf=conf)
-    for k, v in conf.items():   # also on a session that already existed (getOrCreate)
-        if k.startswith("spark.sql."):
-            spark.conf.set(k, v)
-    return spark
-
-
 def _finish(doc, args, kind: str, progress) -> int:
     import os
-    from .report import log_mlflow, now, write_outputs
     doc["finished_at"] = now()
     try:
         doc["machine"]["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -139,7 +129,6 @@ def _finish(doc, args, kind: str, progress) -> int:
             progress.warn(f"MLflow logging failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     md = open(outs["markdown"]).read()
     if args.readme:
-        from .report import update_readme
         update_readme(args.readme, args.readme_block or kind, md)
     if getattr(args, "json", False):
         import json
@@ -154,14 +143,10 @@ def _finish(doc, args, kind: str, progress) -> int:
 
 
 def run_micro_cmd(args) -> int:
-    from .micro import run_micro, select_queries
-    from .progress import Progress
-    from .report import code_version, command_line, machine_info, now, spark_info
-    from .rewriters import make_rewriter
     queries = select_queries(args.queries.split(",") if args.queries else None)
     started = now()
     machine = machine_info()
-    spark = _spark(args)
+    spark = bench_spark(args)
     rw = make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log)
     progress = Progress(enabled=not args.quiet)
     doc = run_micro(spark, rw, rows=args.rows, repeat=args.repeat, warmup=args.warmup,
@@ -177,14 +162,10 @@ def run_micro_cmd(args) -> int:
 
 
 def run_tpch_cmd(args) -> int:
-    from .progress import Progress
-    from .report import code_version, command_line, machine_info, now, spark_info
-    from .rewriters import make_rewriter
-    from .tpch_bench import parse_queries, run_tpch
     qs = parse_queries(args.queries)
     started = now()
     machine = machine_info()
-    spark = _spark(args)
+    spark = bench_spark(args)
     progress = Progress(enabled=not args.quiet)
     doc = run_tpch(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log),
                    sf=args.sf,
@@ -203,7 +184,6 @@ def _wrapper(name: str):
         import subprocess
         import sys
         from pathlib import Path
-        from ..errors import SuperopError
         root = Path(__file__).resolve().parents[2]
         path = root / "benchmarks" / script
         if not path.is_file():

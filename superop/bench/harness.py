@@ -23,7 +23,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from ..sparkutil import bag
+from ..errors import SuperopError
+from ..explain import explain_text, parse_explain
+from ..sparkutil import bag, get_spark
 
 _group_ids = itertools.count()
 
@@ -46,14 +48,12 @@ class PlanInfo:
 def plan_info(spark, sql: str) -> PlanInfo:
     """Exchanges in the physical plan Spark chooses for ``sql`` (counted as the runtime's
     benefit gate counts them: superop.runtime.plan)."""
-    from ..explain import explain_text, parse_explain
     p = parse_explain(explain_text(spark, sql))
     return PlanInfo(p.exchanges, p.broadcasts, p.reused, p.tree)
 
 
 def plan_info_from_text(text: str) -> PlanInfo:
     """The same counts for a physical plan's tree text."""
-    from ..explain import parse_explain
     p = parse_explain("== Physical Plan ==\n" + text)
     return PlanInfo(p.exchanges, p.broadcasts, p.reused, text)
 
@@ -251,3 +251,21 @@ def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def bench_spark(args):
+    """The SparkSession of a `superop bench` command: --master, --conf and
+    --shuffle-partitions applied (also to a session that already existed)."""
+    conf = {}
+    if args.shuffle_partitions:
+        conf["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
+    for kv in args.conf:
+        if "=" not in kv:
+            raise SuperopError(f"--conf needs KEY=VALUE, got {kv!r}")
+        k, v = kv.split("=", 1)
+        conf[k.strip()] = v.strip()
+    spark = get_spark("superop-bench", master=args.master, conf=conf)
+    for k, v in conf.items():   # also on a session that already existed (getOrCreate)
+        if k.startswith("spark.sql."):
+            spark.conf.set(k, v)
+    return spark

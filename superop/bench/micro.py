@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .harness import (check_equal, median, plan_info, ratio, summarize, timed_run,
-                      unchanged_equality)
+from ..errors import SuperopError
+from .harness import check_equal, median, plan_info, ratio, summarize, timed_run, unchanged_equality
 from .progress import Progress
 
 
@@ -177,7 +177,6 @@ def select_queries(names: Optional[Sequence[str]] = None) -> list[MicroQuery]:
     """Queries by name or family (``du``, ``dj``, ``mj``); all when ``names`` is empty."""
     if not names:
         return list(MICRO_QUERIES)
-    from ..errors import SuperopError
     out = []
     for n in names:
         n = n.strip().lower()

@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-PKG = Path(__file__).resolve().parents[2]          # superop/
+from ..errors import SuperopError
+from ..pipeline.nightly import content_hash, run_nightly
+from ..workloads.bundled import LOG
+
+PKG = Path(__file__).resolve().parents[1]          # superop/
 # what does not change the mined catalog: the runtime and the benchmarks themselves
-_NOT_CATALOG_CODE = ("runtime", os.path.join("workloads", "bench"))
+_NOT_CATALOG_CODE = ("runtime", "bench")
 
 
 def catalog_code_version() -> str:
@@ -57,8 +61,6 @@ def mined_catalog(data_dir: str | os.PathLike, log: Optional[str | os.PathLike] 
     """The nightly job's catalog for ``log`` (default: the bundled log), mined once and cached
     under ``data_dir/mined-catalogs/<log hash>-<code version>/``. ``nightly_kw`` go to
     ``run_nightly`` (e.g. ``max_candidates`` for small test runs; they are part of the key)."""
-    from ..pipeline.nightly import content_hash, run_nightly
-    from ..workloads.bundled import LOG
     log = str(log or LOG)
     lh = content_hash(log)
     cv = catalog_code_version()
@@ -75,7 +77,6 @@ def mined_catalog(data_dir: str | os.PathLike, log: Optional[str | os.PathLike] 
         nightly_kw.setdefault("share_window_s", None)   # the bench needs the rules, not the sharing report
         res = run_nightly(log, tmp, spark=spark, register=False, progress=progress, **nightly_kw)
         if res.catalog_path is None or not Path(res.catalog_path).is_file():
-            from ..errors import SuperopError
             raise SuperopError(f"the nightly job wrote no catalog for {log}")
         (tmp / "bench-key.json").write_text(json.dumps({"log": log, "log_hash": lh, "code_version": cv,
                                                         "nightly": nightly_kw}, indent=2, default=str))

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from ..errors import SuperopError
 from ..storage import atomic_write_json, atomic_write_text
 
 
@@ -408,7 +409,6 @@ def update_readme(readme: str | os.PathLike, block: str, text: str) -> None:
     p = Path(readme)
     doc = p.read_text()
     if README_START not in doc or README_END not in doc:
-        from ..errors import SuperopError
         raise SuperopError(f"{p} has no {README_START} ... {README_END} markers")
     head, rest = doc.split(README_START, 1)
     section, tail = rest.split(README_END, 1)

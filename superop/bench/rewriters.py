@@ -11,6 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 from ..errors import SuperopError
+from ..rules_out.builtin import builtin_rules
+from ..rules_out.catalog import make_catalog
+from ..runtime import SuperOpSession
+from .mined import mined_catalog
 
 
 @dataclass
@@ -54,8 +58,6 @@ def default_catalog() -> dict:
     Only with ``--catalog bench-default`` (harness tests); without ``--catalog`` the bench
     times the catalog the nightly job mines (bench/mined.py). The bench also checks every
     pair it times for equal results on the data."""
-    from ..rules_out.builtin import builtin_rules
-    from ..rules_out.catalog import make_catalog
     try:
         rules = builtin_rules(per="family")
     except ImportError as e:  # z3 missing
@@ -76,17 +78,12 @@ def runtime_rewriter(spark, catalog: Optional[str] = None, data_dir: str = ".sup
     hand-built :func:`default_catalog`, for harness tests only. ``keys``: a file of declared
     keys the session vouches for (``SuperOpSession(keys=...)``: a schema file with a
     ``"$keys"`` entry, or a bare keys mapping) — keyed rules apply only with it."""
-    try:
-        from ..runtime import SuperOpSession
-    except ImportError as e:
-        raise SuperopError(f"the runtime rewriter is not available in this checkout ({e})") from None
     if catalog == HAND_BUILT:
         cat, desc = default_catalog(), ("bench-default (hand-built DU/DJ/MJ rules, templates proved by "
                                         "superop.verify at start-up; harness tests only)")
     elif catalog:
         cat, desc = catalog, catalog
     else:
-        from .mined import mined_catalog
         m = mined_catalog(data_dir, log, spark=spark, **(mine_kw or {}))
         cat, desc = str(m.path), m.describe()
     so = SuperOpSession(spark, cat, keys=keys)

@@ -10,10 +10,16 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional, Sequence
 
-from .harness import check_equal, median, plan_info, ratio, unchanged_equality
+from ..ir.schema import load_keys_file
+from ..storage import atomic_write_json, atomic_write_text
+from ..workloads.tpcds import parse_query_names, register_tpcds
+from ..workloads.tpcds import queries as all_queries
+from ..workloads.tpcds.data import tpcds_data
+from .harness import bench_spark, check_equal, median, plan_info, ratio, unchanged_equality
 from .micro import measure_triple
 from .progress import Progress
-from .report import equal_cell
+from .report import code_version, command_line, equal_cell, log_mlflow, machine_info, now, spark_info, update_readme
+from .rewriters import make_rewriter
 
 
 def run_tpcds(spark, make_rewriter: Callable, *, sf: float = 1.0,
@@ -23,9 +29,6 @@ def run_tpcds(spark, make_rewriter: Callable, *, sf: float = 1.0,
               tpcds_dir: Optional[str | os.PathLike] = None) -> dict:
     """``tpcds_dir``: existing tpcgen-cli output to use instead of generating at ``sf``.
     Registers the tables as temp views of ``spark`` (use a child session to keep others')."""
-    from ..workloads.tpcds import queries as all_queries
-    from ..workloads.tpcds import register_tpcds
-    from ..workloads.tpcds.data import tpcds_data
     qs = all_queries()
     names = list(queries) if queries else list(qs)
     if progress:
@@ -154,18 +157,12 @@ def run_tpcds_cmd(args) -> int:
     import os as _os
     from pathlib import Path
 
-    from ..storage import atomic_write_json, atomic_write_text
-    from .commands import _spark
-    from ..workloads.tpcds import parse_query_names
-    from .report import code_version, command_line, log_mlflow, machine_info, now, spark_info
-    from .rewriters import make_rewriter
     names = parse_query_names(args.queries)
     keys = getattr(args, "keys", None)
     if keys:
-        from ..ir.keys import load_keys_file
         load_keys_file(keys)           # a bad file fails here, before Spark starts
     started, machine = now(), machine_info()
-    base = _spark(args)
+    base = bench_spark(args)
     spark = base.newSession()          # TPC-DS table names must not replace others' views
     progress = Progress(enabled=not args.quiet)
     doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir, args.log,
@@ -193,7 +190,6 @@ def run_tpcds_cmd(args) -> int:
         except Exception as e:  # the measurements are on disk; say why MLflow failed
             progress.warn(f"MLflow logging failed: {type(e).__name__}: {str(e)[:200]}")
     if args.readme:
-        from .report import update_readme
         update_readme(args.readme, args.readme_block or "tpcds", md)
     print(md)
     print(f"wrote {out / 'tpcds.json'}, {out / 'tpcds.md'}")

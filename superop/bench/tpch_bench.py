@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..errors import SuperopError
+from ..workloads.tpch import QUERIES, register_tpch
 from .harness import check_equal, median, plan_info, ratio, unchanged_equality
 from .micro import measure_triple
 from .progress import Progress
@@ -58,7 +59,6 @@ def run_tpch(spark, make_rewriter: Callable, *, sf: float = 1.0, queries: Sequen
              repeat: int = 3, warmup: int = 1, data_dir: str | os.PathLike = ".superop/bench-data",
              progress: Optional[Progress] = None, tpch_dir: Optional[str | os.PathLike] = None) -> dict:
     """``tpch_dir``: existing tpchgen-cli output to use instead of generating at ``sf``."""
-    from ..workloads.tpch import QUERIES, register_tpch
     queries = list(queries)
     if progress:
         progress.start(len(queries) * repeat)

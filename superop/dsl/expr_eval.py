@@ -175,10 +175,13 @@ _CMP = {exp.EQ: lambda a, b: a == b, exp.NEQ: lambda a, b: a != b, exp.LT: lambd
 _ARITH = {exp.Add: lambda a, b: a + b, exp.Sub: lambda a, b: a - b, exp.Mul: lambda a, b: a * b}
 
 
+Sub = Callable[[exp.Expression], Fn]          # compiles a child expression
+
+
 def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
                  agg: Optional[Callable[[exp.AggFunc], Fn]] = None) -> Fn:
     """Compile ``e`` to ``env -> value``. Raises EvalError for unsupported syntax."""
-    c = lambda x: compile_expr(x, resolve, agg)  # noqa: E731
+    c: Sub = lambda x: compile_expr(x, resolve, agg)  # noqa: E731
 
     if isinstance(e, exp.Column):
         if isinstance(e.this, exp.Star):
@@ -187,189 +190,209 @@ def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
     if isinstance(e, (exp.Literal, exp.Null, exp.Boolean)):
         v = literal_value(e)
         return lambda env: v
-    if isinstance(e, exp.Paren):
-        return c(e.this)
-    if isinstance(e, exp.Alias):
+    if isinstance(e, (exp.Paren, exp.Alias)):
         return c(e.this)
     if isinstance(e, exp.AggFunc) and agg is not None:
         return agg(e)
-    if isinstance(e, exp.Tuple):     # the (payload, ordering) argument of max_by / min_by
-        parts = [c(x) for x in e.expressions]
-        return lambda env: tuple(f(env) for f in parts)
     t = type(e)
     if t in _CMP:
         f, a, b = _cmp(_CMP[t]), c(e.this), c(e.expression)
         return lambda env: f(a(env), b(env))
-    if t is exp.NullSafeEQ:
-        a, b = c(e.this), c(e.expression)
-
-        def nseq(env):
-            x, y = a(env), b(env)
-            if x is None or y is None:
-                return x is None and y is None
-            return x == y
-        return nseq
     if t in _ARITH:
         f, a, b = _arith(_ARITH[t]), c(e.this), c(e.expression)
         return lambda env: f(a(env), b(env))
-    if t is exp.Div:
-        a, b = c(e.this), c(e.expression)
-        return lambda env: _div(a(env), b(env))
-    if t is exp.IntDiv:
-        a, b = c(e.this), c(e.expression)
-        return lambda env: _intdiv(a(env), b(env))
-    if t is exp.Mod:
-        a, b = c(e.this), c(e.expression)
-        return lambda env: _mod(a(env), b(env))
-    if t is exp.Neg:
-        a = c(e.this)
-        return lambda env: (lambda v: None if v is None else -v)(a(env))
-    if t is exp.And:
-        a, b = c(e.this), c(e.expression)
-        return lambda env: _and(_truth(a(env)), _truth(b(env)))
-    if t is exp.Or:
-        a, b = c(e.this), c(e.expression)
-        return lambda env: _or(_truth(a(env)), _truth(b(env)))
-    if t is exp.Not:
-        a = c(e.this)
-        return lambda env: (lambda v: None if v is None else not v)(_truth(a(env)))
-    if t is exp.Is:
-        a = c(e.this)
-        if isinstance(e.expression, exp.Null):
-            return lambda env: a(env) is None
-        if isinstance(e.expression, exp.Boolean):
-            want = bool(e.expression.this)
-            return lambda env: _truth(a(env)) is want
-        raise EvalError(f"IS {e.expression.sql()}")
-    if t is exp.In:
-        if e.args.get("query") is not None or e.args.get("unnest") is not None:
-            raise EvalError("IN (subquery)")
-        a = c(e.this)
-        items = [c(x) for x in e.expressions]
-
-        def inlist(env):
-            v = a(env)
-            if v is None:
-                return None
-            saw_null = False
-            for it in items:
-                w = it(env)
-                if w is None:
-                    saw_null = True
-                elif _coerce_pair(v, w)[0] == _coerce_pair(v, w)[1]:
-                    return True
-            return None if saw_null else False
-        return inlist
-    if t is exp.Between:
-        a, lo, hi = c(e.this), c(e.args["low"]), c(e.args["high"])
-        ge, le = _cmp(_CMP[exp.GTE]), _cmp(_CMP[exp.LTE])
-        return lambda env: (lambda v: _and(ge(v, lo(env)), le(v, hi(env))))(a(env))
-    if t is exp.Case:
-        base = c(e.this) if e.this is not None else None
-        ifs = [(c(i.this), c(i.args["true"])) for i in e.args.get("ifs") or []]
-        dflt = c(e.args["default"]) if e.args.get("default") is not None else (lambda env: None)
-        eq = _cmp(_CMP[exp.EQ])
-
-        def case(env):
-            bv = base(env) if base is not None else None
-            for cond, val in ifs:
-                r = eq(bv, cond(env)) if base is not None else _truth(cond(env))
-                if r is True:
-                    return val(env)
-            return dflt(env)
-        return case
-    if t is exp.If:
-        cond, tv = c(e.this), c(e.args["true"])
-        fv = c(e.args["false"]) if e.args.get("false") is not None else (lambda env: None)
-        return lambda env: tv(env) if _truth(cond(env)) is True else fv(env)
-    if t is exp.Coalesce:
-        parts = [c(e.this)] + [c(x) for x in e.expressions]
-
-        def coalesce(env):
-            for p in parts:
-                v = p(env)
-                if v is not None:
-                    return v
-            return None
-        return coalesce
-    if t is exp.Nullif:
-        a, b = c(e.this), c(e.expression)
-        eq = _cmp(_CMP[exp.EQ])
-        return lambda env: (lambda x, y: None if eq(x, y) is True else x)(a(env), b(env))
-    if t in (exp.Cast, exp.TryCast):
-        a = c(e.this)
-        to = e.args["to"].sql(dialect=DIALECT)
-        _cast(None, to)
-        low = to.lower()
-        if not (low in ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte",
-                        "double", "float", "real", "string", "varchar", "text", "boolean", "bool",
-                        "date") or low.startswith(("decimal", "varchar", "char", "timestamp"))):
-            raise EvalError(f"CAST to {to}")
-        return lambda env: _cast(a(env), to)
+    if t in _BINARY:
+        g, a, b = _BINARY[t], c(e.this), c(e.expression)
+        return lambda env: g(a(env), b(env))
+    if t in _UNARY:
+        u, a = _UNARY[t], c(e.this)
+        return lambda env: (lambda v: None if v is None else u(v))(a(env))
     if t is exp.TsOrDsToDate and e.args.get("format") is None:
         a = c(e.this)
         return lambda env: _cast(a(env), "date")
-    if t in (exp.Like, exp.ILike):
-        a, p = c(e.this), c(e.expression)
-        if t is exp.ILike:
-            return lambda env: _like(*(None if v is None else v.lower() for v in (a(env), p(env))))
-        return lambda env: _like(a(env), p(env))
-    if t is exp.Abs:
-        a = c(e.this)
-        return lambda env: (lambda v: None if v is None else abs(v))(a(env))
-    if t in (exp.Upper, exp.Lower):
-        a = c(e.this)
-        up = t is exp.Upper
-        return lambda env: (lambda v: None if v is None else (v.upper() if up else v.lower()))(a(env))
-    if t is exp.Length:
-        a = c(e.this)
-        return lambda env: (lambda v: None if v is None else len(str(v)))(a(env))
-    if t in (exp.Concat, exp.DPipe):
-        parts = [c(x) for x in (e.expressions if t is exp.Concat else [e.this, e.expression])]
+    form = _FORMS.get(t)
+    if form is None:
+        raise EvalError(f"unsupported expression {e.key}: {e.sql(dialect=DIALECT)}")
+    return form(e, c)
 
-        def concat(env):
-            vs = [p(env) for p in parts]
-            if any(v is None for v in vs):
-                return None
-            return "".join(_cast(v, "string") for v in vs)
-        return concat
-    if t is exp.Substring:
-        a = c(e.this)
-        st = c(e.args["start"]) if e.args.get("start") is not None else (lambda env: 1)
-        ln = c(e.args["length"]) if e.args.get("length") is not None else (lambda env: None)
 
-        def substr(env):
-            s, p, n = a(env), st(env), ln(env)
-            if s is None or p is None:
-                return None
-            s = str(s)
-            i = p - 1 if p > 0 else (len(s) + p if p < 0 else 0)
-            i = max(i, 0)
-            return s[i:] if n is None else s[i:i + max(n, 0)]
-        return substr
-    if t in (exp.Greatest, exp.Least):
-        parts = [c(e.this)] + [c(x) for x in e.expressions]
-        pick = max if t is exp.Greatest else min
+def _null_safe_eq(x: Any, y: Any) -> bool:
+    if x is None or y is None:
+        return x is None and y is None
+    return bool(x == y)
 
-        def gl(env):
-            vs = [v for v in (p(env) for p in parts) if v is not None]
-            return pick(vs) if vs else None
-        return gl
-    if t is exp.Round:
-        a = c(e.this)
-        d = c(e.args["decimals"]) if e.args.get("decimals") is not None else (lambda env: 0)
 
-        def rnd(env):
-            v, n = a(env), d(env)
-            if v is None or n is None:
-                return None
-            # Spark rounds HALF_UP
-            q = 10 ** n
-            r = math.floor(abs(v) * q + 0.5) / q
-            r = r if v >= 0 else -r
-            return int(r) if isinstance(v, int) and n >= 0 else r
-        return rnd
-    raise EvalError(f"unsupported expression {e.key}: {e.sql(dialect=DIALECT)}")
+# two operands, the function sees their values
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    exp.NullSafeEQ: _null_safe_eq, exp.Div: _div, exp.IntDiv: _intdiv, exp.Mod: _mod,
+    exp.And: lambda x, y: _and(_truth(x), _truth(y)), exp.Or: lambda x, y: _or(_truth(x), _truth(y)),
+    exp.Nullif: lambda x, y: None if _cmp(_CMP[exp.EQ])(x, y) is True else x,
+}
+# one operand, NULL in -> NULL out
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    exp.Neg: lambda v: -v, exp.Abs: abs, exp.Upper: lambda v: v.upper(), exp.Lower: lambda v: v.lower(),
+    exp.Length: lambda v: len(str(v)), exp.Not: lambda v: (lambda b: None if b is None else not b)(_truth(v)),
+}
+
+
+def _tuple(e: exp.Expression, c: Sub) -> Fn:
+    """The (payload, ordering) argument of max_by / min_by."""
+    parts = [c(x) for x in e.expressions]
+    return lambda env: tuple(f(env) for f in parts)
+
+
+def _is(e: exp.Expression, c: Sub) -> Fn:
+    a = c(e.this)
+    if isinstance(e.expression, exp.Null):
+        return lambda env: a(env) is None
+    if isinstance(e.expression, exp.Boolean):
+        want = bool(e.expression.this)
+        return lambda env: _truth(a(env)) is want
+    raise EvalError(f"IS {e.expression.sql()}")
+
+
+def _in(e: exp.Expression, c: Sub) -> Fn:
+    if e.args.get("query") is not None or e.args.get("unnest") is not None:
+        raise EvalError("IN (subquery)")
+    a = c(e.this)
+    items = [c(x) for x in e.expressions]
+
+    def inlist(env: Any) -> Optional[bool]:
+        v = a(env)
+        if v is None:
+            return None
+        saw_null = False
+        for it in items:
+            w = it(env)
+            if w is None:
+                saw_null = True
+            elif _coerce_pair(v, w)[0] == _coerce_pair(v, w)[1]:
+                return True
+        return None if saw_null else False
+    return inlist
+
+
+def _between(e: exp.Expression, c: Sub) -> Fn:
+    a, lo, hi = c(e.this), c(e.args["low"]), c(e.args["high"])
+    ge, le = _cmp(_CMP[exp.GTE]), _cmp(_CMP[exp.LTE])
+    return lambda env: (lambda v: _and(ge(v, lo(env)), le(v, hi(env))))(a(env))
+
+
+def _case(e: exp.Expression, c: Sub) -> Fn:
+    base = c(e.this) if e.this is not None else None
+    ifs = [(c(i.this), c(i.args["true"])) for i in e.args.get("ifs") or []]
+    dflt = c(e.args["default"]) if e.args.get("default") is not None else (lambda env: None)
+    eq = _cmp(_CMP[exp.EQ])
+
+    def case(env: Any) -> Any:
+        bv = base(env) if base is not None else None
+        for cond, val in ifs:
+            r = eq(bv, cond(env)) if base is not None else _truth(cond(env))
+            if r is True:
+                return val(env)
+        return dflt(env)
+    return case
+
+
+def _if(e: exp.Expression, c: Sub) -> Fn:
+    cond, tv = c(e.this), c(e.args["true"])
+    fv = c(e.args["false"]) if e.args.get("false") is not None else (lambda env: None)
+    return lambda env: tv(env) if _truth(cond(env)) is True else fv(env)
+
+
+def _coalesce(e: exp.Expression, c: Sub) -> Fn:
+    parts = [c(e.this)] + [c(x) for x in e.expressions]
+
+    def coalesce(env: Any) -> Any:
+        for p in parts:
+            v = p(env)
+            if v is not None:
+                return v
+        return None
+    return coalesce
+
+
+_CASTABLE = ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte", "double", "float",
+             "real", "string", "varchar", "text", "boolean", "bool", "date")
+
+
+def _cast_form(e: exp.Expression, c: Sub) -> Fn:
+    a = c(e.this)
+    to = e.args["to"].sql(dialect=DIALECT)
+    _cast(None, to)
+    low = to.lower()
+    if not (low in _CASTABLE or low.startswith(("decimal", "varchar", "char", "timestamp"))):
+        raise EvalError(f"CAST to {to}")
+    return lambda env: _cast(a(env), to)
+
+
+def _like_form(e: exp.Expression, c: Sub) -> Fn:
+    a, p = c(e.this), c(e.expression)
+    if isinstance(e, exp.ILike):
+        return lambda env: _like(*(None if v is None else v.lower() for v in (a(env), p(env))))
+    return lambda env: _like(a(env), p(env))
+
+
+def _concat(e: exp.Expression, c: Sub) -> Fn:
+    parts = [c(x) for x in (e.expressions if isinstance(e, exp.Concat) else [e.this, e.expression])]
+
+    def concat(env: Any) -> Optional[str]:
+        vs = [p(env) for p in parts]
+        if any(v is None for v in vs):
+            return None
+        return "".join(_cast(v, "string") for v in vs)
+    return concat
+
+
+def _substring(e: exp.Expression, c: Sub) -> Fn:
+    a = c(e.this)
+    st = c(e.args["start"]) if e.args.get("start") is not None else (lambda env: 1)
+    ln = c(e.args["length"]) if e.args.get("length") is not None else (lambda env: None)
+
+    def substr(env: Any) -> Optional[str]:
+        s, p, n = a(env), st(env), ln(env)
+        if s is None or p is None:
+            return None
+        s = str(s)
+        i = p - 1 if p > 0 else (len(s) + p if p < 0 else 0)
+        i = max(i, 0)
+        return s[i:] if n is None else s[i:i + max(n, 0)]
+    return substr
+
+
+def _greatest_least(e: exp.Expression, c: Sub) -> Fn:
+    parts = [c(e.this)] + [c(x) for x in e.expressions]
+    pick = max if isinstance(e, exp.Greatest) else min
+
+    def gl(env: Any) -> Any:
+        vs = [v for v in (p(env) for p in parts) if v is not None]
+        return pick(vs) if vs else None
+    return gl
+
+
+def _round(e: exp.Expression, c: Sub) -> Fn:
+    a = c(e.this)
+    d = c(e.args["decimals"]) if e.args.get("decimals") is not None else (lambda env: 0)
+
+    def rnd(env: Any) -> Any:
+        v, n = a(env), d(env)
+        if v is None or n is None:
+            return None
+        # Spark rounds HALF_UP
+        q = 10 ** n
+        r = math.floor(abs(v) * q + 0.5) / q
+        r = r if v >= 0 else -r
+        return int(r) if isinstance(v, int) and n >= 0 else r
+    return rnd
+
+
+# the forms with structure of their own (several operands, options, lazy branches)
+_FORMS: dict[type, Callable[[exp.Expression, Sub], Fn]] = {
+    exp.Tuple: _tuple, exp.Is: _is, exp.In: _in, exp.Between: _between, exp.Case: _case, exp.If: _if,
+    exp.Coalesce: _coalesce, exp.Cast: _cast_form, exp.TryCast: _cast_form, exp.Like: _like_form,
+    exp.ILike: _like_form, exp.Concat: _concat, exp.DPipe: _concat, exp.Substring: _substring,
+    exp.Greatest: _greatest_least, exp.Least: _greatest_least, exp.Round: _round,
+}
 
 
 def truth(v) -> bool:

@@ -22,10 +22,10 @@ from typing import Any, Iterable, Sequence
 
 from sqlglot import exp
 
-from ..ir.keys import Determines
-from .program import BUFFERING, STREAMING, Accumulator, Program
+from ..ir.dependencies import Determines
 from .expr_eval import EvalError, compile_expr, truth
 from .plan_eval import moment_value
+from .program import BUFFERING, STREAMING, Accumulator, Program
 
 
 class ProgramError(ValueError):

@@ -17,9 +17,9 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from ..ir.nodes import (Aggregate, Join, Node, Project, Rename, Scan, Select, Sort, UnionAll,
-                        resolve_field)
+from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Scan, Select, Sort, UnionAll, resolve_field
 from .expr_eval import EvalError, compile_expr, truth
+from .program import NoAccumulator, accumulator_call
 
 
 class PlanEvalError(Exception):
@@ -39,7 +39,6 @@ def _resolver(fields) -> Callable[[exp.Column], Callable]:
 def _agg_state(func: exp.AggFunc):
     """(func name, argument expression or None) of a supported aggregate (the one table:
     :func:`superop.synth.dsl.accumulator_call`)."""
-    from .program import NoAccumulator, accumulator_call
     try:
         return accumulator_call(func)
     except NoAccumulator as e:

@@ -73,8 +73,8 @@ from typing import Optional, Union
 import sqlglot
 from sqlglot import exp
 
+from ..ir.dependencies import Determines
 from ..ir.dialect import DIALECT
-from ..ir.keys import Determines
 
 AGG_FUNCS = ("count_star", "count", "sum", "min", "max", "avg", "count_distinct", "count_distinct_sorted",
              "max_by", "min_by", "stddev_samp", "var_samp")

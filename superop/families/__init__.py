@@ -1,4 +1,4 @@
-"""Super-operator families: each declared once (``du.py``, ``ga.py``, ``dj.py``, ``mj.py``,
+"""Super-operator families: each declared once (``du.py``, ``ga.py``, ``dj.py``, ``mj/``,
 ``nb.py``, ``pivot.py``), listed in
 one registry (:data:`REGISTRY`), read by every stage. See README.md.
 
@@ -11,13 +11,11 @@ one registry (:data:`REGISTRY`), read by every stage. See README.md.
     families.regroup(plan)            # the canonical plan scan's findings are nodes of
     families.over_source(root, source) # a match's sub-plan reading its source as one table
 """
-from .kit import (EDGE_OPS, Branch, Covers, Finding, Match, NearMiss, Reason, ReasonCode, Side,
-                  TemplateError)
-from .kit.family import Family
+from .kit import EDGE_OPS, Branch, Covers, Finding, Match, NearMiss, Reason, ReasonCode, Side, TemplateError
 from .kit.diamond import over_source
+from .kit.family import Family
 from .kit.regroup import regroup
-from .matching import (build_program, finish, first_match, match_at, reason_codes, recognize_at,
-                       scan)
+from .matching import build_program, finish, first_match, match_at, reason_codes, recognize_at, scan
 from .registry import REGISTRY, get, names
 
 __all__ = ["REGISTRY", "get", "names", "Family", "Match", "NearMiss", "Finding", "Branch", "Covers",

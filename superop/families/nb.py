@@ -41,12 +41,12 @@ from typing import Any, Optional, Sequence, Union
 
 from sqlglot import exp
 
-from ..ir.analysis import Edge, capture_parameters
+from ..dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
+from ..ir.analysis import Edge, capture_parameters, walk_edge
 from ..ir.dialect import DIALECT
 from ..ir.generate import translate_columns
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Select, Sort, Window
-from ..dsl import STREAMING, Neighbour, Program, RowEmit, RowNumber, SortKey, ref
 from .kit.covers import Covers
 from .kit.diamond import Shape, bare_column, find_field, trace, tree_positions
 from .kit.family import Family, Slot, Streamability, edge_op_names
@@ -344,7 +344,6 @@ def _one_view(branches: Sequence[Branch]) -> Optional[list[Branch]]:
 
 
 def capture_parameters_of(top: Node, view: Node) -> Any:
-    from ..ir.analysis import walk_edge
     return capture_parameters(walk_edge(top, frozenset({id(view)})))
 
 

@@ -56,21 +56,39 @@ from typing import Any, Optional, Sequence, Union
 
 from sqlglot import exp
 
-from ..ir.analysis import Edge, capture_parameters, walk_edge
-from ..ir.dialect import DIALECT
-from ..ir.generate import translate_columns
-from ..ir.functions import is_nondeterministic_expr
-from ..ir.keys import Determines, closure, dependencies
-from ..ir.nodes import Join, UnionAll
 from ..dsl import AGG_FUNCS, STREAMING, Program
+from ..ir.analysis import Edge, capture_parameters, walk_edge
+from ..ir.dependencies import Determines, closure, dependencies
+from ..ir.dialect import DIALECT
+from ..ir.functions import is_nondeterministic_expr
+from ..ir.generate import translate_columns
+from ..ir.lowering.exprs import conjuncts
+from ..ir.nodes import Join, UnionAll
 from .kit.covers import EDGE_OPS, Covers
 from .kit.diamond import PlanContext, Shape, bare_column, field_type, find_field
 from .kit.family import Family, ProofInstance, Slot, Streamability
-from .kit.program import (AggBranch, Accs, TreeInput, join_tree_emits, not_null_keys_prefilter, root_key_premise,
-                          same_keys, tree_implied, tree_premise_failure)
-from .kit.records import (KEYED_JOIN_KINDS, Branch, CatalogNames, KeyPremise, Match, NearMiss, Reason,
-                          ReasonCode, TemplateError)
-from ..ir.lowering.exprs import conjuncts
+from .kit.program import (
+    Accs,
+    AggBranch,
+    TreeInput,
+    join_tree_emits,
+    not_null_keys_prefilter,
+    root_key_premise,
+    same_keys,
+    tree_implied,
+    tree_premise_failure,
+)
+from .kit.records import (
+    KEYED_JOIN_KINDS,
+    Branch,
+    CatalogNames,
+    KeyPremise,
+    Match,
+    NearMiss,
+    Reason,
+    ReasonCode,
+    TemplateError,
+)
 from .kit.regroup import aggregate_below, and_all
 
 

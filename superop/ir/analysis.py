@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from .generate import translate_columns
 from .nodes import Field, Node, Project, Rename, Select, resolve_field
+from .render import symbol
 
 OPTIONAL_OPS = (Select, Project, Rename)
 
@@ -38,7 +39,6 @@ class Edge:
         return self.ops[0] if self.ops else self.bottom
 
     def symbols(self) -> str:
-        from .render import symbol
         return "".join(symbol(o) for o in reversed(self.ops))
 
 

@@ -5,12 +5,13 @@ import argparse
 import json
 from typing import Any
 
-from ..cliutil import add_sql_args, read_sql
+from ..cliutil import add_json_arg, add_sql_args, read_sql
+from . import lower, render, shape, to_sql
+from .dialect import pretty_sql
 from .schema import load_schema_arg
 
 
 def register(sub: Any) -> None:
-    from ..cliutil import add_json_arg
     p = sub.add_parser("plan", help="lower a query to the plan IR and print tree, shape and SQL",
                        description="Shows how superop sees a query: the plan IR tree, its shape "
                                    "and the SQL regenerated from the IR.")
@@ -20,7 +21,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import lower, render, shape, to_sql
     sql = read_sql(args)
     low = lower(sql, load_schema_arg(args.schema))
     out = {"tree": render(low.plan), "shape": shape(low.plan), "sql": to_sql(low.plan),
@@ -30,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(out["tree"])
         print(f"shape: {out['shape']}")
-        from .dialect import pretty_sql
         print("sql:   " + pretty_sql(str(out["sql"])).replace("\n", "\n       "))
         if low.opaque_reasons:
             print(f"opaque: {'; '.join(low.opaque_reasons)}")

@@ -16,8 +16,25 @@ from sqlglot import exp
 from .dialect import DIALECT, parse_one
 from .functions import is_nondeterministic_expr
 from .names import ident, needs_quotes
-from .nodes import (Aggregate, Field, GroupingAggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select,
-                    Sort, UnionAll, Window, is_nondeterministic, parents, resolve_field, walk)
+from .nodes import (
+    Aggregate,
+    Field,
+    GroupingAggregate,
+    Join,
+    Limit,
+    Node,
+    Opaque,
+    Project,
+    Rename,
+    Scan,
+    Select,
+    Sort,
+    UnionAll,
+    Window,
+    parents,
+    resolve_field,
+    walk,
+)
 
 
 def col(name: str, table: Optional[str] = None) -> exp.Column:
@@ -347,10 +364,6 @@ def to_ast(plan: Node, names: Optional[Sequence[str]] = None) -> exp.Query:
     if g.ctes:
         sel.set("with_" if "with_" in type(sel).arg_types else "with", exp.With(expressions=g.ctes))
     return sel
-
-
-def _nondet_below(node: Node) -> bool:
-    return any(is_nondeterministic(n) for n in walk(node))
 
 
 def to_sql(plan: Node, names: Optional[Sequence[str]] = None, pretty: bool = False) -> str:

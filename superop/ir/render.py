@@ -6,8 +6,23 @@ from typing import Sequence
 from sqlglot import exp
 
 from .dialect import DIALECT
-from .nodes import (Aggregate, GroupingAggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, Sort,
-                    UnionAll, Window, parents)
+from .nodes import (
+    Aggregate,
+    GroupingAggregate,
+    Join,
+    Limit,
+    Node,
+    Opaque,
+    Project,
+    Rename,
+    Scan,
+    Select,
+    Sort,
+    UnionAll,
+    Window,
+    expressions_of,
+    parents,
+)
 
 JOIN_SYMBOL = {"inner": "⋈", "left": "⟕", "right": "⟖", "full": "⟗", "semi": "⋉", "anti": "▷",
                "cross": "×"}
@@ -87,7 +102,6 @@ def render(root: Node) -> str:
 # Shape strings (Table 2 of the super-operator paper)
 # ---------------------------------------------------------------------------
 def _used_columns(n: Node) -> int:
-    from .nodes import expressions_of
     cols = set()
     for e in expressions_of(n):
         for c in e.find_all(exp.Column):

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from ..errors import SchemaError
+from ..explain import parse_tree, sections
 from .dialect import check_session_dialect
-from .keys import KEYS_ENTRY, DeclaredKey, Declarations, check_columns, parse_keys
+from .functions import NONDETERMINISTIC
+from .keys import KEYS_ENTRY, Declarations, DeclaredKey, check_columns, parse_keys
 from .names import TableName
 
 Columns = tuple[tuple[str, str], ...]
@@ -182,8 +184,6 @@ def _view_volatility_text(df: Any) -> str:
     (Spark Connect): a LIMIT/TABLESAMPLE operator or a call of one of Spark's
     nondeterministic functions. Conservative: the name followed by ``(`` anywhere in the
     text counts. "" when the text cannot be read."""
-    from ..explain import parse_tree, sections
-    from .functions import NONDETERMINISTIC
     try:
         text = sections(df._explain_string(extended=True)).get("Analyzed Logical Plan", "")
     except Exception:  # noqa: BLE001 - neither API: nothing known
@@ -260,3 +260,30 @@ def schema_from_spark(spark: Any, tables: list[str] | None = None) -> dict[str, 
 def load_schema_arg(path: Optional[str]) -> dict[str, Any]:
     """The schema of a command's ``--schema FILE`` argument ({} when not given)."""
     return load_schema(path) if path else {}
+
+
+def session_keys(keys: object) -> Declarations:
+    """A runtime's declarations: the ``"$keys"`` mapping, or the path of a schema file
+    (the ``--schema`` format) whose ``"$keys"`` entry holds them; None = none."""
+    if keys is None:
+        return {}
+    if isinstance(keys, str):
+        return load_keys_file(keys)
+    return parse_keys(keys, "keys")
+
+
+def load_keys_file(path: str) -> Declarations:
+    """The declarations of a JSON file: a schema file (the ``--schema`` format, its
+    columns checked against its ``"$keys"`` entry) or a bare ``"$keys"`` mapping
+    (``{"customer": "c_customer_sk; c_customer_id"}``). A schema file without a
+    ``"$keys"`` entry declares nothing and is refused (a wrong file must not silently
+    turn every keyed rule off)."""
+    p = Path(path)
+    data = read_json_file(p, "keys file")
+    if isinstance(data, Mapping) and data and all(isinstance(v, str) for v in data.values()):
+        return parse_keys(data, str(p))                      # a bare "$keys" mapping
+    decls = parse_keys(load_schema(p).get(KEYS_ENTRY), str(p))   # the schema file's own checks
+    if not decls:
+        raise SchemaError(f"keys file {p}: no {KEYS_ENTRY} entry (expected a schema file with "
+                          f"one, or a mapping like {{\"customer\": \"c_customer_sk\"}})")
+    return decls

@@ -12,6 +12,13 @@ from typing import Iterator
 
 import pandas as pd
 
+from ..errors import SuperopError
+from ..ir import Rename, Scan, lower, shape, to_sql, walk
+from .detect import detect
+from .fingerprint import Fingerprinter, LineageFingerprinter
+from .physical import PLAN_MARKER, lower_physical
+from .logframe import typed_frame
+
 ANALYSIS_COLUMNS = [
     ("template_id", "string"), ("row_kind", "string"), ("status", "string"),
     ("reason", "string"), ("fingerprint", "string"), ("op", "string"), ("shape", "string"),
@@ -42,11 +49,6 @@ def _reason_of_sql_error(msg: str) -> str:
 
 
 def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
-    from ..errors import SuperopError
-    from ..ir import Rename, Scan, lower, shape, to_sql, walk
-    from .detect import detect
-    from .fingerprint import Fingerprinter, LineageFingerprinter
-    from .physical import PLAN_MARKER, lower_physical
 
     base = {c: None for c, _ in ANALYSIS_COLUMNS}
     base["template_id"] = template_id
@@ -108,7 +110,6 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
 
 
 def make_mapper(schema: dict):
-    from .readers import typed_frame
     schema_json = json.dumps(schema)
 
     def mapper(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:

@@ -30,7 +30,7 @@ import pandas as pd
 from ..errors import SuperopError
 from .normalize import normalize
 from .physical import PLAN_MARKER, is_command
-from .readers import LOG_COLUMNS, typed_frame
+from .logframe import LOG_COLUMNS, typed_frame
 
 EVENT_COLUMNS = LOG_COLUMNS + [("app_id", "string"), ("executor_run_ms", "double"),
                                ("plan_nodes", "int"), ("exchanges", "int")]

@@ -31,12 +31,19 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import pandas as pd
 
 from ..errors import SuperopError
 from ..families import names as family_names
+from ..ir.schema import schema_from_spark
+from ..sparkutil import get_spark
+from ..storage import OutputSet, local_path
+from ..tracking import Tracker, store_for
+from ..tracking import tracking_uri_for as uri_for
+from ..workloads.loggen import mining_schema
+from .analyze import ANALYSIS_DDL, make_mapper
 from .detect import skeleton
 from .normalize import normalize, statement_kind, template_id
 from .readers import SUCCESS, open_log
@@ -146,10 +153,6 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     ``out_dir``: a local path or any Hadoop filesystem URI. The outputs of a run appear
     there together or not at all (:class:`superop.storage.OutputSet`); a caller that passes
     its own ``outputs`` set (the nightly job) commits it itself, with its other outputs."""
-    from pyspark.sql import functions as F
-
-    from .analyze import ANALYSIS_DDL, make_mapper
-
     if k is not None and k < 1:
         raise SuperopError(f"k must be >= 1, got {k}")
     if not 0.0 <= min_cost_share <= 1.0:
@@ -157,21 +160,72 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
     if min_executions < 1:
         raise SuperopError(f"min_executions must be >= 1, got {min_executions}")
     sel = Selection(k, min_cost_share, min_executions)
-    from ..storage import OutputSet, local_path
     out = Path(local_path(str(out_dir))) if local_path(str(out_dir)) is not None else str(out_dir)
     prog = Progress(progress)
     if spark is None:
-        from ..sparkutil import get_spark
         spark = get_spark(app_name="superop-mine", master=master)
     own_outputs = outputs is None
     if schema is None:
-        from ..workloads.loggen import mining_schema
         schema = mining_schema()
     elif schema == "spark":          # the tables and views of the session's catalog
-        from ..ir.schema import schema_from_spark
         schema = schema_from_spark(spark)
     t_start = time.perf_counter()
 
+    log = _read_and_normalize(spark, log_path, fmt, column_map, include_failed, prog)
+    found = _analyze_and_aggregate(spark, log, schema, sel, prog)
+    cands, near = _tables(found.grouped, sel, log.total_cost)
+    summary = _summary(log_path, fmt, k, sel, log, found, cands, near)
+    if own_outputs:
+        outputs = OutputSet(str(out_dir), spark)
+    run_id = None
+    try:
+        with prog.phase("write", str(out)):
+            _write_outputs(outputs, summary, cands, near, found.recurring, prog, t_start)
+        if mlflow_run:
+            with prog.phase("mlflow"):
+                run_id = _log_mlflow(outputs.staged_dir(), summary, cands, log_path, fmt, k,
+                                     experiment, out)
+            summary["mlflow_run_id"] = run_id
+            summary["seconds_by_phase"] = dict(prog.seconds)
+            outputs.write_json("summary.json", summary)
+        if own_outputs:
+            outputs.commit()
+    finally:
+        if own_outputs:
+            outputs.discard()
+    return MiningResult(out, summary, cands, near, found.recurring, run_id)
+
+
+@dataclass
+class _LogTotals:
+    """The read and normalize phases' result: the per-template aggregate (a cached Spark
+    DataFrame: executions, cost, bytes, an example per template id and skip reason) and
+    the log's totals by reason ("" = a usable query)."""
+    log_read: Any                                  # readers.LogRead: the files read, by format
+    per_template: Any                              # pyspark DataFrame
+    by_reason: dict[str, tuple[int, float]]        # reason -> (rows, summed duration ms)
+    n_templates: int
+    queries_read: int
+    usable: int
+    malformed: int
+    total_cost: float
+
+
+@dataclass
+class _Found:
+    """The analyze and aggregate phases' result: per (status, reason) the templates and
+    executions, the recurring sub-plans, and the findings grouped by variant."""
+    status_rows: list
+    recurring: pd.DataFrame
+    grouped: pd.DataFrame
+
+
+def _read_and_normalize(spark, log_path, fmt: str, column_map: Optional[dict], include_failed: bool,
+                        prog: Progress) -> _LogTotals:
+    """ONE Spark pass over the log: rows parsed and normalized to template ids, then
+    aggregated per template. Raises SuperopError when the log is empty or every row is
+    malformed."""
+    from pyspark.sql import functions as F
     with prog.phase("read", str(log_path)):
         # lazily planned: reading, parsing and normalization run in the next phase's job
         log_read = open_log(spark, str(log_path), fmt, column_map,
@@ -201,7 +255,16 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
                            f"({', '.join(sorted(r for r in by_reason if r))})")
     total_cost = sum(c for r, (_, c) in by_reason.items()
                      if r not in MALFORMED_REASONS and r != "failed_statement")
+    return _LogTotals(log_read, per_template, by_reason, n_templates, queries_read, usable, malformed,
+                      total_cost)
 
+
+def _analyze_and_aggregate(spark, log: _LogTotals, schema, sel: Selection, prog: Progress) -> _Found:
+    """Per template (mapInPandas) the IR, fingerprints, candidates and near-misses; then
+    the recurring sub-plans and the findings grouped by variant with their support."""
+    from pyspark.sql import functions as F
+
+    per_template, n_templates, total_cost = log.per_template, log.n_templates, log.total_cost
     with prog.phase("analyze"):
         templates = per_template.filter(F.col("reason") == "").drop("reason")
         parts = max(1, min(64, spark.sparkContext.defaultParallelism * 2, n_templates))
@@ -248,28 +311,33 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
             F.sort_array(F.collect_set("template_id")).alias("template_ids")).toPandas()
         analysis.unpersist()
         per_template.unpersist()
-    cands, near = _tables(grouped, sel, total_cost)
+    return _Found(status_rows, recurring, grouped)
 
+
+def _summary(log_path, fmt: str, k: Optional[int], sel: Selection, log: _LogTotals, found: _Found,
+             cands: pd.DataFrame, near: pd.DataFrame) -> dict:
+    """summary.json (its phase seconds are filled in when the outputs are written)."""
+    by_reason = log.by_reason
     skipped: dict[str, int] = {r: n for r, (n, _) in by_reason.items() if r}
     lowered = 0
     partly_opaque = 0
-    for r in status_rows:
+    for r in found.status_rows:
         if r["status"] == "skipped":
             skipped[r["reason"]] = skipped.get(r["reason"], 0) + int(r["executions"])
         else:
             lowered += int(r["templates"])
             if r["reason"] == "partly_opaque":
                 partly_opaque += int(r["templates"])
-    summary = {
+    return {
         "log": str(log_path), "format": fmt, "k": k, "selection": sel.as_dict(),
-        "queries_read": queries_read,
-        "malformed": malformed,
-        "queries_mined": usable - sum(n for r, n in skipped.items() if r not in by_reason),
+        "queries_read": log.queries_read,
+        "malformed": log.malformed,
+        "queries_mined": log.usable - sum(n for r, n in skipped.items() if r not in by_reason),
         "skipped_by_reason": dict(sorted(skipped.items())),
-        "templates": n_templates,
+        "templates": log.n_templates,
         "templates_lowered": lowered,
         "templates_partly_opaque": partly_opaque,
-        "recurring_subplans": int(len(recurring)),
+        "recurring_subplans": int(len(found.recurring)),
         "candidates": int(len(cands)),
         "candidates_by_family": {f: int((cands["family"] == f).sum()) for f in family_names()},
         "candidates_by_route": {r: int((cands["route"] == r).sum()) for r in ROUTES},
@@ -277,30 +345,11 @@ def run_mining(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = No
         "near_misses_by_reason": {str(r): int(n) for r, n in
                                   near.groupby("reason")["executions"].count().items()}
         if len(near) else {},
-        "total_cost_ms": total_cost,
+        "total_cost_ms": log.total_cost,
         "candidate_cost_share": float(cands["cost_share"].sum()) if len(cands) else 0.0,
         "seconds_by_phase": {},
-        "files": log_read.summary(),     # files read per format, unreadable ones by reason
+        "files": log.log_read.summary(),     # files read per format, unreadable ones by reason
     }
-    if own_outputs:
-        outputs = OutputSet(str(out_dir), spark)
-    run_id = None
-    try:
-        with prog.phase("write", str(out)):
-            _write_outputs(outputs, summary, cands, near, recurring, prog, t_start)
-        if mlflow_run:
-            with prog.phase("mlflow"):
-                run_id = _log_mlflow(outputs.staged_dir(), summary, cands, log_path, fmt, k,
-                                     experiment, out)
-            summary["mlflow_run_id"] = run_id
-            summary["seconds_by_phase"] = dict(prog.seconds)
-            outputs.write_json("summary.json", summary)
-        if own_outputs:
-            outputs.commit()
-    finally:
-        if own_outputs:
-            outputs.discard()
-    return MiningResult(out, summary, cands, near, recurring, run_id)
 
 
 def _tables(g: pd.DataFrame, sel: Selection, total_cost: float
@@ -359,7 +408,6 @@ def _write_outputs(outputs, summary, cands, near, recurring, prog, t_start) -> N
 
 
 def tracking_uri_for(out) -> str:
-    from ..tracking import tracking_uri_for as uri_for
     return uri_for(out)
 
 
@@ -367,7 +415,6 @@ def _log_mlflow(files: Path, summary: dict, cands: pd.DataFrame, log_path, fmt, 
                 experiment: str, out=None) -> str:
     """One run (fluent API, see superop.tracking) in the store of ``out`` (default: ``files``,
     the local directory holding the outputs to log as artifacts)."""
-    from ..tracking import Tracker, store_for
     tr = Tracker(store_for(out if out is not None else files), experiment)
     rid = tr.start(f"mine-{Path(str(log_path)).name}")
     ok = False

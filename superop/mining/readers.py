@@ -12,18 +12,17 @@ from __future__ import annotations
 import io
 import json
 import re
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Iterator, Optional
 
 import pandas as pd
 
 from ..errors import SuperopError
+from ..storage import filesystem
+from .eventlog import read_eventlog
+from .logframe import LOG_COLUMNS, typed_frame
 
-LOG_COLUMNS = [
-    ("statement_id", "string"), ("statement_text", "string"), ("start_time", "string"),
-    ("duration_ms", "double"), ("executed_by", "string"), ("execution_status", "string"),
-    ("read_bytes", "double"), ("shuffle_bytes", "double"), ("error", "string"),
-]
 LOG_DDL = ", ".join(f"{c} {t}" for c, t in LOG_COLUMNS)
 
 # canonical column -> accepted source names (case-insensitive), Databricks first, then
@@ -85,22 +84,6 @@ def parse_column_map(text: Optional[str]) -> dict[str, str]:
             raise SuperopError(f"--column-map: unknown column {k!r}; known: {sorted(ALIASES)}")
         out[k] = v.strip()
     return out
-
-
-def typed_frame(rows: list[dict], columns: list[tuple[str, str]]) -> pd.DataFrame:
-    """A pandas frame whose dtypes match the Spark DDL even when a column is all null (pandas
-    would make it float64 NaN, which Arrow cannot turn into a string column)."""
-    pdf = pd.DataFrame(rows, columns=[c for c, _ in columns])
-    for c, t in columns:
-        col = pdf[c]
-        if t == "string":
-            pdf[c] = col.astype(object).where(col.notna(), None)
-        elif t == "double":
-            pdf[c] = pd.to_numeric(col, errors="coerce").astype("float64")
-        elif t in ("int", "bigint"):
-            pdf[c] = pd.to_numeric(col, errors="coerce").astype("Int64" if t == "bigint"
-                                                                else "Int32")
-    return pdf
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,18 +279,6 @@ def file_format(name: str, path: str = "", head: Optional[bytes] = None) -> Opti
     return "csv" if ("," in line or "\t" in line) and line.isprintable() else None
 
 
-def detect_format(path: str, spark=None) -> str:
-    """The format of a log whose files all share one (kept for callers that want one name;
-    :func:`open_log` reads a mixed directory file by file)."""
-    from ..storage import filesystem
-    fs = filesystem(path, spark)
-    files = _list(fs, path)
-    fmts = {_format_of(fs, f) for f in files} - {None}
-    if len(fmts) != 1:
-        raise SuperopError(f"{path}: files of {len(fmts)} formats ({', '.join(sorted(fmts)) or 'none'})")
-    return fmts.pop()
-
-
 def _list(fs, path: str):
     if not fs.exists(path):
         raise SuperopError(f"log not found: {path}")
@@ -345,7 +316,6 @@ def open_log(spark, path: str, fmt: str = "auto", column_map: Optional[dict] = N
     with its reason and the rest is mined; only a log with no readable file at all is an
     error. ``post`` (pandas -> pandas, producing ``post_ddl``) is applied to every batch
     inside the same Python worker pass."""
-    from ..storage import filesystem
     ddl = post_ddl if post is not None else LOG_DDL
     if fmt not in FORMATS:
         raise SuperopError(f"unknown log format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -445,7 +415,6 @@ def _read_parquet(spark, fs, files, column_map, post, ddl):
 
 
 def _read_eventlog(spark, fs, files, column_map, post, ddl):
-    from .eventlog import read_eventlog
     df = read_eventlog(spark, [f.path for f in files])
     if post is not None:   # event rows are few (one per execution): a second pass is cheap
         df = df.mapInPandas(lambda it: (post(p) for p in it), ddl)

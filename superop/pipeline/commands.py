@@ -6,13 +6,18 @@ import json
 import sys
 from pathlib import Path
 
+from ..cliutil import add_json_arg, add_schema_arg, add_spark_args, deprecated, spark_conf, timeout_s
 from ..errors import SuperopError
+from ..ir.schema import load_schema_arg
+from ..mining.job import run_mining
+from ..mining.readers import parse_column_map, table_source
 from ..mining.selection import MIN_COST_SHARE, MIN_EXECUTIONS, ROUTES
+from ..sparkutil import get_spark
+from ..storage import scheme
+from .nightly import run_nightly
 
 
 def register(subparsers) -> None:
-    from ..cliutil import (add_json_arg, add_schema_arg, add_spark_args, deprecated,
-                           timeout_s)
     p = subparsers.add_parser(
         "mine", help="the nightly job: mine a query log, synthesize + verify super-operators, "
                      "write the rule catalog",
@@ -84,8 +89,6 @@ def register(subparsers) -> None:
 
 
 def _log_source(args) -> str:
-    from ..storage import scheme
-    from ..mining.readers import table_source
     if args.log_table:
         return table_source(args.log_table)
     if scheme(args.log) == "" and not Path(args.log).exists():   # URIs: checked by Spark
@@ -94,15 +97,10 @@ def _log_source(args) -> str:
 
 
 def _spark(args, app: str):
-    from ..cliutil import spark_conf
-    from ..sparkutil import get_spark
     return get_spark(app_name=app, master=args.master, conf=spark_conf(args))
 
 
 def _run(args) -> int:
-    from ..ir.schema import load_schema_arg
-    from ..mining.job import run_mining
-    from ..mining.readers import parse_column_map
     log = _log_source(args)
     schema = load_schema_arg(args.schema) or None
     if not args.mine_only:
@@ -140,7 +138,6 @@ def _print_unreadable(summary: dict) -> None:
 
 
 def _nightly(args, log, schema, column_map) -> int:
-    from .nightly import run_nightly
     r = run_nightly(log, args.out, fmt=args.format, schema=schema, k=args.k, K=args.K,
                     min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share,
                     min_executions=args.min_executions,

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import families
+from ..verify.certify import prove_and_certify
 from .coverage import covered_rule
 
 
 def builtin_rules(per: str = "family", timeout_ms: int = 20000, max_union_branches: int = 3) -> list[dict]:
-    from ..verify.certificate import prove_and_certify   # z3: only here, never in the runtime
     if per not in ("family", "skeleton"):
         raise ValueError(f"per must be 'family' or 'skeleton', not {per!r}")
     groups: dict[tuple, list[dict]] = {}

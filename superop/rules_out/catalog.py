@@ -33,10 +33,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .. import families
+from .. import __version__, families
 from ..errors import SuperopError
 from ..families import EDGE_OPS, Covers, Side
 from ..ir.nodes import JOIN_KINDS
+from ..mlflow_store import register
+from ..storage import atomic_write_text
 
 FORMAT = "superop-rule-catalog"
 FORMAT_VERSION = 1
@@ -188,7 +190,6 @@ def _resolve_mlflow(uri: str) -> Path:
         import mlflow  # lazy: the runtime must import without mlflow
     except ImportError as e:  # pragma: no cover
         raise CatalogError(f"cannot load {uri}: mlflow is not installed") from e
-    from ..mlflow_store import register
     register()   # store-relative artifact locations of superop's local stores
     try:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
@@ -215,7 +216,7 @@ def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True) 
         raise CatalogError(f"catalog {path} is not valid JSON: {e}") from None
     cat = validate(data, require_verified, where=f"catalog {s}")
     if require_verified:   # certificates re-checked (or a recorded re-check), not just statuses
-        from .trust import ensure_trusted
+        from .trust import ensure_trusted  # optional z3: see superop.rules_out.trust
         ensure_trusted(cat, origin=s)
     return cat
 
@@ -223,7 +224,6 @@ def load_catalog(path_or_uri: str | os.PathLike, require_verified: bool = True) 
 def write_catalog(path: str | os.PathLike, catalog: dict, require_verified: bool = False) -> dict:
     """Set the checksum, validate, and write atomically (a failure leaves the old file).
     Returns the catalog as written."""
-    from ..storage import atomic_write_text
     cat = copy.deepcopy(catalog)
     cat["checksum"] = checksum(cat.get("rules", []))
     validate(cat, require_verified, where=f"catalog {path}")
@@ -306,7 +306,6 @@ def certificate(status: str, method: str, produced_by: str, **extra) -> dict:
 def make_catalog(rules: Sequence[dict], *, version: Optional[str] = None,
                  source: Optional[dict] = None, created_at: Optional[str] = None,
                  tool_version: Optional[str] = None) -> dict:
-    from .. import __version__
     rules = [copy.deepcopy(r) for r in rules]
     created = created_at or _now()
     return {
@@ -327,7 +326,6 @@ def _now() -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python -m superop.rules_out.catalog``: rewrite catalog.schema.json with the enums
     of the family registry."""
-    from ..storage import atomic_write_text
     atomic_write_text(SCHEMA_PATH, json.dumps(generated_schema(), indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {SCHEMA_PATH}")
     return 0

@@ -4,11 +4,16 @@ from __future__ import annotations
 import json
 import sys
 
+from ..cliutil import add_json_arg
 from ..errors import SuperopError
+from ..storage import atomic_write_text
+from .catalog import load_catalog
+from .diff import diff, format_diff
+from .registry import promote, versions
+from .report import to_html, to_markdown
 
 
 def register(sub) -> None:
-    from ..cliutil import add_json_arg
     p = sub.add_parser("catalog", help="inspect, export, diff and promote rule catalogs")
     cs = p.add_subparsers(dest="catalog_cmd", metavar="ACTION")
 
@@ -49,13 +54,10 @@ def register(sub) -> None:
 
 
 def _load(path: str, verified: bool = True) -> dict:
-    from .catalog import load_catalog
     return load_catalog(path, require_verified=verified)
 
 
 def _export(args) -> int:
-    from ..storage import atomic_write_text
-    from .report import to_html, to_markdown
     cat = _load(args.catalog, not args.no_verify_certs)
     if args.format == "json":
         text = json.dumps(cat, indent=2, ensure_ascii=False) + "\n"
@@ -72,7 +74,6 @@ def _export(args) -> int:
 
 
 def _diff(args) -> int:
-    from .diff import diff, format_diff
     d = diff(_load(args.old, False), _load(args.new, False))
     print(json.dumps(d, indent=2) if args.json else format_diff(d))
     return 0
@@ -95,14 +96,12 @@ def _show(args) -> int:
 
 
 def _promote(args) -> int:
-    from .registry import promote
     uri = promote(args.version, args.tracking_uri, alias=args.alias)
     print(json.dumps({"model_uri": uri, "version": str(args.version)}) if args.json else uri)
     return 0
 
 
 def _versions(args) -> int:
-    from .registry import versions
     vs = versions(args.tracking_uri)
     if not vs:
         raise SuperopError("no registered catalog versions (run `superop mine` first)")

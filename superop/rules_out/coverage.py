@@ -21,9 +21,9 @@ from typing import Any, Optional
 
 from .. import families
 from ..families import Covers
-from ..families.coverage import certificate_covers, derived_covers
-from .catalog import OPTIONAL_OPS
-from ..families.coverage import admitted
+from ..families.coverage import admitted, certificate_covers, derived_covers
+from .catalog import OPTIONAL_OPS, make_rule
+from .generalize import maximal
 
 __all__ = ["coverage_problems", "covered_rule", "certificate_covers", "derived_covers"]
 
@@ -111,8 +111,6 @@ def covered_rule(family: str, certificates: list[dict[str, Any]], **kw: Any) -> 
     """A rule admitting exactly what ``certificates`` cover: ``admits`` the maximal covers
     records of the verified ones, the fields listed for reading their hull (``kw`` goes to
     :func:`superop.rules_out.catalog.make_rule`: ``rule_id``, ``description``, ...)."""
-    from .catalog import make_rule
-    from .generalize import maximal
     recs = [Covers.from_json(c["covers"]) for c in certificates
             if c.get("status") == "verified" and c.get("covers")]
     if not recs:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from .. import families
+from ..dsl import Program, distinct_sort_obstacle
 from ..families import Covers, Match, Side
 from .catalog import OPTIONAL_OPS, make_rule
 
@@ -113,7 +114,6 @@ def _buffering_detail(program: Optional[dict]) -> str:
     """Why a buffering program's COUNT(DISTINCT)s keep a set (empty when that is not why)."""
     if not program:
         return ""
-    from ..dsl import Program, distinct_sort_obstacle
     p = Program.from_json(program)
     why = distinct_sort_obstacle(p.accumulators, p.sort, bool(p.row_emits))
     return f": {why}" if why else ""

@@ -27,6 +27,10 @@ from pathlib import Path
 
 import mlflow.pyfunc
 
+from ..ir.dialect import pretty_sql
+from ..rewrite.rewriter import Rewriter, rewrite_structural
+from .catalog import load_catalog
+
 CODE_PATH = Path(__file__).with_name("pyfunc_model.py")   # models-from-code entry
 OUTPUT_COLUMNS = ("sql", "changed", "applied", "explanation", "error")
 
@@ -52,8 +56,6 @@ class CatalogModel(mlflow.pyfunc.PythonModel):
     _skip_type_hint_validation = True
 
     def load_context(self, context) -> None:
-        from ..rewrite.rewriter import Rewriter
-        from .catalog import load_catalog
         self.catalog = load_catalog(context.artifacts["catalog"])
         self.rewriter = Rewriter(self.catalog)
         path = context.artifacts.get("schema")
@@ -69,7 +71,6 @@ class CatalogModel(mlflow.pyfunc.PythonModel):
         return pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS))
 
     def _one(self, sql, schema: dict) -> dict:
-        from ..rewrite.rewriter import rewrite_structural
         if not isinstance(sql, str) or not sql.strip():
             return {"sql": sql, "changed": False, "applied": [], "explanation": "not rewritten",
                     "error": "empty input"}
@@ -94,7 +95,6 @@ def _queries(model_input) -> list:
 
 def _pretty(sql: str) -> str:
     try:
-        from ..ir.dialect import pretty_sql
         return pretty_sql(sql)
     except Exception:          # formatting is cosmetic: never lose the rewrite over it
         return sql

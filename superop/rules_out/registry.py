@@ -18,7 +18,13 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from .. import __version__
 from ..errors import SuperopError
+from ..mlflow_store import register
+from ..tracking import tracking_uri as using
+from .catalog import load_catalog
+from .pyfunc import CODE_PATH, signature
+from .trust import recheck_and_record
 
 MODEL_NAME = "superop-catalog"
 CANDIDATE, PRODUCTION = "candidate", "production"
@@ -28,7 +34,6 @@ ARTIFACT_NAME = "catalog"         # the logged model's name inside its run
 def _client(tracking_uri: Optional[str] = None):
     from mlflow import MlflowClient
 
-    from ..mlflow_store import register
     register()
     return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
 
@@ -60,8 +65,6 @@ def log_catalog_model(catalog_path, schema: dict, extra_artifacts: dict[str, str
 
     import mlflow
 
-    from .. import __version__
-    from .pyfunc import CODE_PATH, signature
     with tempfile.TemporaryDirectory(prefix="superop-model-") as tmp:
         schema_path = Path(tmp) / "schema.json"
         schema_path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
@@ -102,8 +105,6 @@ def load_version(version: str, tracking_uri: Optional[str] = None,
                  name: str = MODEL_NAME) -> dict:
     """The catalog of one registered version, downloaded and validated (schema, checksum,
     every certificate verified) — the one check a version passes before an alias moves."""
-    from ..tracking import tracking_uri as using
-    from .catalog import load_catalog
     with using(tracking_uri):
         return load_catalog(f"models:/{name}/{version}")    # raises CatalogError if unusable
 
@@ -117,9 +118,6 @@ def promote(version: str, tracking_uri: Optional[str] = None, name: str = MODEL_
     except Exception:
         raise SuperopError(f"no version {version} of registered model {name}") from None
     if check:   # re-check the certificates (always, not a recorded verdict) and tag the version
-        from ..tracking import tracking_uri as using
-        from .catalog import load_catalog
-        from .trust import recheck_and_record
         with using(tracking_uri):
             uri = f"models:/{name}/{version}"
             recheck_and_record(load_catalog(uri, require_verified=False), uri)

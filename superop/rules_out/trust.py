@@ -43,7 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .catalog import CatalogError, checksum, is_mlflow_uri
+from ..storage import atomic_write_json
+from ..verify.certificate import produced_by, structural_check
+from .catalog import CatalogError, checksum, is_mlflow_uri, validate
+from .coverage import coverage_problems
 
 TAG = "superop.rechecked_checksum"
 
@@ -91,13 +94,11 @@ def _certs(catalog: dict):
 def _rule_problems(rule: dict) -> list[str]:
     """The per-rule check (``superop.rules_out.coverage.coverage_problems``: it has
     certificates and admits exactly what they cover), each prefixed with the rule."""
-    from .coverage import coverage_problems
     return [f"rule {rule.get('id')}: {p}" for p in coverage_problems(rule)]
 
 
 def structural_problems(catalog: dict) -> list[str]:
     """Everything wrong that can be seen without Z3."""
-    from ..verify.certificate import structural_check
     out = []
     for r, i, c in _certs(catalog):
         ok, why = structural_check(c, require_runtime=True)
@@ -113,7 +114,7 @@ def recheck(catalog: dict) -> Verdict:
     cs = catalog.get("checksum") or checksum(catalog.get("rules", []))
     if cs in _RECHECKED:
         return _RECHECKED[cs]
-    from ..verify.certificate import recheck_detail
+    from ..verify.certify import recheck_detail
     problems = []
     n = 0
     for r, i, c in _certs(catalog):
@@ -157,8 +158,6 @@ def record(verdict: Verdict, origin: Optional[str] = None) -> list[str]:
     run of ``origin``. Returns where it was recorded."""
     if not verdict.ok or verdict.how != "re-checked":
         raise UntrustedCatalog("only a successful re-check can be recorded")
-    from ..storage import atomic_write_json
-    from ..verify.certificate import produced_by
     at = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     p = _record_path(verdict.checksum)
     atomic_write_json(p, {"checksum": verdict.checksum, "rechecked_at": at, "by": produced_by(),
@@ -239,7 +238,6 @@ def recheck_and_record(catalog: dict, origin: str) -> Verdict:
     """Validate as the runtime would, re-check every certificate with Z3 (always; a
     recorded verdict does not count), and record the verdict for ``origin``
     (``superop verify --catalog --record``, ``superop catalog promote``)."""
-    from .catalog import validate
     validate(catalog, require_verified=True, where=f"catalog {origin}")
     if not z3_available():
         raise UntrustedCatalog(f"catalog {origin}: cannot re-check without z3")

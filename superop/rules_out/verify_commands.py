@@ -22,11 +22,22 @@ from __future__ import annotations
 import json
 import sys
 
+from ..cliutil import add_json_arg, add_schema_arg, deprecated, plain, read_sql, seconds_as_ms
+from ..dsl import Program
+from ..errors import SuperopError
+from ..families.instances import all_instances
+from ..ir.schema import load_schema_arg
+from ..verify.certify import bounded_certificate, recheck_detail
+from ..verify.check import check_sql
+from ..verify.template_proofs import prove_instance
+from . import trust
+from .catalog import load_catalog
+from .coverage import coverage_problems
+
 
 def register(subparsers) -> None:
     import argparse
 
-    from ..cliutil import add_json_arg, add_schema_arg, deprecated, plain, seconds_as_ms
     p = subparsers.add_parser("verify", help="re-check every certificate in a rule catalog",
                               description=plain(__doc__),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,8 +72,6 @@ def run(args) -> int:
 
 
 def _templates(args) -> int:
-    from ..families.instances import all_instances
-    from ..verify.template_proofs import prove_instance
     out = []
     for inst in all_instances():
         if args.only and not inst.name.startswith(args.only):
@@ -89,12 +98,6 @@ def _templates(args) -> int:
 
 
 def _one(args) -> int:
-    from ..ir.schema import load_schema_arg
-    from ..cliutil import read_sql
-    from ..errors import SuperopError
-    from ..dsl import Program
-    from ..verify.certificate import bounded_certificate
-    from ..verify.check import check_sql
     if not args.program:
         raise SuperopError("--program FILE is required with --sql/--sql-file")
     if not args.schema:
@@ -121,10 +124,6 @@ def _one(args) -> int:
 
 
 def _catalog(args) -> int:
-    from . import trust
-    from .catalog import load_catalog
-    from .coverage import coverage_problems
-    from ..verify.certificate import recheck_detail
     cat = load_catalog(args.catalog, require_verified=False)   # CatalogError -> exit 2
     report, all_ok = [], True
     for rule in cat["rules"]:

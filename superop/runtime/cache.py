@@ -65,6 +65,9 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
+from ..ir.dialect import DIALECT
+from ..ir.lower import parse
+
 
 def _lru_put(d: OrderedDict, key, value, maxsize: int) -> None:
     """Insert ``key`` as the most recent entry of ``d`` and evict the oldest beyond ``maxsize``
@@ -160,7 +163,6 @@ def tables_of(tree: exp.Expression) -> tuple:
 
 
 def _parse_template(sql: str) -> tuple[Template, exp.Expression]:
-    from ..ir.lower import parse
     tree = parse(sql)
     params = parameters(tree)
     lits = tuple(lit.sql(dialect="spark") for lit, _ in params)
@@ -198,7 +200,6 @@ _LITERAL_TOKENS = frozenset({TokenType.STRING, TokenType.NUMBER})
 
 
 def _tokens(sql: str) -> Optional[list]:
-    from ..ir.dialect import DIALECT
     try:
         return Dialect.get_or_raise(DIALECT).tokenize(sql)
     except Exception:   # the parse reports the error
@@ -311,7 +312,6 @@ def _sentinel(kind: str, i: int, which: int) -> exp.Literal:
 def with_sentinels(sql: str, which: int) -> tuple[str, list[str]]:
     """``sql`` with every parameter replaced by a sentinel literal of the same kind (set
     ``which`` = 0 or 1), and the sentinels' SQL text in parameter order."""
-    from ..ir.lower import parse
     tree = parse(sql)
     sents = []
     for i, (lit, kind) in enumerate(parameters(tree)):

@@ -15,9 +15,15 @@ import json
 import logging
 import sys
 
-from ..cliutil import add_sql_args, read_sql
-from ..ir.schema import load_schema_arg
+from ..cliutil import add_json_arg, add_spark_args, add_sql_args, plain, read_sql, spark_conf
 from ..errors import SuperopError
+from ..ir.dialect import pretty_sql
+from ..ir.lower import parse
+from ..ir.schema import load_schema_arg
+from ..rewrite.rewriter import Rewriter, rewrite_structural
+from ..rules_out.catalog import load_catalog
+from ..sparkutil import get_spark
+from .session import SuperOpSession
 
 log = logging.getLogger("superop.runtime")
 
@@ -25,7 +31,6 @@ log = logging.getLogger("superop.runtime")
 def register(sub) -> None:
     import argparse
 
-    from ..cliutil import add_json_arg, add_spark_args, plain
     p = sub.add_parser("rewrite", help="rewrite a Spark SQL query with a verified rule catalog",
                        description=plain(__doc__.split("\n", 2)[2]).strip(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,8 +55,6 @@ def _empty_tables(spark, schema: dict) -> None:
 
 
 def run(args) -> int:
-    from ..rules_out.catalog import load_catalog
-    from ..rewrite.rewriter import Rewriter, rewrite_structural
     sql = read_sql(args)
     schema = load_schema_arg(args.schema)
     catalog = load_catalog(args.catalog)
@@ -60,11 +63,7 @@ def run(args) -> int:
             raise SuperopError("--no-gate needs --schema FILE")
         res = rewrite_structural(Rewriter(catalog), sql, schema)
     else:
-        from ..ir.lower import parse
-        from ..sparkutil import get_spark
-        from .session import SuperOpSession
         parse(sql)  # a syntax error is the user's: report it instead of failing safe
-        from ..cliutil import spark_conf
         spark = get_spark(app_name="superop-rewrite", master=args.master,
                           conf=spark_conf(args)).newSession()
         if schema:
@@ -79,7 +78,6 @@ def run(args) -> int:
         # exactly as generated); a trailing newline only if it has none
         text = res.sql
         if res.changed and not args.compact:
-            from ..ir.dialect import pretty_sql
             text = pretty_sql(text)
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     return 0

@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 
 from ..explain import PlanInfo, explain_text, parse_explain
-from .cost import estimate
+from .plan_cost import estimate
 
 
 def analyze_plan(spark, sql: str, stats=None, constants=None, df=None) -> PlanInfo:
     """Plan ``sql`` with Spark (analysis, optimization, physical planning; nothing runs),
-    with the cost model's estimate. ``stats``: a :class:`superop.runtime.cost.TableStats`
+    with the cost model's estimate. ``stats``: a :class:`superop.runtime.plan_cost.TableStats`
     source of row counts and grouping-key NDVs (ANALYZE TABLE results); None = Spark's
-    plan only. ``constants``: the :class:`superop.runtime.cost.CostConstants` that price
+    plan only. ``constants``: the :class:`superop.runtime.calibration.CostConstants` that price
     it (None = the shipped, calibrated ones). ``df``: the caller's ``spark.sql(sql)``, whose
     ``QueryExecution`` then gives the ``EXPLAIN COST`` text too (one planning, not two)."""
     text = None

@@ -7,7 +7,7 @@
     print(so.explain(query))                        # plans, costs and the gate's reason
 
 Benefit gate (``gate="cost"``, the default): Spark plans the original and every candidate
-rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.cost` estimates what each plan
+rewrite (``EXPLAIN COST``, plan.py); :mod:`superop.runtime.plan_cost` estimates what each plan
 costs from Spark's statistics — bytes every shuffle and broadcast moves, rows every scan
 reads, rows every sort/aggregate/join/window consumes — and a candidate is applied only if
 it has the same output columns and types and its predicted speed-up
@@ -34,19 +34,18 @@ import threading
 import time
 from typing import Optional, Union
 
-
 from .. import families
-from ..ir.generate import to_sql
-from ..ir.lower import lower
-from ..ir.keys import keys_fingerprint, session_keys
-from ..ir.schema import SparkCatalogSchema
-from ..rules_out.catalog import load_catalog, validate
-from .cache import (PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of,
-                    with_sentinels)
-from .cost import CONSTANTS, CostConstants, judge
 from ..explain import PlanInfo
+from ..ir.generate import to_sql
+from ..ir.keys import keys_fingerprint
+from ..ir.lower import lower
+from ..ir.schema import SparkCatalogSchema, session_keys
+from ..rewrite.rewriter import Rewriter, RewriteResult, candidates_for, prepare, unchanged
+from ..rules_out.catalog import load_catalog, validate
+from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
+from .calibration import CONSTANTS, CostConstants
+from .cost import judge
 from .plan import analyze_plan
-from ..rewrite.rewriter import RewriteResult, Rewriter, candidates_for, prepare, unchanged
 from . import dataframe
 from .tablestats import CatalogStats, SessionProbe
 
@@ -59,7 +58,7 @@ def _load(catalog, require_verified: bool) -> dict:
     if isinstance(catalog, dict):
         cat = validate(catalog, require_verified)
         if require_verified:   # an in-memory catalog is trusted like a file (rules_out/trust.py)
-            from ..rules_out.trust import ensure_trusted
+            from ..rules_out.trust import ensure_trusted  # optional z3: see superop.rules_out.trust
             ensure_trusted(cat, origin="(in-memory)")
         return cat
     return load_catalog(catalog, require_verified)

@@ -111,17 +111,6 @@ def _connect_version(spark, name: str) -> str:
     return "view:" + _digest(logical)
 
 
-def table_version(spark, name: str) -> str:
-    """A string that changes when the table/view is replaced or its statistics change
-    (ANALYZE TABLE, DDL). Raises if the table does not exist."""
-    return SessionProbe(spark).version(name)
-
-
-def conf_fingerprint(spark, keys) -> tuple:
-    """The values of the Spark settings ``keys`` (see :meth:`SessionProbe.conf`)."""
-    return SessionProbe(spark).conf(keys)
-
-
 def _conf_each(spark, keys) -> tuple:
     out = []
     for k in keys:

@@ -11,17 +11,17 @@ on equal grouping keys), a proof for every extraction (bounded Z3 check + templa
 placement proof), an MCKP choice under a memory budget, and execution with the chosen
 covering expressions persisted (MEMORY_AND_DISK) and the consumers rewritten.
 
-Family entry points (for a registry declaration): :func:`detect` (similar
-sub-expressions and covering expressions), :func:`prove` (proof obligations of one
-consumer), :func:`generate` (the rewritten consumer query) — see ``family.py``.
+Stages on their own: :func:`detect` (similar sub-expressions and covering expressions,
+``covering.py``), :func:`prove` (proof obligations of one consumer, ``proofs.py``).
 """
 # exported lazily (name -> module): importing ``superop.share`` (e.g. for its command)
 # stays free of z3, which only planning needs
 _EXPORTS = {
     "run_batch": "run", "execute": "run", "analyze": "run", "BatchResult": "run", "QueryRun": "run",
-    "detect": "family", "generate": "family", "prove": "family",
+    "detect": "covering", "prove": "proofs",
     "SharingOpportunity": "opportunities", "sharing_opportunities": "opportunities",
-    "BatchQuery": "planner", "RewrittenQuery": "planner", "SharingPlan": "planner", "plan_batch": "planner",
+    "BatchQuery": "sharing_plan", "RewrittenQuery": "sharing_plan", "SharingPlan": "sharing_plan",
+    "plan_batch": "planner",
 }
 
 

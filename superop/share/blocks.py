@@ -27,8 +27,22 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.nodes import (Aggregate, Field, GroupingAggregate, Join, Node, Project, Rename, Scan, Select, UnionAll,
-                        parents, resolve_field, walk)
+from ..ir.nodes import (
+    Aggregate,
+    Field,
+    GroupingAggregate,
+    Join,
+    Node,
+    Project,
+    Rename,
+    Scan,
+    Select,
+    UnionAll,
+    expressions_of,
+    parents,
+    resolve_field,
+    walk,
+)
 from ..ir.safety import source_blocker
 
 SPJ_JOINS = ("inner", "cross")
@@ -74,7 +88,6 @@ def sharing_blocker(n: Node) -> str:
 
 
 def node_expressions(n: Node) -> list[exp.Expression]:
-    from ..ir.nodes import expressions_of
     return expressions_of(n)
 
 
@@ -203,9 +216,6 @@ class Flat:
     conjuncts: list[exp.Expression]             # filters and join conditions
     outputs: list[exp.Expression]               # one per root field
     joins: list[tuple[frozenset, frozenset]]    # (left leaves, right leaves) per join, top-down
-
-    def leaf_col(self, i: int, j: int) -> exp.Column:
-        return exp.column(self.leaf_names[i][j], leaf_alias(i))
 
     def local(self, S: frozenset) -> list[exp.Expression]:
         """Conjuncts that read only (and at least one of) the leaves in S."""

@@ -20,8 +20,8 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Scan, Select
-from .blocks import Canon, Unit, and_all, columns_outside_queries, leaves_of, text
+from ..ir.nodes import Aggregate, Join, Node, Project, Rename, Scan, Select
+from .blocks import Canon, Unit, and_all, columns_outside_queries, leaves_of, substitute, text
 
 _LEAF = re.compile(r"^_l(\d+)$")
 _CANON = re.compile(r"^_c(\d+)$")
@@ -163,7 +163,6 @@ def unit_parts(u: Unit) -> tuple[list[exp.Expression], dict[int, list[exp.Expres
 
 def agg_parts(u: Unit) -> tuple[list[exp.Expression], list[tuple[exp.Expression, str]]]:
     """The aggregate's keys and items over ``_c{j}`` columns."""
-    from .blocks import substitute
     a: Aggregate = u.block.anchor
     root, flat = u.block.root, u.block.flat
     keys = [to_canon(substitute(k, root.fields, flat.outputs), u.canon) for k in a.keys]
@@ -191,7 +190,3 @@ def fingerprint_tree(u: Unit) -> Node:
         keys, _ = agg_parts(u)
         return normalized_plan(u.canon.tables, joins, truth, keys=keys, agg_items=())
     return normalized_plan(u.canon.tables, joins, truth, items=())
-
-
-def field_names(fields: Sequence[Field]) -> list[str]:
-    return [f.name for f in fields]

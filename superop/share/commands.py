@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import sys
 
+from ..cliutil import add_json_arg, add_spark_args, deprecated, plain, seconds_as_ms, spark_conf
+from ..errors import SuperopError
+from ..sparkutil import get_spark
+from ..storage import atomic_write_json
+from .estimate import cost_model, parse_budget
+from .inputs import read_sql_dir, read_sql_file, register_tables_dir
+from .opportunities import read_log_window
+from .plancache import DEFAULT_MAX_BYTES
+from .planner import plan_batch
+from .run import analyze, execute
+from .store import STORAGES
+
 
 def register(sub) -> None:
-    from ..cliutil import add_json_arg, add_spark_args, deprecated, plain, seconds_as_ms
-    from .plancache import DEFAULT_MAX_BYTES
-    from .store import STORAGES
     p = sub.add_parser("share", help="run a batch of queries with work sharing (cached covering expressions)",
                        description=plain(__doc__.split("\n\n")[0]))
     src = p.add_mutually_exclusive_group(required=True)
@@ -69,13 +78,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..storage import atomic_write_json
-    from ..errors import SuperopError
-    from ..sparkutil import get_spark
-    from .estimate import cost_model, parse_budget
-    from .run import analyze, execute
-    from .inputs import read_sql_dir, read_sql_file, register_tables_dir
-    from .planner import plan_batch
     if args.min_consumers < 2:
         raise SuperopError("--min-consumers must be at least 2")
     if args.proof_rows < 1:
@@ -85,13 +87,11 @@ def run(args) -> int:
     if (args.start or args.end) and not args.log:
         raise SuperopError("--start/--end need --log")
     batch = read_sql_dir(args.sql_dir) if args.sql_dir else read_sql_file(args.sql_file) if args.sql_file else None
-    from ..cliutil import spark_conf
     spark = get_spark(app_name="superop-share", master=args.master, conf=spark_conf(args))
     say = (lambda *a, **k: None) if args.json else print
     if args.tables_dir:
         register_tables_dir(spark, args.tables_dir)
     if batch is None:
-        from .opportunities import read_log_window
         batch = read_log_window(spark, args.log, args.start, args.end, args.format)
         if not batch:
             raise SuperopError(f"no successful statement in {args.log} between {args.start} and {args.end}")

@@ -25,16 +25,29 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from sqlglot import exp
 
 from ..ir.nodes import Aggregate, Node, Project, Rename, Scan, Select, replace, resolve_field, walk
-from .blocks import (ANCHOR_AGGREGATE, ANCHOR_GROUPING, ANCHOR_POSITIONAL, ANCHOR_PROJECTION, Block,
-                     Unit, and_all, columns_outside_queries, leaf_alias, needed_columns, or_all,
-                     rename_columns, text)
-from .canonical import (agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts)
-from .similar import SimilarSubexpression
+from .blocks import (
+    ANCHOR_AGGREGATE,
+    ANCHOR_GROUPING,
+    ANCHOR_POSITIONAL,
+    ANCHOR_PROJECTION,
+    Block,
+    Unit,
+    and_all,
+    columns_outside_queries,
+    leaf_alias,
+    leaves_of,
+    needed_columns,
+    or_all,
+    rename_columns,
+    text,
+)
+from .canonical import agg_parts, conjunct_text, join_tree, normalized_plan, unit_parts
+from .similar import SimilarSubexpression, identify, units_of_plan
 
 TEMPLATE_FILTER = "filter-project"          # σ_p over π_Y(σ_{p ∨ q}(R))
 TEMPLATE_IDENTITY = "project"               # π over π_Y(σ_p(R)), every member's filter is p
@@ -309,6 +322,24 @@ class Builder:
         return ce, ""
 
 
+def detect(plans: Sequence[Node], k: int = 2, view_prefix: str = "_superop_ce_") -> tuple[
+        list[SimilarSubexpression], list[CoveringExpression], dict[str, str]]:
+    """(SEs, CEs, {SE id: why it has no CE}) of a batch of plan IR trees (query i =
+    ``plans[i]``). No proof has run yet: every consumer still needs
+    :func:`superop.share.proofs.prove`."""
+    forests = [units_of_plan(p, i) for i, p in enumerate(plans)]
+    ses = identify(forests, k)
+    b = Builder(view_prefix)
+    ces, why_not = [], {}
+    for n, se in enumerate(ses, 1):
+        ce, why = b.build(se, n)
+        if ce is None:
+            why_not[se.id] = why
+        else:
+            ces.append(ce)
+    return ses, ces, why_not
+
+
 def relabel_keys(e: exp.Expression, kname: dict[tuple[int, str], str]) -> exp.Expression:
     """A filter over grouping-key columns ``_c{j}.col`` -> over the CE's key outputs."""
     e = e.copy()
@@ -332,7 +363,6 @@ def local_plan(u: Unit, qualifier: str, names: dict[tuple[int, str], str]) -> No
         leaf = flat.leaves[i]
         leaves.append(Rename(leaf, tuple((f, n) for f, n in zip(leaf.fields, flat.leaf_names[i])),
                              leaf_alias(i)))
-    from .blocks import leaves_of
     tree = join_tree(leaves, [frozenset([i]) for i in S], flat.local(u.S), leaf_of=leaves_of)
     needed = needed_columns(u.block, u.S)
     idx = u.canon.index()

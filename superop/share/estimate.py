@@ -54,9 +54,14 @@ from typing import Optional, Sequence
 
 from sqlglot import exp
 
+from ..errors import SuperopError
+from ..explain import explain_text, parse_explain
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Rename, Scan, Select, expressions_of, walk
-from ..runtime.tablestats import is_connect
+from ..runtime.calibration import FEATURES
+from ..runtime.plan import analyze_plan
+from ..runtime.tablestats import CatalogStats, is_connect
+from .blocks import columns_outside_queries, node_expressions
 from .store import CACHE, CHECKPOINT, STORAGES
 
 UNKNOWN_SIZE = "unknown"
@@ -87,7 +92,6 @@ class CostModel:
         import json
         from pathlib import Path
 
-        from ..errors import SuperopError
         try:
             doc = json.loads(Path(path).read_text())
         except (OSError, ValueError) as e:
@@ -120,7 +124,6 @@ def cost_model(path=None, storage: Optional[str] = None) -> CostModel:
     """The cost model of a run: the JSON at ``path`` (``CostModel.from_json``) or the
     shipped constants of ``storage`` (default: a checkpoint); both given, they must
     name the same store."""
-    from ..errors import SuperopError
     if path is None:
         return CACHE_COST if storage == CACHE else DEFAULT_COST
     m = CostModel.from_json(path)
@@ -234,7 +237,6 @@ def plan_stats(spark, sql: str) -> PlanStats:
     """Rows, decoded bytes and row width of Spark's optimized logical plan for ``sql``."""
     df = spark.sql(sql)
     if is_connect(spark):
-        from ..explain import explain_text, parse_explain
         return _stats_of(df, parse_explain(explain_text(spark, sql)))
     return _stats_of(df)
 
@@ -279,11 +281,10 @@ class SubPlanCost:
 def work_bytes(estimate) -> float:
     """The runtime cost model's estimate of a plan's work other than scans and shuffles
     (rows its joins probe, bytes it broadcasts, its stages, rows it aggregates or sorts),
-    in units of one scanned byte: each feature priced by ``superop.runtime.cost``'s fitted
+    in units of one scanned byte: each feature priced by ``superop.runtime.calibration``'s fitted
     constant relative to its scan price. A consumer that reads a CE holding a join result
     skips that join's probes and its broadcast stage; scans alone miss it (session 5:
     the dashboard's consumers saved 2-2.7x what the scan-only model predicted)."""
-    from ..runtime.cost import FEATURES
     c = estimate.constants
     per = c.scan_byte_s
     return sum(estimate.features.get(f, 0.0) * getattr(c, k) / per
@@ -296,7 +297,6 @@ def plan_cost(spark, sql: str) -> SubPlanCost:
     of ``sql`` by Spark: the statistics and the ``EXPLAIN COST`` text come from the same
     ``QueryExecution`` (planning each sub-plan once instead of three times was most of the
     planning time; measured in ``superop/share/README.md``, "Planning time")."""
-    from ..runtime.plan import analyze_plan
     df = spark.sql(sql)
     info = analyze_plan(spark, sql, df=df)
     # classic: the exact statistics of the same QueryExecution; Connect: its EXPLAIN COST text
@@ -340,7 +340,6 @@ class Estimator:
     def scan_bytes(self, plan: Node) -> tuple[float, float]:
         """(decoded bytes the plan's scans read, rows of its largest input). A column
         counts for a table when the plan mentions its name (an estimate)."""
-        from .blocks import columns_outside_queries, node_expressions
         read: dict[str, dict[str, str]] = {}
         types: dict[str, dict[str, str]] = {}
         for n in walk(plan):
@@ -370,7 +369,6 @@ class Estimator:
         if self.spark is None or not is_string_type(ty):
             return default
         if self._catalog is None:
-            from ..runtime.tablestats import CatalogStats
             self._catalog = CatalogStats(self.spark)
         n = self._catalog.avg_len(table, column)
         return default if n is None else max(1.0, n)
@@ -509,7 +507,6 @@ def _bytes(s: str) -> int:
 
 def parse_budget(s: str) -> int:
     """'512m', '2g', '1.5g', '1000000' -> bytes."""
-    from ..errors import SuperopError
     try:
         v = _bytes(s)
     except ValueError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SuperopError
-from .planner import BatchQuery
+from .sharing_plan import BatchQuery
 
 
 def split_statements(text: str) -> list[str]:

@@ -16,7 +16,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .planner import BatchQuery, plan_batch
+from ..mining.readers import SUCCESS, read_log
+from .planner import plan_batch
+from .sharing_plan import BatchQuery
 
 
 @dataclass
@@ -138,7 +140,6 @@ def read_log_window(spark, path: str, start=None, end=None, fmt: str = "auto",
                     column_map: Optional[dict] = None) -> list[BatchQuery]:
     """The successful statements of a query log (any format ``superop mine`` reads)
     whose start time is in [start, end) — a batch for ``plan_batch``/``run_batch``."""
-    from ..mining.readers import SUCCESS, read_log
     df = read_log(spark, path, fmt, column_map).where("error IS NULL")
     lo, hi = _epoch(start), _epoch(end)
     out = []

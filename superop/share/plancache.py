@@ -6,7 +6,7 @@ its plans, the planner's parameters and superop's code. Three stores under one d
 (each record a file named by a sha256 key, written atomically: concurrent planners never
 see a partial record, and the same key always holds the same content):
 
-* ``plans/``  — the whole :class:`~superop.share.planner.SharingPlan` (pickled), keyed by
+* ``plans/``  — the whole :class:`~superop.share.sharing_plan.SharingPlan` (pickled), keyed by
   all of the above: a repeated batch re-plans in the time to hash its inputs. When the
   budget comes from Spark's free storage memory it is not in the key; a cached plan is
   used only if what it caches fits the budget of this run.
@@ -38,6 +38,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ..explain import explain_text
+from ..runtime.tablestats import is_connect
 from ..storage import atomic_write_bytes, atomic_write_json
 
 CACHE_FORMAT = 1
@@ -92,8 +94,6 @@ def table_fingerprint(spark, table: str) -> str:
     remote Connect server, counts by its name, its changes seen through Spark's size
     statistic). Expression ids are removed. A table Spark cannot resolve gets a
     fingerprint of its name only (the planner leaves its queries out anyway)."""
-    from ..explain import explain_text
-    from ..runtime.tablestats import is_connect
     try:
         df = spark.table(table)
         if is_connect(spark):

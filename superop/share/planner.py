@@ -19,171 +19,27 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from sqlglot import exp
 
 from ..errors import SqlError, SuperopError
-from ..verify import UNKNOWN
 from ..ir.generate import to_sql
 from ..ir.lower import lower, parse
 from ..ir.nodes import Node, Scan, walk
+from ..ir.schema import SparkCatalogSchema
+from ..verify.result import UNKNOWN
 from .covering import Builder, Consumer, CoveringExpression, group_consumers, rewrite_query
-from .plancache import DEFAULT_MAX_BYTES
-from .estimate import DEFAULT_COST, ConsumerValue, CostModel, Estimate, Estimator, storage_budget
-from .proofs import ConsumerProof, Prover
-from .select import CEDecision, Selection, Verdict, choose
+from .estimate import DEFAULT_COST, CostModel, Estimator, storage_budget
+from .plancache import DEFAULT_MAX_BYTES, PlanningCache
+from .proofs import Prover
+from .select import CEDecision, Verdict, choose
+from .sharing_plan import BatchQuery, QueryInfo, RewrittenQuery, SharingPlan, fresh_prefix
 from .similar import SimilarSubexpression, identify, narrower, restricted, served_by, units_of_plan
-from .store import CHECKPOINT
-
 
 DEFAULT_PROOF_BUDGET_S = 300.0     # solver seconds per planning run (module doc)
-
-
-@dataclass
-class BatchQuery:
-    name: str
-    sql: str
-    timestamp: Optional[float] = None      # epoch seconds (log windows)
-
-
-@dataclass
-class QueryInfo:
-    index: int
-    name: str
-    sql: str
-    plan: Optional[Node] = None
-    excluded: str = ""                     # why the query takes no part ("" = it does)
-
-
-@dataclass
-class RewrittenQuery:
-    index: int
-    name: str
-    sql: str                               # what runs
-    changed: bool
-    ces: list[str] = field(default_factory=list)
-    reason: str = ""
-
-
-@dataclass
-class SharingPlan:
-    queries: list[QueryInfo]
-    ses: list[SimilarSubexpression] = field(default_factory=list)
-    ces: list[CoveringExpression] = field(default_factory=list)
-    proofs: list[ConsumerProof] = field(default_factory=list)
-    estimates: dict[str, Estimate] = field(default_factory=dict)
-    selection: Optional[Selection] = None
-    decisions: list[CEDecision] = field(default_factory=list)
-    rewrites: list[RewrittenQuery] = field(default_factory=list)
-    budget: Optional[int] = None
-    budget_source: str = ""
-    seconds: dict = field(default_factory=dict)
-    used: dict[str, list[Consumer]] = field(default_factory=dict)   # CE id -> consumers rewritten
-    consumer_values: dict[str, list[ConsumerValue]] = field(default_factory=dict)   # the gate, per CE
-    accepted: dict[str, list[Consumer]] = field(default_factory=dict)  # CE id -> consumers that gain
-    prover_stats: dict = field(default_factory=dict)
-    estimator_stats: dict = field(default_factory=dict)   # Spark plannings, cost look-ups
-    cache: str = ""                     # the planning cache: "" (none), "hit KEY" or "stored KEY"
-    view_prefix: str = ""               # the CEs' temp views are view_prefix + their number
-    fresh_views: bool = False           # the prefix was generated (not given): renamed per load
-    storage: str = CHECKPOINT           # how the chosen CEs are stored (the cost model's, store.py)
-
-    @property
-    def cached(self) -> list[CoveringExpression]:
-        """The CEs that are persisted: chosen, and read by at least one rewritten query."""
-        return [c for c in self.ces if self.used.get(c.id)]
-
-    def rename_views(self, prefix: str) -> None:
-        """Name the CEs' temp views ``prefix`` + their number, in the CEs and in the SQL that
-        runs. A plan loaded from the planning cache gets a fresh prefix, so two runs of one
-        stored plan in one Spark session (each loads its own copy) never share a view.
-        Views are no part of any proof (obligations inline the CE plan), so this changes
-        nothing proved. ``view_scan`` and the extractions (the IR the proofs read) keep
-        the planning-time name."""
-        old = self.view_prefix
-        if not old or prefix == old:
-            return
-        pat = re.compile(r"(?<![\w$])" + re.escape(old) + r"(?=\d+(?![\w$]))")
-        for ce in self.ces:
-            ce.view = pat.sub(prefix, ce.view)
-        for r in self.rewrites:
-            if r.changed:
-                r.sql = pat.sub(prefix, r.sql)
-        self.view_prefix = prefix
-
-    def for_run(self) -> "SharingPlan":
-        """The plan as one execution runs it: with generated view names (``fresh_views``),
-        a copy whose CE views get a fresh prefix, so two executions of one plan object at
-        once (two threads of one Spark session) never drop each other's views. Only the CE
-        and rewrite records are copied; the IR, proofs and estimates are shared, read-only.
-        Names the caller gave (``view_prefix=``) are kept."""
-        if not self.fresh_views:
-            return self
-        out = dataclasses.replace(self, ces=[dataclasses.replace(c) for c in self.ces],
-                                  rewrites=[dataclasses.replace(r) for r in self.rewrites])
-        out.rename_views(_fresh_prefix())
-        return out
-
-    def decision(self, ce_id: str) -> Optional[CEDecision]:
-        return next((d for d in self.decisions if d.ce == ce_id), None)
-
-    def report(self) -> str:
-        lines = [f"batch: {len(self.queries)} queries, {sum(1 for q in self.queries if not q.excluded)} analysed; "
-                 f"{len(self.ses)} similar sub-expressions, {len(self.ces)} covering expressions, "
-                 f"{len(self.cached)} cached; budget {self.budget} bytes ({self.budget_source})"
-                 + (f"; planning cache: {self.cache}" if self.cache else "")]
-        for q in self.queries:
-            if q.excluded:
-                lines.append(f"  {q.name}: runs unchanged ({q.excluded})")
-        for se in self.ses:
-            lines.append(f"  {se.describe()}")
-        for d in self.decisions:
-            ce = next((c for c in self.ces if c.id == d.ce), None)
-            what = f"{ce.kind} {ce.template} over {', '.join(ce.se.tables)}" if ce else ""
-            lines.append(f"  {d.ce} {what}: {d.verdict.value} — {d.reason}")
-        chosen = set(self.selection.chosen) if self.selection is not None else set()
-        for ce_id, vals in self.consumer_values.items():
-            for v in vals:
-                if not v.gains and ce_id in chosen:
-                    lines.append(f"  {ce_id} not read by {self.queries[v.query].name} {v.unit} "
-                                 f"(never slower): {v.reason()}")
-        for p in self.proofs:
-            if not p.verified:
-                lines.append(f"  proof {p.ce} {self.queries[p.query].name}: {p.status} — {p.why()}")
-        for r in self.rewrites:
-            if r.changed:
-                lines.append(f"  {r.name}: reads {', '.join(r.ces)}")
-            elif r.reason:
-                lines.append(f"  {r.name}: unchanged ({r.reason})")
-        return "\n".join(lines)
-
-    def to_json(self) -> dict:
-        return {
-            "queries": [{"index": q.index, "name": q.name, "excluded": q.excluded} for q in self.queries],
-            "similar_subexpressions": [{"id": s.id, "kind": s.kind, "fingerprint": s.fingerprint,
-                                        "tables": list(s.tables), "members": [m.describe() for m in s.members]}
-                                       for s in self.ses],
-            "covering_expressions": [{"id": c.id, "se": c.se.id, "kind": c.kind, "template": c.template,
-                                      "view": c.view, "sql": to_sql(c.plan), "columns": c.columns,
-                                      "consumers": [{"query": x.query, "unit": x.unit.describe(),
-                                                     "extraction_sql": to_sql(x.extraction)} for x in c.consumers]}
-                                     for c in self.ces],
-            "proofs": [p.to_json() for p in self.proofs],
-            "estimates": {k: v.to_json() for k, v in self.estimates.items()},
-            "decisions": [d.to_json() for d in self.decisions],
-            "consumer_values": {ce: [v.to_json() for v in vals] for ce, vals in self.consumer_values.items()},
-            "prover": self.prover_stats, "estimator": self.estimator_stats,
-            "rewrites": [{"index": r.index, "name": r.name, "changed": r.changed, "ces": r.ces,
-                          "reason": r.reason, "sql": r.sql} for r in self.rewrites],
-            "budget": self.budget, "budget_source": self.budget_source,
-            "seconds": {k: round(v, 4) for k, v in self.seconds.items()}, "cache": self.cache,
-            "storage": self.storage,
-        }
 
 
 # ---------------------------------------------------------------------------
@@ -233,7 +89,6 @@ def _lower_all(batch: list[BatchQuery], spark, schema) -> list[QueryInfo]:
     if schema is None and spark is not None:
         # one catalog source for the batch: each table resolved by Spark once, not once per
         # query that reads it (a fresh source per query was a third of the lowering time)
-        from ..ir.schema import SparkCatalogSchema
         schema = SparkCatalogSchema(spark)
     for i, q in enumerate(batch):
         info = QueryInfo(i, q.name, q.sql)
@@ -292,7 +147,6 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
     batch = as_batch(sqls)
     store, key = None, ""
     if cache_dir is not None:
-        from .plancache import PlanningCache
         store = PlanningCache(cache_dir, spark, max_bytes=cache_max_bytes)
         params = {"budget": budget, "k": k, "K": K, "timeout_ms": timeout_ms, "cost": dataclasses.asdict(cost),
                   "view_prefix": view_prefix, "proof_budget_s": proof_budget_s, "narrow": narrow,
@@ -301,87 +155,128 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
         hit = _cached_plan(store, key, spark, budget)
         if hit is not None:
             if hit.fresh_views:
-                hit.rename_views(_fresh_prefix())
+                hit.rename_views(fresh_prefix())
             hit.seconds = {"cache": time.perf_counter() - t["start"]}
             return hit
     plan = SharingPlan(_lower_all(batch, spark, schema), storage=cost.storage)
     t["lower"] = time.perf_counter()
     forests = [units_of_plan(q.plan, q.index, grouping_sets) if q.plan is not None and not q.excluded else []
                for q in plan.queries]
-    prefix = view_prefix or _fresh_prefix()
+    prefix = view_prefix or fresh_prefix()
     plan.view_prefix, plan.fresh_views = prefix, view_prefix is None
-    builder = Builder(prefix)
     prover = Prover(K=K, timeout_ms=timeout_ms, leaf_types=_leaf_types(spark), budget_s=proof_budget_s,
                     store=store)
     est = Estimator(spark, cost, store=store) if spark is not None else None
     if spark is not None:
         plan.budget, plan.budget_source = (int(budget), "given") if budget is not None else storage_budget(spark)
-    blocked: set = set()
-    notes: list[CEDecision] = []
-    built: dict[tuple, _Built] = {}
-
-    def prove(b: _Built) -> None:
-        b.proofs = [prover.prove_consumer(c) for c in b.everyone]
-        b.ce.consumers = [c for c, p in zip(b.everyone, b.proofs) if p.verified]
-        b.ce.proved = True
-
-    cands: list[_Built] = []
-    extra: dict[tuple, SimilarSubexpression] = {}     # restricted SEs offered so far
-    for _ in range(10):
-        ses = identify(forests, k, frozenset(blocked))
-        if narrow:
-            ses += [n for se in ses for n in narrower(se, k, blocked=frozenset(blocked))]
-        ses += [se for key, se in extra.items() if key not in blocked]
-        cands, changed = [], False
-        for se in ses:
-            bkey = (se.members[0].key, tuple(id(m) for m in se.members))
-            if bkey not in built:
-                ce, why = builder.build(se, len(built) + 1)
-                built[bkey] = _Built(se.narrow_key or se.members[0].key, ce, why, list(ce.consumers) if ce else [])
-            b = built[bkey]
-            if b.ce is None:
-                notes.append(CEDecision(se.id, Verdict.NO_COVER, b.why))
-                blocked.add(b.key)
-                changed = True
-            else:
-                cands.append(b)
-        if changed:
-            continue
-        if est is None:                     # no estimates: prove every consumer
-            for b in cands:
-                if b.proofs is None:
-                    prove(b)
-        else:
-            # Choose on optimistic values (unproved consumers counted), prove what was
-            # chosen, choose again: only CEs that may be cached are ever proved.
-            for _round in range(12):
-                _choose(plan, est, [b.ce for b in cands if len(b.ce.consumers) >= k], k)
-                todo = [b for b in cands if b.ce.id in plan.selection.chosen and b.proofs is None]
-                if not todo:
-                    break
-                for b in todo:
-                    prove(b)
-        for b in cands:
-            if b.proofs is not None and len(b.ce.consumers) < k:
-                bad = "; ".join(f"{plan.queries[p.query].name}: {p.why()}" for p in b.proofs if not p.verified)
-                notes.append(CEDecision(b.ce.id, Verdict.NOT_PROVED, f"{len(b.ce.consumers)} proved "
-                                        f"consumer(s) of {len(b.proofs)} ({bad})"))
-                blocked.add(b.key)
-                changed = True
-        if not changed and est is not None and restrict:
-            changed = _restrict(plan, cands, ses, extra, k, frozenset(blocked))
-        if not changed:
-            break
-    plan.ses = ses
-    plan.ces = [b.ce for b in cands if len(b.ce.consumers) >= k]
-    plan.proofs = [p for b in built.values() for p in (b.proofs or [])]   # every proof that ran
+    search = _Search(plan, Builder(prefix), prover, est, k, narrow, restrict)
+    search.run(forests)
+    plan.ses = search.ses
+    plan.ces = [b.ce for b in search.cands if len(b.ce.consumers) >= k]
+    plan.proofs = [p for b in search.built.values() for p in (b.proofs or [])]   # every proof that ran
     t["prove"] = time.perf_counter()
     if est is not None:
         _choose(plan, est, plan.ces, k, final=True)
-    plan.decisions = notes + plan.decisions
+    plan.decisions = search.notes + plan.decisions
     t["choose"] = time.perf_counter()
     _rewrite(plan, spark, prover)
     t["rewrite"] = time.perf_counter()
+    _finish(plan, t, prover, est, store, key)
+    return plan
+
+
+@dataclass
+class _Search:
+    """The covering expressions of a batch, to a fixpoint: each round identifies the SEs
+    outside ``blocked`` (with their narrower and restricted forms), builds their CEs (kept
+    in ``built``), proves the consumers of those that may be cached and blocks what has no
+    cover or too few proved consumers (``notes`` say why); it ends when a round changes
+    nothing, after at most 10 rounds. ``ses`` and ``cands`` are the last round's."""
+    plan: SharingPlan
+    builder: Builder
+    prover: Prover
+    est: Optional[Estimator]
+    k: int
+    narrow: bool
+    restrict: bool
+    blocked: set = field(default_factory=set)
+    notes: list[CEDecision] = field(default_factory=list)
+    built: dict[tuple, _Built] = field(default_factory=dict)
+    cands: list[_Built] = field(default_factory=list)
+    extra: dict[tuple, SimilarSubexpression] = field(default_factory=dict)    # restricted SEs offered so far
+    ses: list[SimilarSubexpression] = field(default_factory=list)
+
+    def run(self, forests: list) -> None:
+        for _ in range(10):
+            ses = identify(forests, self.k, frozenset(self.blocked))
+            if self.narrow:
+                ses += [n for se in ses for n in narrower(se, self.k, blocked=frozenset(self.blocked))]
+            ses += [se for key, se in self.extra.items() if key not in self.blocked]
+            self.ses = ses
+            if self._build(ses):
+                continue
+            self._prove_what_may_be_cached()
+            changed = self._block_unproved()
+            if not changed and self.est is not None and self.restrict:
+                changed = _restrict(self.plan, self.cands, ses, self.extra, self.k, frozenset(self.blocked))
+            if not changed:
+                break
+
+    def _build(self, ses: list[SimilarSubexpression]) -> bool:
+        """This round's candidates: the CE of every SE; True when an SE has none (blocked)."""
+        self.cands, changed = [], False
+        for se in ses:
+            bkey = (se.members[0].key, tuple(id(m) for m in se.members))
+            if bkey not in self.built:
+                ce, why = self.builder.build(se, len(self.built) + 1)
+                self.built[bkey] = _Built(se.narrow_key or se.members[0].key, ce, why,
+                                          list(ce.consumers) if ce else [])
+            b = self.built[bkey]
+            if b.ce is None:
+                self.notes.append(CEDecision(se.id, Verdict.NO_COVER, b.why))
+                self.blocked.add(b.key)
+                changed = True
+            else:
+                self.cands.append(b)
+        return changed
+
+    def _prove(self, b: _Built) -> None:
+        b.proofs = [self.prover.prove_consumer(c) for c in b.everyone]
+        b.ce.consumers = [c for c, p in zip(b.everyone, b.proofs) if p.verified]
+        b.ce.proved = True
+
+    def _prove_what_may_be_cached(self) -> None:
+        if self.est is None:                     # no estimates: prove every consumer
+            for b in self.cands:
+                if b.proofs is None:
+                    self._prove(b)
+            return
+        # Choose on optimistic values (unproved consumers counted), prove what was
+        # chosen, choose again: only CEs that may be cached are ever proved.
+        for _round in range(12):
+            _choose(self.plan, self.est, [b.ce for b in self.cands if len(b.ce.consumers) >= self.k], self.k)
+            todo = [b for b in self.cands if b.ce.id in self.plan.selection.chosen and b.proofs is None]
+            if not todo:
+                break
+            for b in todo:
+                self._prove(b)
+
+    def _block_unproved(self) -> bool:
+        """Block every proved CE with fewer than k proved consumers (True if any)."""
+        changed = False
+        for b in self.cands:
+            if b.proofs is not None and len(b.ce.consumers) < self.k:
+                bad = "; ".join(f"{self.plan.queries[p.query].name}: {p.why()}" for p in b.proofs if not p.verified)
+                self.notes.append(CEDecision(b.ce.id, Verdict.NOT_PROVED, f"{len(b.ce.consumers)} proved "
+                                             f"consumer(s) of {len(b.proofs)} ({bad})"))
+                self.blocked.add(b.key)
+                changed = True
+        return changed
+
+
+def _finish(plan: SharingPlan, t: dict, prover: Prover, est: Optional[Estimator], store, key: str) -> None:
+    """The planning statistics and seconds per step; the plan stored in the planning cache
+    unless a proof is unknown (it may be decided with more time)."""
     plan.prover_stats = dict(prover.stats, solver_s=round(prover.stats["solver_s"], 3))
     if est is not None:
         plan.estimator_stats = dict(est.stats)
@@ -394,11 +289,6 @@ def plan_batch(sqls: Sequence, spark=None, *, schema: Optional[dict] = None, bud
             plan.cache = f"stored {key[:16]}"
             store.put_plan(key, plan)
         store.prune()
-    return plan
-
-
-def _fresh_prefix() -> str:
-    return f"_superop_ce_{uuid.uuid4().hex[:8]}_"
 
 
 def _cached_plan(store, key: str, spark, budget: Optional[int]) -> Optional[SharingPlan]:

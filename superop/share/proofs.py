@@ -38,7 +38,8 @@ from sqlglot import exp
 
 from ..ir.generate import to_sql
 from ..ir.nodes import Node, Project, Scan, Select, walk
-from ..verify import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
+from ..verify.plans import certificate, check_plans_equivalent, prove_spj_equivalent
+from ..verify.result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result
 from .blocks import Block, and_all
 from .canonical import canonical_leaf, join_tree, to_canon
 from .covering import Consumer, CoveringExpression, rewrite_block
@@ -99,7 +100,6 @@ def _sql(node: Node) -> str:
 
 
 def _obligation(name: str, r: Result, sqls: tuple[str, str], what_a: str, what_b: str) -> Obligation:
-    from ..verify.plans import certificate
     cert = certificate(r, {"a": what_a, "b": what_b, "a_sql": sqls[0], "b_sql": sqls[1]})
     return Obligation(name, r.status, r.method, r.seconds, r.reason, cert)
 
@@ -155,7 +155,6 @@ class Prover:
         self.stats = {"solved": 0, "cached": 0, "solver_s": 0.0, "over_budget": 0}
 
     def _check(self, method: str, name, a: Node, b: Node, what_a: str, what_b: str) -> Obligation:
-        from ..verify.plans import check_plans_equivalent, prove_spj_equivalent
         sqls = (_sql(a), _sql(b))           # the key's SQL is also the certificate's
         key = pair_fingerprint(method, self.K, a, b, sqls)
         hit = self.cache.get(key) or _SHARED_CACHE.get(key) or self._stored(key)
@@ -248,6 +247,11 @@ class Prover:
         return self._rowwise("placement", rw.proof_rewritten, rw.proof_original,
                              "the block over the extraction(s) (covering expressions inlined)",
                              "the block as the query wrote it")
+
+
+def prove(consumer: Consumer, K: int = 3, timeout_ms: int = 20000, leaf_types=None) -> ConsumerProof:
+    """Every obligation of one consumer; use the consumer only if ``.verified``."""
+    return Prover(K, timeout_ms, leaf_types).prove_consumer(consumer)
 
 
 def join_table(ce: CoveringExpression) -> tuple[Scan, dict]:

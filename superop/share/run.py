@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
 from ..ir.generate import to_sql
+from ..ir.lower import parse
 from .estimate import DEFAULT_COST, CostModel, parse_budget
-from .planner import SharingPlan, plan_batch
+from .planner import as_batch, batch_tables, plan_batch
+from .sharing_plan import SharingPlan
 from .store import StoredCE, store
 
 COLLECT, NOOP, COUNT = "collect", "noop", "count"
@@ -235,8 +237,6 @@ def analyze(spark, sqls: Sequence) -> list[str]:
     statistics and are skipped. Returns the tables analysed."""
     from sqlglot import exp
 
-    from ..ir.lower import parse
-    from .planner import as_batch, batch_tables
     names = set()
     for q in as_batch(sqls):
         try:

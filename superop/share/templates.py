@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import z3
 
-from ..verify import REFUTED, UNKNOWN, VERIFIED
+from ..verify.result import REFUTED, UNKNOWN, VERIFIED
 
 ASSUMPTIONS = [
     "T1 a select-project plan outputs the filter-map {map(r) | r in J, keep(r)} of its input bag J",

@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import json
 
-from ..cliutil import add_sql_args, read_sql
-from ..ir.schema import load_schema_arg
+from ..cliutil import add_json_arg, add_sql_args, deprecated, read_sql, timeout_s
 from ..errors import SuperopError
+from ..ir import lower, shape, to_sql
+from ..ir.dialect import pretty_sql
+from ..ir.schema import load_schema_arg
+from .corpus import PAPER_SCHEMA
+from .parts import NotSupported, analyze
+from .result import UNSUPPORTED, SynthResult
+from .subplan import find_subplan
+from .synthesizer import synthesize
 
 
 def register(sub) -> None:
-    from ..cliutil import add_json_arg, deprecated, timeout_s
     p = sub.add_parser("synth", help="synthesize + verify a super-operator program for one sub-query",
                        description="Synthesizes a super-operator program for one sub-query and "
                                    "verifies it with Z3 (bounded), or prints a counterexample.")
@@ -44,9 +50,6 @@ def _cex_text(c: dict) -> str:
 
 
 def run(args) -> int:
-    from ..ir import lower
-    from .corpus import PAPER_SCHEMA
-    from .synthesizer import UNSUPPORTED, SynthResult, synthesize
     if args.K < 1:
         raise SuperopError("--bound must be at least 1")
     sql = read_sql(args)
@@ -55,9 +58,6 @@ def run(args) -> int:
     if not low.fully_lowered:
         res = SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))
     else:
-        from ..ir import shape, to_sql
-        from .space import NotSupported, analyze
-        from .synthesizer import find_subplan
         plan = low.plan
         sub_sql = None
         if not args.whole:
@@ -76,7 +76,6 @@ def run(args) -> int:
         print(json.dumps(res.to_json(), indent=2, default=str))
         return 0
     if res.sub_plan_sql:
-        from ..ir.dialect import pretty_sql
         print(f"sub-query:\n{pretty_sql(res.sub_plan_sql)}")
     print(f"status: {res.status}" + (f" ({res.family})" if res.family else ""))
     if res.program is not None:

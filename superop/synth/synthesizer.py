@@ -2,16 +2,18 @@
 
     synthesize(sub_plan, schema=None, K=4, timeout_s=60) -> SynthResult
 
-1. :mod:`superop.synth.space` reads the search space off the sub-plan (edges captured
-   with Algorithm 5, keys traced with Algorithm 4, the root's emit structure) and
-   enumerates candidate programs; they are tried smallest first (streaming before
-   buffering, so a streaming program wins when one exists).
+1. :mod:`superop.synth.parts` reads the parts of the sub-plan (edges captured with
+   Algorithm 5, the root's emit structure), :mod:`superop.synth.space` enumerates the
+   points of the search space (keys traced with Algorithm 4) and
+   :mod:`superop.synth.program_builder` builds each into a candidate program; they are
+   tried smallest first (streaming before buffering, so a streaming program wins when one
+   exists).
 2. Each candidate runs (:mod:`superop.synth.interpreter`) on a test set of input tables
    and is compared as a bag with the sub-plan's own output on the same table
    (:mod:`superop.synth.plan_eval`). The test set starts with generated tables — small
    key domains (so groups collide), NULLs, duplicates, the constants of the sub-plan's
    predicates ±1 (so filters both pass and fail, including groups where no row passes) —
-   and grows with every counterexample; a failing table moves to the front, so most
+   (:mod:`superop.synth.testdata`) and grows with every counterexample; a failing table moves to the front, so most
    wrong candidates die on their first table.
 3. A candidate that passes every test goes to the Z3 verifier
    (``superop.verify.check_equivalence``, bounded by K rows). ``verified`` ends the search;
@@ -25,162 +27,26 @@ sub-plan is not a shape any program in the space can implement).
 """
 from __future__ import annotations
 
-import datetime as _dt
-import random
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from sqlglot import exp
-
-from ..ir.dialect import DIALECT
-from ..ir.keys import Determines
+from .. import families
+from ..dsl import STREAMING, Program
+from ..dsl.expr_eval import EvalError
+from ..dsl.interpreter import Compiled, ProgramError
+from ..dsl.plan_eval import PlanEvalError, eval_plan
+from ..ir import lower
 from ..ir.nodes import Node, Scan, walk
 from ..sparkutil import bag
-from ..dsl import STREAMING, Program
-from ..dsl.expr_eval import EvalError, compile_expr, truth
-from ..dsl.interpreter import Compiled, ProgramError
-from .literals import plan_literals, value_kind
-from ..dsl.plan_eval import PlanEvalError, eval_plan
-from .space import Choice, NotExpressible, NotSupported, Parts, analyze, build, choices, strip_order
-
-VERIFIED, REFUTED, NO_PROGRAM, UNSUPPORTED, UNKNOWN = (
-    "verified", "refuted", "no_program", "unsupported", "unknown")
-
-
-@dataclass
-class SynthResult:
-    status: str
-    program: Optional[Program] = None
-    streaming: bool = False
-    counterexample: Optional[dict] = None
-    reason: str = ""
-    candidates_tried: int = 0
-    seconds: float = 0.0
-    checked_by: str = ""                 # "z3" | "testing" | ""
-    family: str = ""                     # DU | DJ | MJ
-    tests: int = 0                       # size of the final test set
-    search_space: int = 0
-    z3_counterexamples: int = 0          # CEGIS rounds driven by the verifier
-    streaming_counterexample: Optional[dict] = None  # why no streaming program (if buffering)
-    verifier: dict = field(default_factory=dict)
-    sub_plan_sql: Optional[str] = None   # set when the CLI picked a sub-query of the input
-
-    def to_json(self) -> dict:
-        return {"status": self.status,
-                "program": self.program.to_json() if self.program is not None else None,
-                "pseudo_code": self.program.pretty() if self.program is not None else None,
-                "streaming": self.streaming, "counterexample": self.counterexample,
-                "streaming_counterexample": self.streaming_counterexample,
-                "reason": self.reason, "family": self.family, "checked_by": self.checked_by,
-                "candidates_tried": self.candidates_tried, "search_space": self.search_space,
-                "z3_counterexamples": self.z3_counterexamples,
-                "tests": self.tests, "seconds": round(self.seconds, 4), "verifier": self.verifier,
-                "sub_plan_sql": self.sub_plan_sql}
-
-
-# ---------------------------------------------------------------------------
-# test inputs
-# ---------------------------------------------------------------------------
-_DATES = [_dt.date(2020, 1, 1), _dt.date(2020, 1, 2), _dt.date(2020, 1, 3)]
-_TIMES = [_dt.datetime(2020, 1, 1, 0, 0, 0), _dt.datetime(2020, 1, 1, 0, 0, 1), _dt.datetime(2020, 1, 2)]
-
-
-class Inputs:
-    """Generated input tables for a set of leaves (one when the source is shared)."""
-
-    def __init__(self, parts: Parts, plan: Node, key_cols: set[str], seed: int = 7):
-        self.leaves: list[Scan] = [s for s in parts.sources]
-        lits = plan_literals(plan)
-        near = lits.near
-        self.domains = {}
-        for leaf in self.leaves:
-            doms = []
-            for col, t in leaf.columns:
-                k = value_kind(t)
-                if col in key_cols:
-                    # few values so that groups collide, plus EVERY constant of the plan
-                    # (without neighbours): a filter on the key must be satisfiable
-                    # (d = 'write'), also two filters on one key (d_year = 1998 and 1999)
-                    dom = {"int": [1, 2], "real": [1.0, 2.0], "str": ["a", "b"],
-                           "bool": [True, False], "date": _DATES[:2],
-                           "ts": _TIMES[:2]}[k] + lits.exact.get(k, [])
-                else:
-                    dom = {"int": [0, 1, 2, 3] + near["int"],
-                           "real": [0.5, 1.0, 2.5] + near["real"] + [float(x) for x in near["int"]],
-                           "str": ["a", "b"] + near["str"],
-                           "bool": [True, False], "date": _DATES + near["date"],
-                           "ts": _TIMES + near["ts"]}[k]
-                doms.append(list(dict.fromkeys(dom)))
-            self.domains[id(leaf)] = doms
-        self.rng = random.Random(seed)
-        self.key_cols = set(key_cols)
-        # Row-level predicates of the paths (summary predicates of the edges): rows are
-        # often drawn to satisfy one of them, since a conjunction of several filters is
-        # rarely hit by chance and a path whose filter never passes tests nothing.
-        self.targets = []
-        if len(self.leaves) == 1:
-            cols = [c for c, _ in self.leaves[0].columns]
-            for p in parts.paths:
-                pred = getattr(p, "low_pred", None) if hasattr(p, "low_pred") else getattr(p, "pred", None)
-                if pred is None:
-                    continue
-                try:
-                    self.targets.append(compile_expr(pred, lambda c: (lambda i: lambda r: r[i])(cols.index(c.name))))
-                except (EvalError, ValueError):
-                    pass
-
-    def _row(self, doms, null_p):
-        return tuple(None if self.rng.random() < null_p else self.rng.choice(d) for d in doms)
-
-    def table(self, n_rows: int, null_p: float = 0.15, one_key: bool = False) -> dict[int, list[tuple]]:
-        """Random rows; ``one_key``: every key column fixed to one value (NULL included),
-        i.e. one big group — per-group conditions (HAVING count(*) > 2, a min under a
-        guard) need many rows in the same group to be exercised."""
-        out = {}
-        for leaf in self.leaves:
-            doms = self.domains[id(leaf)]
-            if one_key:
-                doms = [[None if self.rng.random() < 0.25 else self.rng.choice(d)] if c in self.key_cols else d
-                        for (c, _), d in zip(leaf.columns, doms)]
-            rows = []
-            for _ in range(n_rows):
-                if rows and self.rng.random() < 0.15:
-                    rows.append(rows[self.rng.randrange(len(rows))])   # duplicates matter for bags
-                    continue
-                row = self._row(doms, null_p)
-                if self.targets and self.rng.random() < 0.5:
-                    want = self.rng.choice(self.targets)
-                    for _ in range(30):
-                        if truth(want(row)):
-                            break
-                        row = self._row(doms, null_p)
-                rows.append(row)
-            out[id(leaf)] = rows
-        return out
-
-    def initial(self, n: int = 48) -> list[dict[int, list[tuple]]]:
-        """The empty table, then ``n`` random tables of 1..8 rows, every third one a
-        single group of 3..10 rows."""
-        tables = [{id(l): [] for l in self.leaves}]
-        for i in range(n):
-            if i % 3 == 2:
-                tables.append(self.table(3 + i % 8, null_p=0.1, one_key=True))
-            else:
-                tables.append(self.table(1 + i % 8, null_p=0.0 if i % 5 == 0 else 0.15))
-        return tables
-
-
-class _Test:
-    __slots__ = ("data", "expected", "origin")
-
-    def __init__(self, data, expected, origin):
-        self.data, self.expected, self.origin = data, expected, origin
-
-
-def _sort_rows(rows):
-    return sorted((list(r) for r in rows), key=lambda r: [(v is None, str(type(v)), v if v is not None else 0)
-                                                         for v in r])
+from ..verify.check import check_equivalence
+from ..verify.result import Result
+from .parts import NotSupported, Parts, analyze, strip_order
+from .program_builder import NotExpressible, build
+from .result import NO_PROGRAM, REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, SynthResult
+from .space import Choice, choices
+from .subplan import output_types
+from .testdata import CheckTable, Inputs, satisfy_requires, sort_rows
 
 
 # ---------------------------------------------------------------------------
@@ -202,15 +68,15 @@ class Synthesizer:
         tables = {leaf.table: data[id(leaf)] for leaf in self.parts.sources}
         return bag(eval_plan(self.plan, tables=tables))
 
-    def _add_test(self, data, origin: str, front: bool = False) -> _Test:
-        t = _Test(data, self._expected(data), origin)
+    def _add_test(self, data, origin: str, front: bool = False) -> CheckTable:
+        t = CheckTable(data, self._expected(data), origin)
         if front:
             self.tests.insert(0, t)
         else:
             self.tests.append(t)
         return t
 
-    def _cex(self, t: _Test, program: Program, actual, choice: Choice) -> dict:
+    def _cex(self, t: CheckTable, program: Program, actual, choice: Choice) -> dict:
         src = self.parts.sources
         d = {"origin": t.origin, "candidate": program.pretty(), "candidate_program": program.to_json(),
              "choice": choice.describe()}
@@ -218,21 +84,21 @@ class Synthesizer:
             d["table"] = src[0].table
             d["columns"] = [c for c, _ in src[0].columns]
             d["types"] = [ty for _, ty in src[0].columns]
-            d["rows"] = _sort_rows(t.data[id(src[0])])
+            d["rows"] = sort_rows(t.data[id(src[0])])
         else:
             d["tables"] = {s.table: {"columns": [c for c, _ in s.columns],
                                      "types": [ty for _, ty in s.columns],
-                                     "rows": _sort_rows(t.data[id(s)])} for s in src}
+                                     "rows": sort_rows(t.data[id(s)])} for s in src}
             d["program_reads"] = src[0].table
-        d["plan_output"] = _sort_rows(list(t.expected.elements()))
-        d["program_output"] = _sort_rows(actual)
+        d["plan_output"] = sort_rows(list(t.expected.elements()))
+        d["program_output"] = sort_rows(actual)
         return d
 
     # -- candidate checking -------------------------------------------------
-    def _run(self, comp: Compiled, t: _Test) -> list[tuple]:
+    def _run(self, comp: Compiled, t: CheckTable) -> list[tuple]:
         return comp.run(t.data[id(self.parts.sources[0])])
 
-    def _test(self, program: Program, choice: Choice) -> Optional[_Test]:
+    def _test(self, program: Program, choice: Choice) -> Optional[CheckTable]:
         """None if the candidate agrees with the sub-plan on every test, else the failing test."""
         comp = Compiled(program, [c for c, _ in self.parts.sources[0].columns])
         for i, t in enumerate(self.tests):
@@ -251,7 +117,7 @@ class Synthesizer:
                 return self._minimal_cex(failed, prog, ch)
         return None
 
-    def _minimal_cex(self, t: _Test, program: Program, choice: Choice) -> dict:
+    def _minimal_cex(self, t: CheckTable, program: Program, choice: Choice) -> dict:
         """Shrink a failing table (drop rows while the outputs still differ) and render it:
         a 2-row counterexample explains a wrong candidate better than an 8-row one."""
         comp = Compiled(program, [c for c, _ in self.parts.sources[0].columns])
@@ -266,26 +132,18 @@ class Synthesizer:
                     data = trial
                 else:
                     i += 1
-        small = _Test(data, self._expected(data), t.origin)
+        small = CheckTable(data, self._expected(data), t.origin)
         return self._cex(small, program, comp.run(data[id(self.parts.sources[0])]), choice)
 
     def _verify(self, program: Program):
         if not self.use_verifier or not self.parts.shared:
             return None
-        try:
-            from ..verify import check_equivalence  # lazy: z3 is heavy
-        except ImportError:
-            try:
-                from ..verify.check import check_equivalence
-            except ImportError:
-                return None
         remaining = max(1.0, self.deadline - time.perf_counter())
         try:
             return check_equivalence(self.plan, program, self.K,
                                      timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
         except Exception as e:  # a verifier crash is "not decided", never "verified"
-            from ..verify.result import UNKNOWN as _U, Result
-            return Result(_U, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
+            return Result(UNKNOWN, K=self.K, reason=f"verifier error: {type(e).__name__}: {e}")
 
     def _family_template(self, res: SynthResult, why: Optional[str] = None) -> bool:
         """A sub-plan outside the search space (the space enumerates DU/DJ/MJ-shaped
@@ -296,7 +154,6 @@ class Synthesizer:
         table (:func:`superop.families.over_source`), on inputs that satisfy the program's
         preconditions (which the match establishes for the real source). Statuses as above
         (``checked_by`` z3); False when no family matches the whole sub-plan."""
-        from .. import families
         m = families.first_match(self.plan, finished=True)
         if m is None or m.program is None or m.root != families.regroup(self.plan):
             return False
@@ -342,7 +199,6 @@ class Synthesizer:
             res.status, res.program = UNKNOWN, prog
             res.reason = f"{tried}; NOT verified (verification disabled)"
             return True
-        from ..verify import check_equivalence
         remaining = max(1.0, self.deadline - time.perf_counter())
         try:
             v = check_equivalence(sub, prog, self.K, timeout_ms=int(1000 * min(self.verify_timeout_s, remaining)))
@@ -402,12 +258,22 @@ class Synthesizer:
             self._family_template(res)
             res.seconds = time.perf_counter() - t0
             return res
+        res.family = self.parts.family
+        st = _Search()
+        cands = self._candidates(res, st)
+        if cands is None or not self._initial_tests(cands, res) or self._search(cands, res, st):
+            res.seconds = time.perf_counter() - t0
+            return res
+        self._conclude(res, st)
+        res.seconds = time.perf_counter() - t0
+        return res
+
+    def _candidates(self, res: SynthResult, st: _Search) -> Optional[list[tuple[tuple, Program, Choice]]]:
+        """Every distinct program of the search space, smallest first (streaming ones before
+        buffering ones); None when there is none (``res`` says why)."""
         parts = self.parts
-        res.family = parts.family
-        # candidates, smallest first; streaming ones before buffering ones
         cands: list[tuple[tuple, Program, Choice]] = []
         seen: set = set()
-        unbuildable = []
         cache: dict = {}
         for i, ch in enumerate(choices(parts)):
             if len(cands) >= self.max_candidates:
@@ -415,12 +281,11 @@ class Synthesizer:
             try:
                 prog = build(parts, ch, cache)
             except NotExpressible as why:
-                unbuildable.append(str(why))
+                st.unbuildable.append(str(why))
                 continue
             except NotSupported as why:
                 res.reason = str(why)
-                res.seconds = time.perf_counter() - t0
-                return res
+                return None
             if prog in seen:       # structural (dataclass + sqlglot) equality
                 continue
             seen.add(prog)
@@ -429,14 +294,18 @@ class Synthesizer:
         res.search_space = len(cands)
         if not cands:
             res.reason = ("no candidate program can be written for this sub-plan"
-                          + (f": {unbuildable[0]}" if unbuildable else ""))
-            res.seconds = time.perf_counter() - t0
-            return res
+                          + (f": {st.unbuildable[0]}" if st.unbuildable else ""))
+            return None
+        return cands
+
+    def _initial_tests(self, cands: list[tuple[tuple, Program, Choice]], res: SynthResult) -> bool:
+        """The generated test tables, before any counterexample (False when the sub-plan
+        cannot be evaluated on them: ``res`` says why)."""
         key_cols = set()
         for ch in (c[2] for c in cands):
             key_cols.update(ch.keys)
-        gen = Inputs(parts, self.plan, key_cols, self.seed)
-        self.tests: list[_Test] = []
+        gen = Inputs(self.parts, self.plan, key_cols, self.seed)
+        self.tests: list[CheckTable] = []
         try:
             for data in gen.initial(self.initial_tests):
                 self._add_test(data, "generated")
@@ -449,19 +318,20 @@ class Synthesizer:
                 extra += 1
         except (PlanEvalError, EvalError) as why:
             res.reason = f"the sub-plan cannot be evaluated on test data: {why}"
-            res.seconds = time.perf_counter() - t0
-            return res
+            return False
+        return True
 
-        last_cex = None
-        last_stream_cex = None
+    def _search(self, cands: list[tuple[tuple, Program, Choice]], res: SynthResult, st: _Search) -> bool:
+        """CEGIS over the candidates in order: test, then verify what passes. True when
+        ``res`` is final already (a candidate cannot be evaluated)."""
+        parts = self.parts
         self.z3_cex = 0
         self.trace = []     # (choice, program, failing test or None) per candidate tested
-        tried = 0
         for _, prog, ch in cands:
             if time.perf_counter() > self.deadline:
                 res.status = UNKNOWN
-                res.reason = f"search timed out after {tried} candidates"
-                break
+                res.reason = f"search timed out after {st.tried} candidates"
+                return False
             if self.require_streaming and prog.memory != STREAMING:
                 continue
             try:
@@ -469,171 +339,118 @@ class Synthesizer:
             except ProgramError as why:
                 if not parts.shared:
                     # it reads a column only another input has: not a program over one input
-                    unbuildable.append(f"the program reads only {parts.sources[0].table}: {why}")
+                    st.unbuildable.append(f"the program reads only {parts.sources[0].table}: {why}")
                     continue
                 res.status = UNSUPPORTED
                 res.reason = f"a candidate cannot be evaluated: {why}"
-                res.seconds = time.perf_counter() - t0
-                return res
+                return True
             except EvalError as why:
                 res.status = UNSUPPORTED
                 res.reason = f"a candidate cannot be evaluated: {why}"
-                res.candidates_tried = tried
-                res.seconds = time.perf_counter() - t0
-                return res
-            tried += 1
+                res.candidates_tried = st.tried
+                return True
+            st.tried += 1
             self.trace.append((ch, prog, failed))
             if failed is not None:
-                last_cex = (failed, prog, ch)
+                st.last_cex = (failed, prog, ch)
                 if prog.memory == STREAMING and prog.row_emits:
-                    last_stream_cex = last_cex
+                    st.last_stream_cex = st.last_cex
                 continue
-            v = self._verify(prog)
-            if v is None:
-                # no verifier for this input (not one base table / verifier missing)
-                res.status = UNKNOWN
-                res.program = prog
-                res.checked_by = "testing"
-                why = ("inputs are not one shared source" if not parts.shared else
-                       "verification disabled" if not self.use_verifier else "Z3 verifier unavailable")
-                res.reason = f"passed {len(self.tests)} test tables; NOT verified ({why})"
-                break
-            res.verifier = v.to_json() if hasattr(v, "to_json") else {"status": getattr(v, "status", str(v))}
-            status = getattr(v, "status", None)
-            if status == VERIFIED:
-                res.status = VERIFIED
-                res.program = prog
-                res.checked_by = "z3"
-                res.reason = f"verified by Z3 for every input of at most {self.K} rows; " + (
-                    getattr(v, "reason", "") or "")
-                break
-            if status == REFUTED and getattr(v, "counterexample", None) is not None:
-                z = v.counterexample
-                rows = [tuple(r) for r in z.rows]
-                order = [c for c, _ in parts.source.columns]
-                if list(z.columns) != order:
-                    idx = [list(z.columns).index(c) for c in order]
-                    rows = [tuple(r[i] for i in idx) for r in rows]
-                t = self._add_test({id(parts.source): rows}, "z3", front=True)
-                comp = Compiled(prog, order)
-                out = self._run(comp, t)
-                last_cex = (t, prog, ch)
-                self.z3_cex += 1
-                if bag(out) == t.expected:
-                    # The verifier's model and our reference semantics disagree on this
-                    # table: record it (a bug in one of them) and keep searching.
-                    d = self._cex(t, prog, out, ch)
-                    d["disagreement"] = ("Z3 claims the outputs differ, the interpreter and "
-                                         "the IR evaluator agree")
-                    res.verifier["disagreement"] = d
-                if prog.memory == STREAMING and prog.row_emits:
-                    last_stream_cex = last_cex
-                continue
-            # unknown / unsupported by the verifier: keep the tested program, say so
+            if self._decide(prog, ch, res, st):
+                return False
+        res.status = NO_PROGRAM
+        res.reason = (f"all {st.tried} candidates fail" + ("" if not st.unbuildable else
+                      f" ({len(st.unbuildable)} more choices are not expressible, e.g. {st.unbuildable[0]})"))
+        if not parts.shared:
+            res.reason = (f"the inputs are not one shared source ({', '.join(s.table for s in parts.sources)}); "
+                          + res.reason)
+        return False
+
+    def _decide(self, prog: Program, ch: Choice, res: SynthResult, st: _Search) -> bool:
+        """A candidate that passed every test goes to the verifier: True when that ends the
+        search (verified, or not decided), False when its counterexample joins the tests."""
+        parts = self.parts
+        v = self._verify(prog)
+        if v is None:
+            # no verifier for this input (not one base table / verifier missing)
             res.status = UNKNOWN
             res.program = prog
             res.checked_by = "testing"
-            res.reason = f"passed {len(self.tests)} test tables; Z3: {status}: {getattr(v, 'reason', '')}"
-            break
-        else:
-            res.status = NO_PROGRAM
-            res.reason = (f"all {tried} candidates fail" + ("" if not unbuildable else
-                          f" ({len(unbuildable)} more choices are not expressible, e.g. {unbuildable[0]})"))
-            if not parts.shared:
-                res.reason = (f"the inputs are not one shared source ({', '.join(s.table for s in parts.sources)}); "
-                              + res.reason)
+            why = ("inputs are not one shared source" if not parts.shared else
+                   "verification disabled" if not self.use_verifier else "Z3 verifier unavailable")
+            res.reason = f"passed {len(self.tests)} test tables; NOT verified ({why})"
+            return True
+        res.verifier = v.to_json() if hasattr(v, "to_json") else {"status": getattr(v, "status", str(v))}
+        status = getattr(v, "status", None)
+        if status == VERIFIED:
+            res.status = VERIFIED
+            res.program = prog
+            res.checked_by = "z3"
+            res.reason = f"verified by Z3 for every input of at most {self.K} rows; " + (
+                getattr(v, "reason", "") or "")
+            return True
+        if status == REFUTED and getattr(v, "counterexample", None) is not None:
+            z = v.counterexample
+            rows = [tuple(r) for r in z.rows]
+            order = [c for c, _ in parts.source.columns]
+            if list(z.columns) != order:
+                idx = [list(z.columns).index(c) for c in order]
+                rows = [tuple(r[i] for i in idx) for r in rows]
+            t = self._add_test({id(parts.source): rows}, "z3", front=True)
+            comp = Compiled(prog, order)
+            out = self._run(comp, t)
+            st.last_cex = (t, prog, ch)
+            self.z3_cex += 1
+            if bag(out) == t.expected:
+                # The verifier's model and our reference semantics disagree on this
+                # table: record it (a bug in one of them) and keep searching.
+                d = self._cex(t, prog, out, ch)
+                d["disagreement"] = ("Z3 claims the outputs differ, the interpreter and "
+                                     "the IR evaluator agree")
+                res.verifier["disagreement"] = d
+            if prog.memory == STREAMING and prog.row_emits:
+                st.last_stream_cex = st.last_cex
+            return False
+        # unknown / unsupported by the verifier: keep the tested program, say so
+        res.status = UNKNOWN
+        res.program = prog
+        res.checked_by = "testing"
+        res.reason = f"passed {len(self.tests)} test tables; Z3: {status}: {getattr(v, 'reason', '')}"
+        return True
+
+    def _conclude(self, res: SynthResult, st: _Search) -> None:
+        """After the search: the family's template where the search found nothing or stayed
+        undecided, the minimized counterexamples, the output types and the counts."""
         if res.status == NO_PROGRAM and self._family_template(res):
-            last_cex = last_stream_cex = None
+            st.last_cex = st.last_stream_cex = None
         elif res.status == UNKNOWN and self.use_verifier:
             self._template_after_unknown(res)
-        if res.status == NO_PROGRAM and last_cex is not None:
-            res.counterexample = self._minimal_cex(*last_cex)
+        if res.status == NO_PROGRAM and st.last_cex is not None:
+            res.counterexample = self._minimal_cex(*st.last_cex)
             if self.require_streaming:
                 res.reason = "no streaming program: " + res.reason
         if res.program is not None:
             if not res.program.output_types:
                 res.program = replace(res.program, output_types=output_types(self.plan))
             res.streaming = res.program.memory == STREAMING
-            if not res.streaming and last_stream_cex is not None:
-                res.streaming_counterexample = self._minimal_cex(*last_stream_cex)
+            if not res.streaming and st.last_stream_cex is not None:
+                res.streaming_counterexample = self._minimal_cex(*st.last_stream_cex)
                 res.reason += "; no streaming candidate survived (see streaming_counterexample)"
-        res.candidates_tried = tried
+        res.candidates_tried = st.tried
         res.z3_counterexamples = self.z3_cex
         res.tests = len(self.tests)
-        res.seconds = time.perf_counter() - t0
-        return res
 
 
-def satisfy_requires(program: Program, leaf: Scan, data: dict, rng: random.Random) -> dict:
-    """A generated table made to satisfy the program's preconditions: each RowNumber
-    column numbers its partition's rows 1..n (in a random order); each Determines copies
-    the determined columns from the first row with the same ``by`` values."""
-    if not program.requires:
-        return data
-    cols = [c for c, _ in leaf.columns]
-    rows = [list(r) for r in data[id(leaf)]]
-    for req in program.requires:
-        if isinstance(req, Determines):
-            bi, di = [cols.index(c) for c in req.by], [cols.index(c) for c in req.determined]
-            first: dict[tuple, list] = {}
-            for r in rows:
-                f = first.setdefault(tuple(r[i] for i in bi), r)
-                for i in di:
-                    r[i] = f[i]
-            continue
-        ci, pi = cols.index(req.column), [cols.index(p) for p in req.partition]
-        groups: dict[tuple, list[list]] = {}
-        for r in rows:
-            groups.setdefault(tuple(r[i] for i in pi), []).append(r)
-        for g in groups.values():
-            for n, r in enumerate(rng.sample(g, len(g)), start=1):
-                r[ci] = n
-    out = dict(data)
-    out[id(leaf)] = [tuple(r) for r in rows]
-    return out
+@dataclass
+class _Search:
+    """Where the candidate search stands: choices that cannot be written as programs, the
+    candidates tested, and the last (streaming) candidate a test or Z3 killed, as
+    (failing test, program, choice)."""
+    unbuildable: list[str] = field(default_factory=list)
+    tried: int = 0
+    last_cex: Optional[tuple[CheckTable, Program, Choice]] = None
+    last_stream_cex: Optional[tuple[CheckTable, Program, Choice]] = None
 
-
-def output_types(plan: Node) -> tuple[str, ...]:
-    """Spark types of the sub-plan's output columns (sqlglot type annotation of the
-    regenerated SQL), so that NULL outputs of a program can be typed; () if unknown."""
-    try:
-        from sqlglot.optimizer.annotate_types import annotate_types
-
-        from ..ir import to_sql
-        from ..ir.lower import qualified
-        schema = {n.table: dict(n.columns) for n in walk(plan) if isinstance(n, Scan)}
-        ast = annotate_types(qualified(to_sql(plan), schema), schema=schema, dialect=DIALECT)
-        types = []
-        for e in ast.selects:
-            t = e.type
-            if t is None or t.this == exp.DataType.Type.UNKNOWN:
-                return ()
-            types.append(t.sql(dialect=DIALECT).lower())
-        return tuple(types) if len(types) == len(plan.fields) else ()
-    except Exception:  # typing is a convenience for the runtime, never a failure
-        return ()
-
-
-def find_subplan(plan: Node) -> Optional[Node]:
-    """The top-most node of ``plan`` whose sub-tree has a super-operator shape (a UNION ALL
-    or join of σ/π/ρ/γ paths over base tables), with the σ/π/ρ chain right above it —
-    for a query that embeds the sub-query (ORDER BY/LIMIT on top, an outer join, ...)."""
-    from ..ir.nodes import Project, Rename, Select, parents
-    ps = parents(plan)
-    for n in reversed(list(walk(plan))):        # reverse post-order: parents before children
-        try:
-            analyze(n)
-        except NotSupported:
-            continue
-        top = n                                   # include the optional operators above it
-        while len(ps.get(id(top), ())) == 1 and isinstance(ps[id(top)][0], (Select, Project, Rename)):
-            try:
-                analyze(ps[id(top)][0])
-            except NotSupported:
-                break
-            top = ps[id(top)][0]
-        return top
-    return None
 
 
 def synthesize(sub_plan: Node, schema: Optional[dict] = None, K: int = 4, timeout_s: float = 60.0,
@@ -641,7 +458,6 @@ def synthesize(sub_plan: Node, schema: Optional[dict] = None, K: int = 4, timeou
     """Synthesize the smallest program equivalent to ``sub_plan`` (an IR node; or SQL text,
     lowered with ``schema``)."""
     if isinstance(sub_plan, str):
-        from ..ir import lower
         low = lower(sub_plan, schema or {})
         if not low.fully_lowered:
             return SynthResult(UNSUPPORTED, reason="; ".join(low.opaque_reasons))

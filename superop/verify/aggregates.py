@@ -6,14 +6,15 @@ from typing import Optional
 
 from sqlglot import exp
 
+from ..dsl import NoAccumulator, accumulator_call
 from ..ir.dialect import DIALECT
 from .result import Unsupported
+
 
 def agg_call_func(a: exp.Expression) -> tuple[str, Optional[exp.Expression]]:
     """(fold name, argument expression) of an aggregate call; count(*) has no argument.
     The one table is :func:`superop.synth.dsl.accumulator_call`; what it cannot fold is
     :class:`Unsupported` here."""
-    from ..dsl import NoAccumulator, accumulator_call
     if not isinstance(a, exp.AggFunc):
         raise Unsupported(f"aggregate {a.sql(dialect=DIALECT)}")
     try:

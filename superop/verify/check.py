@@ -15,17 +15,20 @@ from typing import Callable, Optional, Sequence
 
 import z3
 
+from ..dsl import BUFFERING, SET_FUNCS, STREAMING, Program
+from ..dsl.interpreter import run_program_rows
+from ..dsl.plan_eval import eval_plan
+from ..families.coverage import match_of_plan
+from ..ir import lower
 from ..ir.nodes import Node, Scan, walk
-from ..dsl import Program
 from .bags import concrete_rel, outcomes_differ, raises
 from .exprs import encoding
 from .neighbours import declared_key_constraints, requires_constraints
 from .plan_encoder import PlanEncoder
 from .program_encoder import GUARDED, ProgramEncoder
 from .relations import Rel, Table
-from .result import (REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result,
-                     Unsupported)
-from .values import lt, not_distinct
+from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result, Unsupported
+from .values import EPOCH, lt, not_distinct
 
 DEFAULT_K = 4
 DEFAULT_TIMEOUT_MS = 20000
@@ -167,36 +170,47 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
         why = s.reason_unknown() if timeout_ms - elapsed_ms() > 0 else "timeout"
         return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0, reason=f"solver: {why}")
     cex = _nice_cex(s, table, scan, a, b, timeout_ms)
+    if opaque[0]:
+        confirmed = _confirmed(cex, s, table, scan, a, b, confirm, timeout_ms - elapsed_ms())
+        if isinstance(confirmed, str):
+            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0, reason=confirmed)
+        cex = confirmed
+    why = _refuted_why(cex) + (_REDECIDED if opaque[0] else "")
+    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
+
+
+def _confirmed(cex: Counterexample, s: z3.Solver, table: Table, scan: Scan, a: Rel, b: Rel,
+               confirm: Optional[Callable[[Counterexample], Optional[bool]]],
+               remaining_ms: float) -> Counterexample | str:
+    """A counterexample found with stddev_samp / var_samp uninterpreted may be the
+    function's invention: keep it only if the reference semantics (``confirm``) confirm
+    it; else block that table and ask again (a few times, within ``remaining_ms``). The
+    confirmed counterexample, or why the difference stays undecided."""
+    t0 = time.perf_counter()
+    left = lambda: remaining_ms - (time.perf_counter() - t0) * 1000  # noqa: E731
     blocked: list = []
-    while opaque[0]:
-        # stddev_samp / var_samp are uninterpreted: the difference may be the function's
-        # invention. Keep it only if the reference semantics confirm it; else block that
-        # table and ask again (a few times, within the time limit)
+    while True:
         try:
             real = confirm(cex) if confirm is not None else None
         except Exception:                     # the reference cannot run it: not decided
             real = None
         if real:
-            break
-        if real is None or len(blocked) >= OPAQUE_RETRIES or timeout_ms - elapsed_ms() <= 0:
-            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
-                          reason="Z3 found a difference with stddev_samp/var_samp left uninterpreted; " + (
-                              f"on {len(blocked) + 1} tables the reference semantics give equal outcomes (the "
-                              "function invented the difference)" if real is False
-                              else "it was not re-decided concretely"))
+            return cex
+        if real is None or len(blocked) >= OPAQUE_RETRIES or left() <= 0:
+            return ("Z3 found a difference with stddev_samp/var_samp left uninterpreted; " + (
+                f"on {len(blocked) + 1} tables the reference semantics give equal outcomes (the "
+                "function invented the difference)" if real is False
+                else "it was not re-decided concretely"))
         blocked.append(z3.Not(z3.And(*_fix_rows(table, cex.rows))))
         for bounds in (_nice_bounds(table), []):    # readable values if any table has them
-            again = new_solver(max(1000, int(timeout_ms - elapsed_ms())))
+            again = new_solver(max(1000, int(left())))
             again.add(*s.assertions(), *blocked, *bounds)
             if again.check() == z3.sat:
                 break
         else:
-            return Result(UNKNOWN, K=K, seconds=time.perf_counter() - t0,
-                          reason="Z3 found differences with stddev_samp/var_samp left uninterpreted; the "
-                                 "reference semantics give equal outcomes on each table tried")
+            return ("Z3 found differences with stddev_samp/var_samp left uninterpreted; the "
+                    "reference semantics give equal outcomes on each table tried")
         cex = counterexample_from_model(again.model(), table, scan, a, b)
-    why = _refuted_why(cex) + (_REDECIDED if opaque[0] else "")
-    return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
 
 
 _REDECIDED = " (re-decided with the reference semantics: stddev_samp/var_samp are uninterpreted in Z3)"
@@ -255,8 +269,6 @@ def reference_outcomes_differ(sub_plan: Node, program: Program, scan: Scan, cex:
     None when either cannot evaluate it or the counterexample is about an error (floats
     compared to 9 decimals: the reference
     reads the rows in one order, Spark's DOUBLE rounding depends on it)."""
-    from ..dsl.interpreter import run_program_rows
-    from ..dsl.plan_eval import eval_plan
     if cex.plan_error or cex.program_error:   # the reference evaluators do not model errors
         return None
     try:
@@ -273,7 +285,6 @@ def check_rewrite(plan: Node, program: Program, K: int = DEFAULT_K, timeout_ms: 
     a ``superop.families.Match`` in ``plan``; default: the one the runtime matches) replaced
     by ``program`` reading the match's shared source — what the runtime does. Errors as
     outcomes."""
-    from ..families.coverage import match_of_plan
     try:
         d = diamond if diamond is not None else match_of_plan(plan)
         scan = base_table(plan)
@@ -322,7 +333,6 @@ def counterexample_from_model(model, table: Table, scan: Scan, plan_rel: Rel, pr
 def check_sql(sql: str, schema: dict, program: Program, K: int = DEFAULT_K,
               timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
     """Lower ``sql`` and check it; an SQL that does not fully lower is ``unsupported``."""
-    from ..ir import lower
     low = lower(sql, schema)
     if not low.fully_lowered:
         return Result(UNSUPPORTED, K=K, reason="; ".join(low.opaque_reasons))
@@ -337,8 +347,6 @@ def check_memory_class(sub_plan: Node, program: Program, K: int = DEFAULT_K,
     and proved like any other), else ``buffering`` if equivalent with final
     values, else None (not equivalent / not decided)."""
     from dataclasses import replace
-    from ..dsl import BUFFERING, STREAMING
-    from ..dsl import SET_FUNCS
     constant_state = not any(a.func in SET_FUNCS for a in program.accumulators)
     if constant_state:
         r = check_equivalence(sub_plan, replace(program, memory=STREAMING), K, timeout_ms)
@@ -351,7 +359,6 @@ def check_memory_class(sub_plan: Node, program: Program, K: int = DEFAULT_K,
 def _fix_rows(table: Table, rows) -> list:
     """Constraints pinning the symbolic table to concrete rows (None = NULL)."""
     import datetime as _dt
-    from .values import EPOCH
     cs = []
     for i, (p, vals) in enumerate(table.rows):
         if i >= len(rows):

@@ -35,9 +35,26 @@ from sqlglot import exp
 
 from ..ir.dialect import DIALECT
 from .result import Unsupported
-from .values import (EPOCH, FALSE, NULL, TRUE, V, any_err, common_kind, common_width, const,
-                     int_width, is_false, is_true, ite, kind_of_type, lt, not_distinct,
-                     out_of_range, sort_of)
+from .values import (
+    EPOCH,
+    FALSE,
+    NULL,
+    TRUE,
+    V,
+    any_err,
+    common_kind,
+    common_width,
+    const,
+    int_width,
+    is_false,
+    is_true,
+    ite,
+    kind_of_type,
+    lt,
+    not_distinct,
+    out_of_range,
+    sort_of,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -295,16 +312,7 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
             raise Unsupported(f"aggregate {e.sql()} outside an aggregate")
         return ctx.aggf(e)
     if isinstance(e, exp.Literal):
-        if e.is_string:
-            return const(z3.StringVal(e.this), "str")
-        txt = e.this
-        try:
-            return _int_literal(txt)
-        except ValueError:
-            try:
-                return const(z3.RealVal(txt), "real")
-            except Exception:
-                raise Unsupported(f"literal {txt}") from None
+        return _ev_literal(e)
     if isinstance(e, exp.Boolean):
         return const(z3.BoolVal(bool(e.this)), "bool")
     if isinstance(e, exp.Null):
@@ -314,12 +322,7 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
     if isinstance(e, exp.Or):
         return bool3("or", ev(e.this, ctx), ev(e.expression, ctx))
     if isinstance(e, exp.Not):
-        x = ev(e.this, ctx)
-        if x.v is None:
-            return V(FALSE, TRUE, "bool", x.err)
-        if x.kind != "bool":
-            raise Unsupported("NOT of non-boolean")
-        return V(z3.Not(x.v), x.null, "bool", x.err)
+        return _ev_not(e, ctx)
     if type(e) in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE):
         return cmp(type(e), ev(e.this, ctx), ev(e.expression, ctx))
     if isinstance(e, (exp.NullSafeEQ, exp.NullSafeNEQ)):
@@ -328,58 +331,15 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         return V(eq if isinstance(e, exp.NullSafeEQ) else z3.Not(eq), FALSE, "bool",
                  z3.Or(a.err, b.err))
     if isinstance(e, exp.Is):
-        x = ev(e.this, ctx)
-        rhs = e.expression
-        if isinstance(rhs, exp.Null):
-            return V(x.null, FALSE, "bool", x.err)
-        if isinstance(rhs, exp.Boolean):
-            return V(is_true(x) if rhs.this else is_false(x), FALSE, "bool", x.err)
-        raise Unsupported(f"IS {rhs.sql()}")
+        return _ev_is(e, ctx)
     if type(e) in (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod):
         return arith(type(e), ev(e.this, ctx), ev(e.expression, ctx))
-    if isinstance(e, exp.Neg):
-        x = ev(e.this, ctx)
-        if x.v is None:
-            return NULL
-        if x.kind not in ("int", "real"):
-            raise Unsupported("negation of non-number")
-        return _unary_int(x, -x.v, out_of_range(-x.v, x.width))
-    if isinstance(e, exp.Abs):
-        x = ev(e.this, ctx)
-        if x.v is None:
-            return NULL
-        if x.kind not in ("int", "real"):
-            raise Unsupported("abs of non-number")
-        r = z3.If(x.v >= 0, x.v, -x.v)
-        return _unary_int(x, r, out_of_range(r, x.width))
+    if isinstance(e, (exp.Neg, exp.Abs)):
+        return _ev_sign(e, ctx)
     if isinstance(e, (exp.Greatest, exp.Least)):
-        # Spark: the greatest/least non-NULL argument; NULL only if every argument is NULL;
-        # every argument is evaluated
-        allv = [ev(a, ctx) for a in [e.this] + list(e.expressions)]
-        vals = [x for x in allv if x.v is not None]
-        if not vals:
-            return V(None, TRUE, None, any_err(allv))
-        k = common_kind(vals)
-        if k not in ("int", "real", "date"):
-            raise Unsupported(f"{type(e).__name__.upper()} over {k}")
-        w = common_width(vals) if k == "int" else None
-        vals = [V(x.val(k), x.null, k, FALSE, w) for x in vals]
-        out = vals[0]
-        for x in vals[1:]:
-            better = lt(out.v, x.v, k) if isinstance(e, exp.Greatest) else lt(x.v, out.v, k)
-            out = ite(out.null, x, ite(x.null, out, ite(better, x, out)))
-        return V(out.v, out.null, k, any_err(allv), w)
+        return _ev_extremum(e, ctx)
     if isinstance(e, exp.Case):
-        # simple CASE x WHEN v THEN ..: x evaluated once, each x = v in turn (a NULL x or v
-        # matches nothing: the ELSE branch), as Spark's CaseKeyWhen
-        base = ev(e.this, ctx) if e.this is not None else None
-        out = ev(e.args["default"], ctx) if e.args.get("default") is not None else NULL
-        for w in reversed(e.args.get("ifs") or []):
-            c = ev(w.this, ctx) if base is None else cmp(exp.EQ, base, ev(w.this, ctx))
-            out = _choose(c, ev(w.args["true"], ctx), out)
-        if base is not None:
-            out = V(out.v, out.null, out.kind, z3.Or(base.err, out.err), out.width)
-        return out
+        return _ev_case(e, ctx)
     if isinstance(e, exp.If):
         f = ev(e.args["false"], ctx) if e.args.get("false") is not None else NULL
         return _choose(ev(e.this, ctx), ev(e.args["true"], ctx), f)
@@ -391,48 +351,139 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
             out = _lazy_pick(x, out)
         return out
     if isinstance(e, exp.In):
-        if e.args.get("query") is not None or e.args.get("unnest") is not None:
-            raise Unsupported("IN (subquery)")
-        x = ev(e.this, ctx)
-        items = [ev(it, ctx) for it in e.expressions]
-        # evaluated left to right until an item equals x (Spark's In.eval)
-        t, f, err = FALSE, TRUE, FALSE
-        for it in reversed(items):
-            c = cmp(exp.EQ, x, it)
-            hit = is_true(c)
-            t = z3.Or(hit, z3.And(z3.Not(hit), t))
-            f = z3.And(is_false(c), f)
-            err = z3.Or(it.err, z3.And(z3.Not(hit), err))
-        out = V(t, z3.And(z3.Not(t), z3.Not(f)), "bool")
-        if x.v is None:
-            return V(FALSE, TRUE, "bool", x.err)
-        return V(out.v, z3.Or(x.null, out.null), "bool", z3.Or(x.err, z3.And(z3.Not(x.null), err)))
+        return _ev_in(e, ctx)
     if isinstance(e, exp.Between):
         x = ev(e.this, ctx)
         return bool3("and", cmp(exp.GTE, x, ev(e.args["low"], ctx)),
                      cmp(exp.LTE, x, ev(e.args["high"], ctx)))
     if isinstance(e, (exp.Cast, exp.TryCast)):
-        inner = e.this
-        to = e.args["to"]
-        if isinstance(inner, exp.Literal) and inner.is_string and to.this == exp.DataType.Type.DATE:
-            return const(z3.IntVal(_date_days(inner.this)), "date")
-        # sqlglot's Spark dialect parses CAST as TryCast (Spark 3's non-ANSI CAST); only an
-        # explicit TRY_CAST carries safe=True. Under ANSI a CAST raises on bad input.
-        safe = bool(e.args.get("safe"))
-        return cast(ev(inner, ctx), to, safe)
+        return _ev_cast(e, ctx)
     if isinstance(e, (exp.Upper, exp.Lower)):
-        # a total, deterministic string -> string function (NULL in, NULL out; no error):
-        # uninterpreted, so a proof holds for every such function (Fig. 15's Simplified())
-        x = ev(e.this, ctx)
-        if x.v is None:
-            return NULL
-        if x.kind != "str":
-            raise Unsupported(f"{e.sql(dialect=DIALECT)} of a {x.kind}")
-        f = z3.Function(f"str!{type(e).__name__.lower()}", z3.StringSort(), z3.StringSort())
-        return V(f(x.normalized("str")), x.null, "str", x.err)
+        return _ev_case_fold(e, ctx)
     if isinstance(e, exp.Anonymous):
         return _uninterpreted(e, ctx)
     raise Unsupported(f"expression {type(e).__name__}: {e.sql(dialect=DIALECT)}")
+
+
+def _ev_literal(e: exp.Literal) -> V:
+    if e.is_string:
+        return const(z3.StringVal(e.this), "str")
+    txt = e.this
+    try:
+        return _int_literal(txt)
+    except ValueError:
+        try:
+            return const(z3.RealVal(txt), "real")
+        except Exception:
+            raise Unsupported(f"literal {txt}") from None
+
+
+def _ev_not(e: exp.Not, ctx: Ctx) -> V:
+    x = ev(e.this, ctx)
+    if x.v is None:
+        return V(FALSE, TRUE, "bool", x.err)
+    if x.kind != "bool":
+        raise Unsupported("NOT of non-boolean")
+    return V(z3.Not(x.v), x.null, "bool", x.err)
+
+
+def _ev_is(e: exp.Is, ctx: Ctx) -> V:
+    x = ev(e.this, ctx)
+    rhs = e.expression
+    if isinstance(rhs, exp.Null):
+        return V(x.null, FALSE, "bool", x.err)
+    if isinstance(rhs, exp.Boolean):
+        return V(is_true(x) if rhs.this else is_false(x), FALSE, "bool", x.err)
+    raise Unsupported(f"IS {rhs.sql()}")
+
+
+def _ev_sign(e: exp.Expression, ctx: Ctx) -> V:
+    """-x and ABS(x): an int result out of its type's range raises under ANSI."""
+    x = ev(e.this, ctx)
+    if x.v is None:
+        return NULL
+    if isinstance(e, exp.Neg):
+        if x.kind not in ("int", "real"):
+            raise Unsupported("negation of non-number")
+        return _unary_int(x, -x.v, out_of_range(-x.v, x.width))
+    if x.kind not in ("int", "real"):
+        raise Unsupported("abs of non-number")
+    r = z3.If(x.v >= 0, x.v, -x.v)
+    return _unary_int(x, r, out_of_range(r, x.width))
+
+
+def _ev_extremum(e: exp.Expression, ctx: Ctx) -> V:
+    """GREATEST / LEAST, as Spark: the greatest/least non-NULL argument; NULL only if every
+    argument is NULL; every argument is evaluated."""
+    allv = [ev(a, ctx) for a in [e.this] + list(e.expressions)]
+    vals = [x for x in allv if x.v is not None]
+    if not vals:
+        return V(None, TRUE, None, any_err(allv))
+    k = common_kind(vals)
+    if k not in ("int", "real", "date"):
+        raise Unsupported(f"{type(e).__name__.upper()} over {k}")
+    w = common_width(vals) if k == "int" else None
+    vals = [V(x.val(k), x.null, k, FALSE, w) for x in vals]
+    out = vals[0]
+    for x in vals[1:]:
+        better = lt(out.v, x.v, k) if isinstance(e, exp.Greatest) else lt(x.v, out.v, k)
+        out = ite(out.null, x, ite(x.null, out, ite(better, x, out)))
+    return V(out.v, out.null, k, any_err(allv), w)
+
+
+def _ev_case(e: exp.Case, ctx: Ctx) -> V:
+    # simple CASE x WHEN v THEN ..: x evaluated once, each x = v in turn (a NULL x or v
+    # matches nothing: the ELSE branch), as Spark's CaseKeyWhen
+    base = ev(e.this, ctx) if e.this is not None else None
+    out = ev(e.args["default"], ctx) if e.args.get("default") is not None else NULL
+    for w in reversed(e.args.get("ifs") or []):
+        c = ev(w.this, ctx) if base is None else cmp(exp.EQ, base, ev(w.this, ctx))
+        out = _choose(c, ev(w.args["true"], ctx), out)
+    if base is not None:
+        out = V(out.v, out.null, out.kind, z3.Or(base.err, out.err), out.width)
+    return out
+
+
+def _ev_in(e: exp.In, ctx: Ctx) -> V:
+    if e.args.get("query") is not None or e.args.get("unnest") is not None:
+        raise Unsupported("IN (subquery)")
+    x = ev(e.this, ctx)
+    items = [ev(it, ctx) for it in e.expressions]
+    # evaluated left to right until an item equals x (Spark's In.eval)
+    t, f, err = FALSE, TRUE, FALSE
+    for it in reversed(items):
+        c = cmp(exp.EQ, x, it)
+        hit = is_true(c)
+        t = z3.Or(hit, z3.And(z3.Not(hit), t))
+        f = z3.And(is_false(c), f)
+        err = z3.Or(it.err, z3.And(z3.Not(hit), err))
+    out = V(t, z3.And(z3.Not(t), z3.Not(f)), "bool")
+    if x.v is None:
+        return V(FALSE, TRUE, "bool", x.err)
+    return V(out.v, z3.Or(x.null, out.null), "bool", z3.Or(x.err, z3.And(z3.Not(x.null), err)))
+
+
+def _ev_cast(e: exp.Expression, ctx: Ctx) -> V:
+    inner = e.this
+    to = e.args["to"]
+    if isinstance(inner, exp.Literal) and inner.is_string and to.this == exp.DataType.Type.DATE:
+        return const(z3.IntVal(_date_days(inner.this)), "date")
+    # sqlglot's Spark dialect parses CAST as TryCast (Spark 3's non-ANSI CAST); only an
+    # explicit TRY_CAST carries safe=True. Under ANSI a CAST raises on bad input.
+    safe = bool(e.args.get("safe"))
+    return cast(ev(inner, ctx), to, safe)
+
+
+def _ev_case_fold(e: exp.Expression, ctx: Ctx) -> V:
+    # a total, deterministic string -> string function (NULL in, NULL out; no error):
+    # uninterpreted, so a proof holds for every such function (Fig. 15's Simplified())
+    x = ev(e.this, ctx)
+    if x.v is None:
+        return NULL
+    if x.kind != "str":
+        raise Unsupported(f"{e.sql(dialect=DIALECT)} of a {x.kind}")
+    f = z3.Function(f"str!{type(e).__name__.lower()}", z3.StringSort(), z3.StringSort())
+    return V(f(x.normalized("str")), x.null, "str", x.err)
 
 
 def _choose(c: V, a: V, b: V) -> V:

@@ -19,10 +19,11 @@ from typing import Callable, Sequence
 
 import z3
 
-from ..ir.keys import DeclaredKey, Determines
 from ..dsl import Program
-from .values import NULL, V, ite, rows_not_distinct
+from ..ir.dependencies import Determines
+from ..ir.keys import DeclaredKey
 from .result import Unsupported
+from .values import NULL, V, ite, rows_not_distinct
 
 Rows = Sequence[tuple[z3.BoolRef, Sequence[V]]]
 

@@ -1,6 +1,6 @@
 """Plan-vs-plan equivalence: two IR plans that read the same base tables.
 
-    from superop.verify import check_plans_equivalent
+    from superop.verify.plans import check_plans_equivalent
     check_plans_equivalent(plan_a, plan_b, K=3, timeout_ms=20000) -> Result
 
 * :func:`check_plans_equivalent` — **bounded**: Z3 looks for base tables of at most K rows
@@ -36,12 +36,26 @@ from typing import Callable, Iterator, Optional, Sequence
 import z3
 from sqlglot import exp
 
-from ..ir.nodes import (Join, Node, Project, Rename, Scan, Select, is_nondeterministic, resolve_field,
-                        walk)
-from . import (Counterexample, Ctx, PlanEncoder, REFUTED, Result, Table, UNKNOWN, UNSUPPORTED,
-               Unsupported, V, VERIFIED, bags_differ, concrete_rel, ev, fresh, is_true,
-               kind_of_type, new_solver, not_distinct)
+from ..ir.nodes import (
+    Join,
+    Node,
+    Project,
+    Rename,
+    Scan,
+    Select,
+    is_nondeterministic,
+    is_nondeterministic_expr,
+    resolve_field,
+    walk,
+)
 from . import encode as _encode
+from .bags import bags_differ, concrete_rel
+from .check import new_solver
+from .exprs import Ctx, ev
+from .plan_encoder import PlanEncoder
+from .relations import Table
+from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result, Unsupported
+from .values import V, fresh, is_true, kind_of_type, not_distinct
 
 DEFAULT_K = 3
 DEFAULT_TIMEOUT_MS = 20000
@@ -98,7 +112,6 @@ class Atoms:
             pass
         if isinstance(e, exp.Predicate) and not isinstance(e, exp.SubqueryPredicate) \
                 and e.find(exp.Query) is None:
-            from ..ir.nodes import is_nondeterministic_expr
             if is_nondeterministic_expr(e):
                 raise Unsupported(f"nondeterministic predicate {e.sql(dialect='spark')}")
             return self._register(e)

@@ -33,6 +33,7 @@ from sqlglot import exp
 from ..dsl import BY_FUNCS, STREAMING, Program, by_parts
 from . import folds
 from .exprs import Ctx, ev, guard_holds
+from .neighbours import neighbour_values, positions
 from .relations import Rel, Table, clean, first_of_group, members_of
 from .result import Unsupported
 from .values import FALSE, TRUE, V, any_err, const, lt, not_distinct, or_all
@@ -233,7 +234,6 @@ class ProgramEncoder:
         + offset, NULL when none; :mod:`superop.verify.neighbours`), and the errors of
         evaluating the neighbours' arguments on the present rows (a window evaluates its
         argument on every row of the partition)."""
-        from .neighbours import neighbour_values, positions
         if not self.p.neighbours:
             return [{} for _ in rows], []
         pos = positions(rows, members, lambda j, i: self.sort_before(rows[j][1], rows[i][1], z3.BoolVal(j < i)))

@@ -17,16 +17,18 @@ from typing import Any, Optional
 
 from sqlglot import exp
 
-from ..ir.dialect import DIALECT
 from ..dsl import Program
+from ..dsl.interpreter import run_program
+from ..ir.dialect import DIALECT
+from ..ir.lower import parse
+from ..ir.names import TableName
+from ..sparkutil import bag
 from .result import Counterexample
 
 _seq = itertools.count()
 
 
 def _retarget(sql: str, table: str, view: str) -> str:
-    from ..ir.lower import parse
-    from ..ir.names import TableName
     target = TableName.parse(table).normalized()      # the table as written, maybe qualified
     tree = parse(sql)
     for t in list(tree.find_all(exp.Table)):
@@ -95,12 +97,10 @@ def run_sql_on_rows(spark, sql: str, cex: Counterexample) -> list[tuple]:
 
 def run_program_on_rows(program: Program, cex: Counterexample) -> list[tuple]:
     import pandas as pd
-    from ..dsl.interpreter import run_program
     df = pd.DataFrame([list(r) for r in cex.rows], columns=list(cex.columns), dtype=object)
     return run_program(program, df)
 
 
 def replay(spark, sql: str, program: Program, cex: Counterexample) -> tuple[Counter, Counter]:
     """(bag of Spark's SQL output, bag of the interpreter's program output)."""
-    from ..sparkutil import bag
     return bag(run_sql_on_rows(spark, sql, cex)), bag(run_program_on_rows(program, cex))

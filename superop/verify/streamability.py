@@ -24,16 +24,18 @@ import z3
 from sqlglot import exp
 
 from .. import families
+from ..dsl import SET_FUNCS, STREAMING, Program, distinct_sort_obstacle
 from ..families import Match, NearMiss
 from ..families.kit.diamond import PlanContext, equalities_imply, equi_pairs
+from ..families.kit.records import TemplateError
 from ..ir.analysis import walk_edge
-from ..ir.nodes import Join, Node, Scan, walk
-from ..dsl import STREAMING, Program
+from ..ir.nodes import Join, Node, Scan, resolve_field, walk
+from .check import check_memory_class
 from .exprs import Ctx, bool3, cmp, ev
 from .plan_encoder import PlanEncoder
 from .relations import Table
-from .values import FALSE, TRUE, V, fresh, is_true, not_distinct
 from .result import Unsupported
+from .values import FALSE, TRUE, V, fresh, is_true, not_distinct
 
 
 @dataclass
@@ -85,7 +87,6 @@ def join_implies_key_equality(join: Join, pairs: list[tuple[int, int]], scan: Sc
     for n, (f, k) in enumerate(zip(fields, lk + rk)):
         k = k or "int"
         vals.append(V(fresh(k, f"jv!{n}!{f}"), z3.Bool(f"jv!{n}!{f}!null"), k))
-    from ..ir.nodes import resolve_field
 
     def col(c: exp.Column) -> V:
         try:
@@ -165,8 +166,6 @@ def distinct_state_failure(m: Match) -> Optional[str]:
     """Why the instance's COUNT(DISTINCT)s need a set per partition (None: it has none, or
     the template folds them all as the sorted constant-state fold: one distinct column,
     the partition sorted on it right after the keys)."""
-    from ..families.kit.records import TemplateError
-    from ..dsl import SET_FUNCS, distinct_sort_obstacle
     try:
         prog = m.program or families.build_program(m)
     except TemplateError:
@@ -195,7 +194,6 @@ def check_program_memory(sub_plan: Node, program: Program, K: int = 4,
     (no set-valued COUNT(DISTINCT); the sorted fold is constant state) and (b) be
     equivalent to the sub-plan when its row emits see running values.
     Returns the achieved class in ``details['memory']``."""
-    from .check import check_memory_class
     achieved = check_memory_class(sub_plan, program, K=K, timeout_ms=timeout_ms)
     det = {"declared": program.memory, "memory": achieved, "K": K}
     if achieved is None:

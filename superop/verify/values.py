@@ -13,7 +13,7 @@ conditions and guards keep a row only when the predicate is TRUE (:func:`is_true
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import z3
@@ -103,9 +103,6 @@ class V:
         """The value, or the kind's default when NULL (so that a function of a NULL
         argument cannot depend on the don't-care value behind it)."""
         return z3.If(self.null, default(kind), self.val(kind))
-
-    def with_err(self, err: z3.BoolRef) -> "V":
-        return replace(self, err=z3.Or(self.err, err) if not z3.is_false(err) else self.err)
 
 
 NULL = V(None, TRUE, None)

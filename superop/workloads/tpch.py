@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import SchemaError
+from ..ir.schema import schema_from_spark
+
 TABLES = ("nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem")
 
 _D = "decimal(15,2)"
@@ -43,8 +46,6 @@ def register_tpch(spark, directory) -> dict[str, dict[str, str]]:
     """Register the eight tables found in ``directory`` (``<table>.parquet`` files or
     ``<table>/`` directories, as tpchgen-cli writes them) as temp views and return the
     schema mapping read back from Spark (so it always matches the data)."""
-    from ..errors import SchemaError
-    from ..ir.schema import schema_from_spark
     d = Path(directory)
     for t in TABLES:
         cands = [d / f"{t}.parquet", d / t]

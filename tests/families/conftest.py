@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..runtime.runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA,
-                                        values_view)
+from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, values_view
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +34,7 @@ def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 3, only_ver
     from superop import families
     from superop.ir import lower, shape
     from superop.rules_out.generalize import Pattern, generalize
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
 
     from .fixtures import all_entries
     schema = schema or SCHEMA
@@ -72,7 +71,7 @@ def pending_proof_rules(proved: set[str], K: int = 3) -> list[dict]:
     from superop.ir import lower
     from superop.rules_out.catalog import make_rule
     from superop.rules_out.coverage import certificate_covers
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
 
     from .pivot_instances import concrete_sql
     out = []

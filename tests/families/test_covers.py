@@ -12,10 +12,10 @@ from superop import families
 from superop.cli import main
 from superop.families import Covers
 from superop.ir import lower
+from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.rules_out.catalog import checksum, make_catalog, make_rule
 from superop.rules_out.coverage import coverage_problems
 from superop.rules_out.generalize import Pattern, generalize
-from superop.rewrite.rewriter import Rewriter, rewrite_structural
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 ALL = ["Select", "Project", "Rename"]
@@ -73,7 +73,7 @@ def test_generalized_rule_admits_one_function_and_one_side():
 def certified_catalog(tmp_path_factory):
     """A real catalog: the MJ inner aggregate-first MIN rule with its template proof and a
     bounded certificate of one instance (both re-checked by superop verify)."""
-    from superop.verify.certificate import check_and_certify, prove_and_certify
+    from superop.verify.certify import check_and_certify, prove_and_certify
     mj = families.get("MJ")
     (inst,) = [i for i in mj.proofs_for(("MJ", 2, "inner", "left"))
                if i.covers.aggregates == ("min",) and not i.covers.variant]

@@ -13,7 +13,8 @@ import pytest
 from superop import families
 from superop.errors import SchemaError
 from superop.ir import lower, to_sql
-from superop.ir.keys import KEYS_ENTRY, DeclaredKey, Determines
+from superop.ir.dependencies import Determines
+from superop.ir.keys import KEYS_ENTRY, DeclaredKey
 from superop.ir.schema import normalize_schema
 from superop.sparkutil import bag
 
@@ -53,7 +54,8 @@ def test_tpcds_schema_declares_keys_of_dimensions_without_history(tmp_path):
     """The file ``superop workload tpcds-schema`` writes is what a session reads its keys
     from; a history (SCD) dimension's business key is not declared."""
     import json
-    from superop.ir.keys import session_keys
+
+    from superop.ir.schema import session_keys
     from superop.workloads.tpcds import tpcds_schema
     f = tmp_path / "tpcds.json"
     f.write_text(json.dumps(tpcds_schema()))
@@ -96,13 +98,13 @@ def _cut() -> tuple[str, dict]:
 
 @functools.lru_cache(maxsize=1)
 def _certificate() -> dict:
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
     sql, schema = _cut()
     return check_and_certify(sql, schema, K=2, timeout_ms=60000)
 
 
 def test_certificate_records_the_premise_and_z3_needs_it():
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     sql, schema = _cut()
     cert = _certificate()
     assert cert["status"] == "verified", cert.get("reason")
@@ -155,17 +157,18 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
     Since the test domains hold every constant of the query (tests/synth/test_literals.py)
     the generated tables refute q4's wrong candidate, so a test-passing wrong candidate is
     staged here by generating tables without the query's constants (the old blind spot)."""
-    import superop.synth.synthesizer as synthesizer
-    import superop.verify
+    import superop.synth.testdata as testdata
+    import superop.synth.synthesizer
     from superop.synth.literals import Literals
-    from superop.synth.synthesizer import UNKNOWN, VERIFIED, Synthesizer
+    from superop.synth.result import UNKNOWN, VERIFIED
+    from superop.synth.synthesizer import Synthesizer
     from superop.verify.result import Result
     sql, schema = _cut()
     plan = lower(sql, normalize_schema(schema)).plan
-    monkeypatch.setattr(synthesizer, "plan_literals", lambda plan: Literals())
+    monkeypatch.setattr(testdata, "plan_literals", lambda plan: Literals())
     monkeypatch.setattr(Synthesizer, "_verify", lambda self, prog: Result(UNKNOWN, K=2, reason="solver: timeout"))
     if not template_verifies:
-        monkeypatch.setattr(superop.verify, "check_equivalence",
+        monkeypatch.setattr(superop.synth.synthesizer, "check_equivalence",
                             lambda *a, **k: Result(UNKNOWN, K=2, reason="solver: timeout"))
     res = Synthesizer(plan, K=2, timeout_s=60, verify_timeout_s=30, initial_tests=12).run()
     if template_verifies:

@@ -68,7 +68,7 @@ def test_synthesis(e):
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_verification_agrees(e):
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     from superop.verify.streamability import check_streamability
     plan = _plan(e.sql)
     for f in families.scan(plan):

@@ -13,13 +13,13 @@ from dataclasses import replace
 import pytest
 
 from superop import families
+from superop.dsl import STREAMING, Accumulator, e
 from superop.ir import lower
 from superop.rules_out.catalog import make_catalog
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.dsl import STREAMING, Accumulator, e
-from superop.verify import check_equivalence
 from superop.verify.certificate import TIE_ASSUMPTION
+from superop.verify.check import check_equivalence
 
 from ..runtime.runtime_fixtures import values_view
 from .conftest import bounded_rules
@@ -50,9 +50,9 @@ def test_reference_semantics_are_sparks():
     """As Spark 4 (checked on a real session): a NULL ordering is skipped, a NULL payload
     kept, no row gives NULL; on a tie the later row wins; FIRST of a constant is that
     constant; first(column) stays order-dependent."""
-    from superop.ir.functions import Determinism, classify_call
     from superop.dsl.interpreter import run_program_rows
     from superop.dsl.plan_eval import aggregate_values
+    from superop.ir.functions import Determinism, classify_call
     pairs = [("x1", 1), (None, 3), ("xn", None), ("x2", 2)]
     assert aggregate_values("max_by", pairs) is None and aggregate_values("min_by", pairs) == "x1"
     assert aggregate_values("max_by", [("u", 7), ("v", 7)]) == "v" == aggregate_values("min_by", [("u", 7), ("v", 7)])

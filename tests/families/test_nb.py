@@ -132,7 +132,7 @@ def test_the_bounded_check_refutes_a_program_with_the_wrong_offset():
 def test_the_nightly_carries_the_variant_into_its_pattern():
     """The nightly's outcome of a mined NB sub-query is verified and records the point's
     variant (the rank offsets), so the rule it generalizes to admits only that variant."""
-    from superop.pipeline.nightly import synthesize_candidate
+    from superop.pipeline.candidates import synthesize_candidate
     from superop.pipeline.records import MinedCandidate
     sql = NB_QUERIES[2].format(t="ops")
     m = families.first_match(lower(sql, SCHEMA).plan, finished=True)

@@ -10,13 +10,13 @@ from dataclasses import replace
 import pytest
 
 from superop import families
+from superop.dsl import PartitionEmit
 from superop.families.kit.regroup import regroup
 from superop.ir import lower, to_sql
 from superop.ir.nodes import Join, Select, walk
-from superop.rules_out.catalog import make_catalog
 from superop.rewrite.rewriter import Rewriter, rewrite_structural
+from superop.rules_out.catalog import make_catalog
 from superop.sparkutil import bag
-from superop.dsl import PartitionEmit
 
 from ..runtime.runtime_fixtures import values_view
 
@@ -94,7 +94,7 @@ def _catalog() -> dict:
     encode (a dimension table in the join tree reads a second table) must be admitted by the
     certificates of the other cases, or it is not rewritten."""
     from superop.rules_out.coverage import covered_rule
-    from superop.verify.certificate import check_and_certify
+    from superop.verify.certify import check_and_certify
     certs: dict[str, list[dict]] = {}
     for name, sql in CASES.items():
         cert = check_and_certify(sql, SCHEMA, K=3)
@@ -300,7 +300,7 @@ def test_proof_instances_are_matched_and_cover_what_their_family_claims():
 
 @pytest.mark.parametrize("name", ["PJ/inner/2", "PJ/left/2"])
 def test_proof_instance_program_is_equivalent_bounded_k4(name):
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     m = _instance_match(name)
     r = check_equivalence(m.root, m.program, 4, timeout_ms=300000)
     assert r.status == "verified", r.reason
@@ -310,7 +310,7 @@ def test_a_template_without_presence_flags_is_refuted():
     """The flags are what makes a missing group produce no row: drop them from the emits and
     the verifier finds the input where the program invents a row. (Not on the proof
     instance: its use filter reads COUNT(*) > 0, which already implies presence.)"""
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     m = families.first_match(lower(CASES["inner_2"], SCHEMA).plan, finished=True)
     assert m is not None and m.program is not None
     p = m.program
@@ -322,7 +322,7 @@ def test_a_template_without_presence_flags_is_refuted():
 
 
 def test_a_template_whose_accumulators_ignore_the_constant_is_refuted():
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     m = _instance_match("PJ/inner/2")
     p = m.program
     accs = tuple(replace(a, guard=None) if a.func == "sum" else a for a in p.accumulators)

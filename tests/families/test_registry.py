@@ -57,7 +57,8 @@ def test_edge_order_is_declared_once_and_everything_else_derives_from_it():
 
 STAGES = ["mining/detect.py", "mining/job.py", "rewrite/rewriter.py", "rules_out/generalize.py",
           "rules_out/catalog.py", "rules_out/report.py", "rules_out/coverage.py", "rules_out/builtin.py",
-          "synth/space.py", "verify/streamability.py", "pipeline/nightly.py",
+          "synth/space.py", "synth/parts.py", "synth/program_builder.py",
+          "verify/streamability.py", "pipeline/nightly.py", "pipeline/candidates.py", "pipeline/certificates.py",
           "bench/rewriters.py"] + [
     f"workloads/loggen/{p.name}" for p in (PKG / "workloads/loggen").glob("*.py")]
 NAMES = {n for f in families.REGISTRY for n in (f.name, f"SuperOp_{f.name}", f.catalog.long_name)}
@@ -98,10 +99,10 @@ def test_a_new_family_is_one_module_and_one_registry_line(toy_registry):
     """Every stage picks the test-only family up from the registry: mining, the catalog
     (schema enums, rule builder, validation), the report, generalization and the runtime."""
     from superop.mining.detect import detect
+    from superop.rewrite.rewriter import Rewriter, rewrite_structural
     from superop.rules_out.catalog import make_catalog, make_rule, schema, validate
     from superop.rules_out.generalize import Pattern, generalize
     from superop.rules_out.report import draw_tree
-    from superop.rewrite.rewriter import Rewriter, rewrite_structural
     plan = lower(THREE, S).plan
     assert [(str(f.status), f.family) for f in detect(plan)] == [("candidate", "TU")]
     assert "TU" in schema()["$defs"]["rule"]["properties"]["family"]["enum"]

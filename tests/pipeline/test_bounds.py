@@ -3,9 +3,10 @@ again with fewer rows (down to ``min_bound``); the verdict records the bound it 
 and a timeout at every bound stays "unknown"."""
 from __future__ import annotations
 
-from superop.pipeline.nightly import _certificate, bounds, synthesize_at_bounds, timed_out
+from superop.pipeline.candidates import bounds, synthesize_at_bounds, timed_out
+from superop.pipeline.certificates import bounded_certificate
 from superop.pipeline.records import OutcomeStatus
-from superop.synth.synthesizer import UNKNOWN, SynthResult
+from superop.synth.result import UNKNOWN, SynthResult
 from superop.synth.synthesizer import synthesize as real_synthesize
 
 from .test_records import ROW, S
@@ -35,7 +36,7 @@ def test_a_timeout_is_retried_with_fewer_rows_and_the_bound_is_recorded():
     assert calls == [3, 2]
     assert o.status is OutcomeStatus.VERIFIED and o.verifier["K"] == 2, o.reason
     assert "timed out at K=3" in o.reason
-    cert = _certificate(o, S, K=3, verify_timeout_s=20, min_bound=2)
+    cert = bounded_certificate(o, S, K=3, verify_timeout_s=20, min_bound=2)
     assert cert is not None and cert["status"] == "verified" and cert["K"] == 2   # never above
 
 
@@ -43,7 +44,7 @@ def test_a_timeout_at_every_bound_stays_unknown():
     calls: list[int] = []
     o = synthesize_at_bounds(ROW, S, [3, 2], 60, 20, _times_out_above(1, calls))
     assert calls == [3, 2] and o.status is OutcomeStatus.UNKNOWN and not o.verified
-    assert _certificate(o, S, K=3, verify_timeout_s=20) is None
+    assert bounded_certificate(o, S, K=3, verify_timeout_s=20) is None
 
 
 def test_no_retry_without_a_timeout():

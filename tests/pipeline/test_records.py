@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from superop.pipeline.nightly import synthesize_candidate
+from superop.pipeline.candidates import synthesize_candidate
 from superop.pipeline.records import MinedCandidate, Outcome, OutcomeStatus
 
 ROW = {"candidate_id": "DJ-1", "family": "DJ", "join_kind": "anti", "shape": "(γ, σ|γ)▷",

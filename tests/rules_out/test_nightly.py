@@ -180,7 +180,6 @@ def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, ni
     as a file: URI (written through Hadoop's FileSystem, like s3a:/hdfs:), leaves every
     previous output as it was: no new summary.json or parquet beside the previous catalog."""
     from superop.pipeline import nightly as N
-    from superop.rules_out import generalize as G
     out = Path(nightly.out_dir)
     names = ("catalog.json", "report.md", "report.html", "summary.json", "synthesis.json",
              "candidates.parquet", "near_misses.parquet", "recurring.parquet")
@@ -191,7 +190,7 @@ def test_a_failed_stage_never_replaces_the_previous_catalog(spark, small_log, ni
 
     def boom(*a, **k):
         raise RuntimeError("generalization exploded")
-    monkeypatch.setattr(G, "generalize", boom)
+    monkeypatch.setattr(N, "generalize", boom)
     with pytest.raises(RuntimeError, match="exploded"):
         N.run_nightly(tiny, out.as_uri(), spark=spark, max_candidates=0, progress=False,
                       register=False, share_window_s=None)

@@ -35,7 +35,7 @@ _CERTS: dict = {}
 def rule_certificates(rule_id: str, K: int = 3) -> list:
     if rule_id not in _CERTS:
         from superop import families
-        from superop.verify.certificate import check_and_certify, prove_and_certify
+        from superop.verify.certify import check_and_certify, prove_and_certify
         fam = {"du": "DU", "dj": "DJ", "mj": "MJ"}[rule_id[:2]]
         kind = None if fam == "DU" else rule_id[3:]
         sides = ["left", "right"] if fam == "MJ" else [None]

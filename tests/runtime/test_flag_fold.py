@@ -1,5 +1,5 @@
-"""Flags written to share an accumulator's aggregation buffer (compile._flag_sql, issue 13
-item 3): what crosses the exchange after a DU/DJ rewrite whose edges filter. The program
+"""Flags written to share an accumulator's aggregation buffer (rewrite.sqlparts.flag_sql):
+what crosses the exchange after a DU/DJ rewrite whose edges filter. The program
 (and so its proof) is unchanged; only its SQL form is. Differential on the runtime tests'
 data (NULLs, duplicates, empty groups) + the partial aggregate's buffer count in Spark's plan."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from sqlglot import exp
 
 from superop.ir.dialect import DIALECT
-from superop.rewrite.compile import _flag_sql
+from superop.rewrite.sqlparts import flag_sql as _flag_sql
 from superop.sparkutil import bag
 
 

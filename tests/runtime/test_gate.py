@@ -12,10 +12,12 @@ from dataclasses import replace
 
 import pytest
 
-from superop.runtime import SuperOpSession
-from superop.runtime.cost import CONSTANTS, FEATURES, PlanCost, compare, estimate, judge, selectivity
-from superop.runtime.plan import analyze_plan
 from superop.explain import parse_explain
+from superop.runtime import SuperOpSession
+from superop.runtime.calibration import CONSTANTS, FEATURES
+from superop.runtime.cost import compare, judge
+from superop.runtime.plan import analyze_plan
+from superop.runtime.plan_cost import PlanCost, estimate, selectivity
 from superop.sparkutil import bag
 
 BIG = 50_000_000

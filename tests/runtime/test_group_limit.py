@@ -9,7 +9,7 @@ import pytest
 from superop.ir import lower
 from superop.rewrite.rewriter import rewrite_structural
 from superop.sparkutil import bag_of
-from superop.verify.certificate import check_and_certify
+from superop.verify.certify import check_and_certify
 from superop.verify.check import check_plans_outcomes
 
 from .runtime_fixtures import SCHEMA

@@ -9,13 +9,13 @@ from dataclasses import replace
 
 import pytest
 
+from superop.dsl import BUFFERING, STREAMING, e
 from superop.families import TemplateError
+from superop.families.instances import find, match_of, program_of
 from superop.families.mj import PARTITION_WIDE, PartitionWideReason, partition_wide_program
 from superop.rewrite.rewriter import rewrite_structural
 from superop.sparkutil import bag_of
-from superop.dsl import BUFFERING, STREAMING, e
-from superop.verify.certificate import check_and_certify
-from superop.families.instances import find, match_of, program_of
+from superop.verify.certify import check_and_certify
 from superop.verify.template_proofs import prove_instance
 
 from .runtime_fixtures import SCHEMA

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from superop.share import sharing_opportunities
 from superop.share.opportunities import windows
-from superop.share.planner import BatchQuery
+from superop.share.sharing_plan import BatchQuery
 
 from .conftest import SCHEMA
 
@@ -38,6 +38,7 @@ def test_opportunities_with_spark_say_whether_they_pay(spark, share_tables):
 
 def test_read_log_window(spark, tmp_path):
     import json
+
     from superop.share.opportunities import read_log_window
     rows = [{"statement_id": "1", "statement_text": "SELECT a FROM st WHERE c > 1",
              "start_time": "2026-01-01T10:00:00Z"},

@@ -12,8 +12,8 @@ import os
 
 from superop.share import execute, plan_batch, proofs
 from superop.share.estimate import CostModel
-from superop.share.planner import BatchQuery
 from superop.share.plancache import PlanningCache, table_fingerprint
+from superop.share.sharing_plan import BatchQuery
 from superop.sparkutil import bag
 
 from .conftest import SCHEMA

@@ -8,8 +8,7 @@ import pytest
 
 from superop.ir import lower
 from superop.sparkutil import bag
-from superop.verify import check_plans_equivalent
-from superop.verify.plans import prove_spj_equivalent
+from superop.verify.plans import check_plans_equivalent, prove_spj_equivalent
 
 S = {"pt": {"a": "int", "b": "string", "c": "int"}, "pu": {"a": "int", "d": "int"},
      "pd": {"k": "int", "x": "decimal(7,2)", "day": "date"}}

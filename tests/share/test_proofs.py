@@ -4,8 +4,7 @@ then rewrites nothing with it."""
 from __future__ import annotations
 
 from superop.ir import lower, to_sql
-from superop.share import detect, plan_batch, prove
-from superop.share import covering
+from superop.share import covering, detect, plan_batch, prove
 from superop.sparkutil import bag
 
 from .conftest import SCHEMA
@@ -36,7 +35,7 @@ def test_a_ce_that_does_not_cover_is_refuted(spark, share_schema):
     ext = bad.obligations[0]
     assert ext.name == "extraction" and ext.status == "refuted" and not bad.verified
     # the counterexample is real: Spark returns different rows on its table
-    from superop.verify import check_plans_equivalent
+    from superop.verify.plans import check_plans_equivalent
     r = check_plans_equivalent(ce.inline(ce.consumers[1].extraction), ce.consumers[1].original, K=3)
     rows = r.details["tables"]["st"]["rows"]
     spark.createDataFrame(rows, "a int, b string, c int, f double").createOrReplaceTempView("st_cex")

@@ -10,8 +10,9 @@ from superop.ir import lower
 from superop.sparkutil import bag
 from superop.synth.corpus import PAPER_SCHEMA
 from superop.synth.literals import plan_literals
-from superop.synth.space import analyze
-from superop.synth.synthesizer import Inputs, Synthesizer
+from superop.synth.parts import analyze
+from superop.synth.synthesizer import Synthesizer
+from superop.synth.testdata import Inputs
 
 # Two years of one key pivoted into one row (q4's shape), with other int constants (0, 1)
 # whose neighbours overlap, so deduplication shifts positions in the neighbour list.

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower
-from superop.families import TemplateError, build_program, first_match, scan
 from superop.dsl import BUFFERING, STREAMING
-from superop.verify import check_equivalence
+from superop.families import TemplateError, build_program, first_match, scan
+from superop.ir import lower
+from superop.verify.check import check_equivalence
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 ROWS = "(SELECT a, b, c, s FROM ops WHERE s > 3)"

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from superop.dsl import (BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit, SortKey, e)
-from superop.verify import check_equivalence
-from superop.verify.check import check_memory_class
+from superop.dsl import BUFFERING, STREAMING, Accumulator, Flag, PartitionEmit, Program, RowEmit, SortKey, e
+from superop.verify.check import check_equivalence, check_memory_class
 
 from .conftest import K_TEST, TIMEOUT_MS, plan_of
 
@@ -265,9 +264,9 @@ def test_unsupported_is_never_verified():
 def test_timeout_is_unknown():
     # a two-key full-size diamond join at K = 6 takes seconds; 100 ms must give "unknown"
     from superop.families import build_program
+    from superop.ir import lower
     from superop.verify.corpus import OPS_SCHEMA, TABLE2
     from superop.verify.streamability import find_match
-    from superop.ir import lower
     sql = dict((n, q) for n, _, _, q in TABLE2)["q12"]
     d = find_match(lower(sql, OPS_SCHEMA).plan)
     r = check_equivalence(d.root, build_program(d), K=6, timeout_ms=100)

@@ -9,8 +9,7 @@ import pytest
 
 from superop.dsl import PartitionEmit, e
 from superop.families import build_program
-from superop.verify import check_equivalence
-from superop.verify.check import RaisesError, evaluate
+from superop.verify.check import RaisesError, check_equivalence, evaluate
 from superop.verify.program_encoder import EAGER, GUARDED
 from superop.verify.streamability import find_match
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from superop.ir import lower
-from superop.families import first_match
 from superop.dsl import e as E
 from superop.dsl.interpreter import run_program_rows
-from superop.families import build_program
+from superop.families import build_program, first_match
+from superop.ir import lower
 from superop.sparkutil import bag
-from superop.verify import check_equivalence
+from superop.verify.check import check_equivalence
 
 S = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 Q = ("SELECT a, MAX(GREATEST(b, c)) AS m FROM ops WHERE LEAST(b, s) > 1 GROUP BY a "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower
 from superop.families import build_program
-from superop.verify import check_equivalence
+from superop.ir import lower
+from superop.verify.check import check_equivalence
 from superop.verify.corpus import OPS_SCHEMA
 from superop.verify.streamability import check_streamability, find_match
 

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from superop.dsl import (BUFFERING, STREAMING, Accumulator, PartitionEmit, Program, SortKey,
-                         distinct_sort_obstacle, e, sort_distinct)
+from superop.dsl import (
+    BUFFERING,
+    STREAMING,
+    Accumulator,
+    PartitionEmit,
+    Program,
+    SortKey,
+    distinct_sort_obstacle,
+    e,
+    sort_distinct,
+)
 from superop.dsl.interpreter import run_program_rows
-from superop.verify import check_equivalence
-from superop.verify.check import check_memory_class
+from superop.verify.check import check_equivalence, check_memory_class
 
 from .conftest import K_TEST, TIMEOUT_MS, plan_of
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from superop.ir import lower, shape
-from superop.ir.dialect import DIALECT
 from superop.dsl import RowEmit, e
 from superop.families import build_program
-from superop.verify import check_equivalence
+from superop.ir import lower, shape
+from superop.ir.dialect import DIALECT
+from superop.verify.check import check_equivalence
 from superop.verify.corpus import OPS_SCHEMA, TABLE2
 from superop.verify.streamability import check_streamability, find_match
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from superop import families
-from superop.families import Covers
 from superop.dsl import PartitionEmit, SortKey, e
+from superop.families import Covers
 from superop.families.instances import all_instances, find, find_by, program_of
 from superop.verify.program_encoder import EAGER
 from superop.verify.template_proofs import prove_instance, prove_template
@@ -85,13 +85,13 @@ def _failed(r):
 
 
 def test_removing_the_key_not_null_guard_fails_the_proof(monkeypatch):
-    from superop.families.kit import program as kit_program   # DJ's join emits (join_tree_emits)
+    from superop.families.kit import program as kit_program  # DJ's join emits (join_tree_emits)
     monkeypatch.setattr(kit_program, "keys_not_null", lambda keys: None)
     r = prove_template("DJ", join_kind="inner")
     assert r.status == "refuted" and "emit" in _failed(r)
     # ... and the bounded check of the same instance refutes it too
-    from superop.verify.check import check_equivalence
     from superop.families.instances import match_of
+    from superop.verify.check import check_equivalence
     inst = find("DJ/inner")
     b = check_equivalence(match_of(inst).root, program_of(inst), K=2, functions=inst.functions)
     assert b.status == "refuted"
@@ -148,8 +148,8 @@ def test_guarded_running_min_fails_the_running_lemma():
 def _unguarded_flag(monkeypatch):
     """The template as it was: the flag evaluates the join residual on every row that
     passes the row edge, also rows of keys whose group the σ above γ drops."""
-    from superop.families import mj
-    monkeypatch.setattr(mj, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
+    from superop.families.mj import template as mj_template
+    monkeypatch.setattr(mj_template, "_group_survives_per_row", lambda A, b, keys: e("TRUE"))
 
 
 def test_the_unguarded_residual_flag_fails_the_proof(monkeypatch):
@@ -170,8 +170,9 @@ def test_unguarded_flag_raises_where_spark_does_not(spark, monkeypatch):
     """The bounded check refutes the unguarded program on the trap query; Spark (ANSI on)
     runs the query on the counterexample rows without an error, as the model says."""
     from superop.families import build_program
-    from superop.verify import check_equivalence
+    from superop.verify.check import check_equivalence
     from superop.verify.streamability import find_match
+
     from .conftest import plan_of
     _unguarded_flag(monkeypatch)
     sql = MJ_FULL_TRAP.format(having="min(b) > 0")
@@ -188,6 +189,7 @@ def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
     from superop.families import NearMiss, scan
     from superop.families.matching import reason_codes
     from superop.families.mj import MJReason
+
     from .conftest import plan_of
     (f,) = scan(plan_of(MJ_FULL_TRAP.format(having="min(b) > 0")))
     assert isinstance(f, NearMiss) and f.reason is MJReason.RESIDUAL_BEHIND_AGGREGATE_FILTER
@@ -196,8 +198,9 @@ def test_the_template_refuses_a_residual_behind_a_filter_on_aggregates():
 
 
 def test_the_guarded_flag_verifies_on_the_trap_with_a_key_filter():
-    from superop.verify import check_equivalence
     from superop.families.coverage import match_of_plan
+    from superop.verify.check import check_equivalence
+
     from .conftest import plan_of
     m = match_of_plan(plan_of(MJ_FULL_TRAP.format(having="a <> 2")))
     assert check_equivalence(m.root, m.program, K=3).status == "verified"

@@ -14,7 +14,7 @@ from superop.cli import main
 from superop.rules_out import trust
 from superop.rules_out.catalog import CatalogError, checksum, load_catalog, make_catalog, make_rule
 from superop.rules_out.coverage import covered_rule
-from superop.verify.certificate import check_and_certify, prove_and_certify
+from superop.verify.certify import check_and_certify, prove_and_certify
 
 from .conftest import SCHEMA
 
@@ -62,7 +62,7 @@ def test_a_template_certificate_for_another_program_is_refused(tmp_path, trust_d
     p = _write(tmp_path, [covered_rule("DJ", [prove_and_certify("DJ", join_kind="inner")])])
     assert load_catalog(p)["rules"][0]["id"] == "dj-inner"
     monkeypatch.setattr(trust, "_RECHECKED", {})
-    from superop.families.kit import program as kit_program   # DJ's join emits (join_tree_emits)
+    from superop.families.kit import program as kit_program  # DJ's join emits (join_tree_emits)
     monkeypatch.setattr(kit_program, "keys_not_null", lambda keys: None)   # the runtime's template changed
     with pytest.raises(CatalogError, match="not the program the template builds now"):
         load_catalog(p)
@@ -128,6 +128,7 @@ def test_runtime_without_z3_and_mlflow(tmp_path, trust_dir, honest_rules):
 def test_promote_rechecks_and_tags_the_version(tmp_path, trust_dir, honest_rules, monkeypatch, seed_mlflow_db):
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
+
     from superop.rules_out.registry import MODEL_NAME, promote
     from superop.tracking import tracking_uri
     uri = seed_mlflow_db(tmp_path / "mlflow.db")       # a copy of a migrated store

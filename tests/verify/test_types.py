@@ -2,9 +2,10 @@
 aggregates and emits, replayed on Spark + the interpreter when refuted."""
 from __future__ import annotations
 
+from superop.dsl import Accumulator as A
+from superop.dsl import Flag, PartitionEmit, Program, e
 from superop.ir import lower
-from superop.dsl import Accumulator as A, Flag, PartitionEmit, Program, e
-from superop.verify import check_equivalence
+from superop.verify.check import check_equivalence
 
 from .conftest import K_TEST, TIMEOUT_MS
 
@@ -60,6 +61,7 @@ def test_date_literal_filter_verifies():
 def test_typed_encoding_agrees_with_spark(spark):
     import datetime
     import random
+
     from superop.sparkutil import bag
     from superop.verify.check import evaluate
     from superop.verify.replay import run_sql_on_rows

@@ -7,11 +7,10 @@ import random
 
 import pytest
 
+from superop.dsl import STREAMING, Accumulator, Program, RowEmit, SortKey, e
 from superop.ir import lower
 from superop.sparkutil import bag
-from superop.dsl import STREAMING, Accumulator, Program, RowEmit, SortKey, e
-from superop.verify import check_equivalence
-from superop.verify.check import evaluate
+from superop.verify.check import check_equivalence, evaluate
 from superop.verify.corpus import OPS_SCHEMA
 from superop.verify.replay import run_sql_on_rows
 from superop.verify.result import Counterexample
@@ -41,6 +40,7 @@ def test_window_encoding_agrees_with_spark(spark, i):
 
 def test_windowed_min_join_memory_classes():
     from dataclasses import replace
+
     from superop.verify.check import check_memory_class
 
     def prog(guard_acc, guard_emit):

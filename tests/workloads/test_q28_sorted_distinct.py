@@ -6,13 +6,13 @@ bounded certificate makes, it returns the original rows at SF 0.01."""
 from __future__ import annotations
 
 from superop import families
+from superop.dsl import STREAMING
 from superop.ir import lower, shape, to_sql
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.generalize import Pattern, generalize
 from superop.runtime import SuperOpSession
 from superop.sparkutil import bag
-from superop.dsl import STREAMING
-from superop.verify.certificate import check_and_certify
+from superop.verify.certify import check_and_certify
 from superop.workloads.tpcds import TPCDS_SCHEMA, queries
 
 

@@ -38,12 +38,11 @@ def test_bench_tpcds_keys_flag_reaches_the_session(tmp_path, monkeypatch):
     """``--keys FILE`` (a schema file with "$keys", or a bare keys mapping) is what the
     rewriting SuperOpSession vouches for; a file declaring nothing fails before Spark
     starts. No Spark here: the session, Spark and the run are stand-ins."""
-    import superop.runtime
-    import superop.bench.report as report
+    import superop.bench.rewriters as rewriters
     import superop.bench.tpcds_bench as tb
-    import superop.bench.commands as wc
     from superop.cli import main
-    from superop.ir.keys import DeclaredKey, session_keys
+    from superop.ir.keys import DeclaredKey
+    from superop.ir.schema import session_keys
     seen: list = []
 
     class FakeSession:
@@ -59,10 +58,10 @@ def test_bench_tpcds_keys_flag_reaches_the_session(tmp_path, monkeypatch):
         rw = make_rewriter()
         return {"bench": "tpcds", "results": [], "summary": {}, "rewriter": {"name": rw.name, **rw.info}}
 
-    monkeypatch.setattr(superop.runtime, "SuperOpSession", FakeSession)
-    monkeypatch.setattr(wc, "_spark", lambda args: FakeSpark())
+    monkeypatch.setattr(rewriters, "SuperOpSession", FakeSession)
+    monkeypatch.setattr(tb, "bench_spark", lambda args: FakeSpark())
     monkeypatch.setattr(tb, "run_tpcds", fake_run)
-    monkeypatch.setattr(report, "spark_info", lambda spark: {})
+    monkeypatch.setattr(tb, "spark_info", lambda spark: {})
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps({"customer": {"c_customer_sk": "int", "c_customer_id": "string"},
                                   "$keys": {"customer": "c_customer_sk; c_customer_id"}}))

@@ -5,7 +5,8 @@ that catalog rewrites q47 and q57 (the same shape over catalog_sales) through th
 with the original's rows at SF 0.01 — compared as bags, on data with NULLs."""
 from __future__ import annotations
 
-from superop.pipeline.nightly import pattern_of, synthesize_at_bounds, template_proofs
+from superop.pipeline.candidates import synthesize_at_bounds
+from superop.pipeline.certificates import pattern_of, template_proofs
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.generalize import generalize
 from superop.sparkutil import bag

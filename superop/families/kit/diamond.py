@@ -23,10 +23,29 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import Edge, walk_edge
+from ...ir.dependencies import dependencies
 from ...ir.dialect import DIALECT
-from ...ir.keys import KEYS_ENTRY, DeclaredKey, dependencies, keys_entry
-from ...ir.nodes import (Aggregate, Field, Join, Limit, Node, Project, Rename, Scan, Select, Sort,
-                         UnionAll, Window, parents, replace, resolve_field, walk)
+from ...ir.generate import to_sql
+from ...ir.keys import KEYS_ENTRY, DeclaredKey, keys_entry
+from ...ir.lower import qualified
+from ...ir.nodes import (
+    Aggregate,
+    Field,
+    Join,
+    Limit,
+    Node,
+    Project,
+    Rename,
+    Scan,
+    Select,
+    Sort,
+    UnionAll,
+    Window,
+    parents,
+    replace,
+    resolve_field,
+    walk,
+)
 from .records import Branch, Reason
 
 _MAX_TRACE = 10_000
@@ -453,8 +472,6 @@ def inferred_types(node: Node) -> list[Optional[str]]:
     declared types (None where it cannot)."""
     from sqlglot.optimizer.annotate_types import annotate_types
 
-    from ...ir.generate import to_sql
-    from ...ir.lower import qualified
     # a qualified table is not found in this flat mapping: its types are unknown (None)
     schema: dict[str, object] = {n.table: dict(n.columns) for n in walk(node) if isinstance(n, Scan)}
     try:

@@ -27,35 +27,32 @@ Families import only the IR, the DSL and this kit — never a stage.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from sqlglot import exp
 
+from ...dsl import Program, sort_distinct
 from ...ir.analysis import Edge, capture_parameters
 from ...ir.nodes import Rename
 from ...ir.render import JOIN_SYMBOL
 from .covers import EDGE_OPS, Covers
 from .diamond import Shape
+from .planting import ExampleKit, ExampleSpec, ExpectedFinding
 from .program import accumulator_funcs
 from .records import CatalogNames, EdgeDecl, KeyPremise, Match, NearMiss, ReasonCode, Side, TemplateError
-
-if TYPE_CHECKING:
-    from ...dsl import Program
-    from .planting import ExampleKit, ExampleSpec, ExpectedFinding
 
 _SYM = {"Select": "σ", "Project": "π", "Rename": "ρ"}
 _OP_OF_SYM = {v: k for k, v in _SYM.items()}
 
 
-def distinct_funcs(m: Match) -> set[str]:
+def distinct_funcs(m: Match, family: "Family") -> set[str]:
     """How the instance's template folds its COUNT(DISTINCT)s: ``count_distinct_sorted``
     (constant state, the partition sorted on the one distinct column) or ``count_distinct``
     (a set per partition) — a certificate about one says nothing about the other."""
     prog = m.program
     if prog is None:
-        from ..matching import build_program
-        try:
-            prog = build_program(m)
+        try:       # what superop.families.build_program builds: the template, sorted folds
+            prog = sort_distinct(family.build_program(m))
         except TemplateError:
             return {"count_distinct"}
     return {a.func for a in prog.accumulators if a.func.startswith("count_distinct")} or {"count_distinct"}
@@ -185,7 +182,7 @@ class Family:
                 f = accumulator_funcs(b.agg)
                 funcs |= set(f or ())
         if "count_distinct" in funcs:
-            funcs = (funcs - {"count_distinct"}) | distinct_funcs(m)
+            funcs = (funcs - {"count_distinct"}) | distinct_funcs(m, self)
         return Covers.make(self.name, join_kinds=[m.join_kind] if m.join_kind else [],
                            branches=len(m.branches), agg_side=m.agg_side.value if m.agg_side else None,
                            aggregates=funcs, edges=self.edge_ops(m),
@@ -215,7 +212,6 @@ class Family:
         """The program of ``form`` for ``m`` (``program``: the default form's, from
         :meth:`build_program`); TemplateError with the reason when ``m`` does not admit it."""
         if form:
-            from .records import TemplateError
             raise TemplateError(f"family {self.name} has no form {form!r}")
         return program
 
@@ -348,7 +344,6 @@ class Family:
     def expected(self, spec: "ExampleSpec") -> tuple["ExpectedFinding", ...]:
         """What mining must report for a planted example (the generator's ground truth,
         built from the spec's own decoration lists, never from the IR)."""
-        from .planting import ExpectedFinding
         return (ExpectedFinding.candidate(spec.join_kind, self.example_shape(spec), len(spec.branches)),)
 
     def example_shape(self, spec: "ExampleSpec") -> str:

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Optional, Union
 
 from ...ir.analysis import Edge
-from ...ir.keys import Determines
+from ...ir.dependencies import Determines
 from ...ir.nodes import JOIN_KINDS, Aggregate, Join, Node
 from ...ir.reasons import ReasonCode as ReasonCode  # re-exported: the families' reason base
 
@@ -41,10 +41,6 @@ class Side(str, Enum):
     @property
     def other(self) -> "Side":
         return Side.RIGHT if self is Side.LEFT else Side.LEFT
-
-    @classmethod
-    def of_index(cls, i: int) -> "Side":
-        return cls.LEFT if i == 0 else cls.RIGHT
 
 
 class Reason(ReasonCode):

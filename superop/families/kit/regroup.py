@@ -35,12 +35,12 @@ from typing import Optional, Sequence, cast
 
 from sqlglot import exp
 
-from ...ir.lowering.exprs import conjuncts
 from ...ir.analysis import Edge, capture_parameters, walk_edge
 from ...ir.functions import is_nondeterministic_expr
-from ...ir.nodes import (Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll,
-                         walk)
-from .diamond import PlanContext, find_field, join_tree
+from ...ir.generate import translate_columns
+from ...ir.lowering.exprs import conjuncts
+from ...ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll, walk
+from .diamond import PlanContext, field_type, find_field, join_tree
 
 # ON-clause conjunct reading only one side: may it filter that side's input instead?
 _ON_PUSH = {"inner": (True, True), "left": (False, True), "right": (True, False), "full": (False, False),
@@ -463,7 +463,6 @@ def branch_columns(b: Node, ctx: PlanContext) -> Optional[list[tuple[Optional[ex
     always carries (None if not a constant) and a type signature (the expression over
     the aggregate's input with every column replaced by its declared type): equal
     signatures mean equal Spark types."""
-    from .diamond import field_type
     up = walk_edge(b, ctx.shared_ids - {id(b)})
     agg = up.bottom
     if not isinstance(agg, Aggregate):
@@ -513,7 +512,6 @@ def _shape(e: exp.Expr) -> str:
 
 
 def _sub(e: exp.Expr, fields: Sequence[Field], items: Sequence[exp.Expr]) -> Optional[exp.Expr]:
-    from ...ir.generate import translate_columns
     try:
         return translate_columns(e, fields, items)
     except KeyError:

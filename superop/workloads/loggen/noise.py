@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from .. import tpch
 from .sqlkit import Slots
+
 
 def noise_templates(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
     """Other shapes: dimension joins, scans, top-k, windows, single aggregates, TPC-H."""
@@ -68,7 +70,6 @@ def noise_templates(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
 
 def _tpch_queries() -> list[str]:
     try:
-        from .. import tpch
         qs = getattr(tpch, "QUERIES", None)
     except Exception:
         return []

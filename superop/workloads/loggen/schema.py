@@ -2,6 +2,8 @@
 the vocabularies of its literals."""
 from __future__ import annotations
 
+from .. import tpch
+
 LOG_SCHEMA: dict[str, dict[str, str]] = {
     "ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"},
     "mailbox": {"mailboxguid": "string", "ts": "bigint", "eventid": "string",
@@ -20,7 +22,6 @@ def mining_schema() -> dict[str, dict[str, str]]:
     """Schema of every table a generated log may reference (LOG_SCHEMA + TPC-H if present)."""
     out = {k: dict(v) for k, v in LOG_SCHEMA.items()}
     try:
-        from .. import tpch  # written by another engineer; optional
         out.update({k.lower(): {c.lower(): t for c, t in v.items()}
                     for k, v in getattr(tpch, "TPCH_SCHEMA", {}).items()})
     except Exception:  # pragma: no cover - tpch module absent or broken

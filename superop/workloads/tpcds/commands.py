@@ -1,9 +1,14 @@
 """`superop workload tpcds-log | tpcds-data | tpcds-queries` — the TPC-DS workload."""
 from __future__ import annotations
 
+from ...cliutil import add_json_arg
+from ...errors import SuperopError
+from .data import SMALLEST_SF, generate_tpcds
+from .log import write_tpcds_log
+from .schema import tpcds_schema
+
 
 def register(sub) -> None:
-    from ...cliutil import add_json_arg
     p = sub.add_parser("workload", help="workload generators: TPC-DS query log and data")
     ws = p.add_subparsers(dest="workload_command", metavar="WORKLOAD")
 
@@ -39,7 +44,6 @@ def register(sub) -> None:
 
 
 def _log(args) -> int:
-    from .log import write_tpcds_log
     r = write_tpcds_log(args.out, days=args.days, seed=args.seed)
     if args.json:
         import json
@@ -56,8 +60,6 @@ def _log(args) -> int:
 
 
 def _data(args) -> int:
-    from ...errors import SuperopError
-    from .data import SMALLEST_SF, generate_tpcds
     if args.sf < SMALLEST_SF:
         raise SuperopError(f"--sf {args.sf:g} is below {SMALLEST_SF:g}: tpcgen-cli writes "
                            f"the same tables as {SMALLEST_SF:g} (or empty ones)")
@@ -72,6 +74,5 @@ def _data(args) -> int:
 
 def _schema(args) -> int:
     import json
-    from .schema import tpcds_schema
     print(json.dumps(tpcds_schema(), indent=1))
     return 0

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
+from ...errors import SuperopError
 from .params import substitute
 from .queries import queries
 from .schema import FACT_TABLES
@@ -68,7 +69,6 @@ def generate(days: int = 7, seed: int = 7, start: Optional[datetime] = None,
              sink: Optional[Callable[[str], None]] = None) -> TpcdsLog:
     """Emit the log lines (JSON) to ``sink`` in time order; returns what was emitted."""
     if days < 1:
-        from ...errors import SuperopError
         raise SuperopError(f"days must be >= 1, got {days}")
     rng = random.Random(seed)
     start = start or datetime(2026, 11, 1, tzinfo=timezone.utc)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
+from ...errors import SuperopError
+
 QUERY_DIR = "queries"
 
 
@@ -48,7 +50,6 @@ def query_number(name: str) -> int:
 
 def parse_query_names(spec) -> list[str]:
     """``"q3,7,14"`` -> ["q3", "q7", "q14a", "q14b"]; None/"" -> all."""
-    from ...errors import SuperopError
     allq = queries()
     if not spec:
         return list(allq)

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...errors import SchemaError
+from ...ir.keys import KEYS_ENTRY
+from ...ir.schema import schema_from_spark
+
 
 def _cols(spec: str) -> dict[str, str]:
     out = {}
@@ -71,7 +75,6 @@ TPCDS_KEYS: dict[str, str] = {
 
 def tpcds_schema(keys: bool = True) -> dict[str, dict[str, str]]:
     """The schema mapping (for ``--schema``), with the declared keys under ``"$keys"``."""
-    from ...ir.keys import KEYS_ENTRY
     out = dict(TPCDS_SCHEMA)
     if keys:
         out[KEYS_ENTRY] = dict(TPCDS_KEYS)
@@ -84,8 +87,6 @@ def register_tpcds(spark, directory) -> dict[str, dict[str, str]]:
     """Register the 24 tables found in ``directory`` (``<table>.parquet`` files or
     ``<table>/`` directories, as tpcgen-cli writes them) as temp views and return the schema
     mapping read back from Spark (so it always matches the data)."""
-    from ...errors import SchemaError
-    from ...ir.schema import schema_from_spark
     d = Path(directory)
     for t in TABLES:
         path = next((p for p in (d / f"{t}.parquet", d / t) if p.exists()), None)
