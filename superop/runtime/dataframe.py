@@ -192,6 +192,14 @@ def optimize(so: Any, df: Any) -> Any:
     return out
 
 
+def decision_of(so: Any, df: Any) -> Optional[RewriteResult]:
+    """The decision :func:`optimize` recorded for ``df`` (the original or what it returned):
+    the rules applied, the exchanges and costs the gate saw, the explanation; None when
+    ``df`` has not been through ``so.optimize`` (or dropped out of the session's log)."""
+    d = _log_of(so).get(df)
+    return None if d is None else d.rewrite
+
+
 def _fresh(spark: Any, df: Any) -> Any:
     return df if is_connect(spark) else replan(spark, df)
 

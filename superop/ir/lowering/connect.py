@@ -415,7 +415,12 @@ class ConnectLowering:
             right = self._project_rel(right, order)
         if len(left.cols) != len(right.cols):
             raise Unsure("a union of inputs of different widths")
-        node = self.b.share(UnionAll((left.built.node, right.built.node)))
+        # bag union is associative: nested unions flattened, as the server's Dataset.union
+        # does (CombineUnions) and as a classic session's analyzed plan shows them
+        parts = tuple(x for k in (left.built.node, right.built.node)
+                      for x in (k.inputs if m.is_all and isinstance(k, UnionAll) and k.qualifier is None
+                                else (k,)))
+        node = self.b.share(UnionAll(parts))
         env = {c.attr: Field(None, f.name) for c, f in zip(left.cols, node.fields)}
         out = Rel(Built(node, tuple(c.attr for c in left.cols), env), [Col(c.attr, c.name) for c in left.cols])
         if m.is_all:
@@ -458,3 +463,4 @@ def _conj(parts: list[exp.Expr]) -> Optional[exp.Expr]:
     for p in parts:
         out = p if out is None else exp.and_(out, p, copy=False)
     return out
+
