@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 from superop import families
 from superop.mining.fingerprint import lineage_fingerprint
 from superop.mining.job import run_mining
-from superop.pipeline.nightly import pattern_of, synthesize_candidate, template_proofs
+from superop.pipeline.candidates import synthesize_candidate
+from superop.pipeline.certificates import pattern_of, template_proofs
 from superop.rules_out.catalog import make_catalog, write_catalog
 from superop.rules_out.generalize import generalize
 from superop.runtime import SuperOpSession
