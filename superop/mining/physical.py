@@ -268,10 +268,6 @@ class _Lowerer:
         def fill(n):
             if isinstance(n, exp.Column) and not n.table and n.name in holes:
                 return holes[n.name].copy()
-            if isinstance(n, exp.Anonymous) and str(n.this).lower() in _ALLOWED_ANON and len(n.expressions) == 1:
-                # isnull(x) / isnotnull(x) as the IS [NOT] NULL the evaluators and the verifier model
-                test = exp.Is(this=n.expressions[0], expression=exp.Null())
-                return test if str(n.this).lower() == "isnull" else exp.Not(this=exp.Paren(this=test))
             return n
         # count(1) is how Spark prints count(*): fold it as a query's COUNT(*) folds
         return count_star(e.transform(fill))
