@@ -121,11 +121,17 @@ def _stage_metrics(spark, group: str) -> dict:
 
 def timed_run(spark, sql: str, label: str = "q") -> RunMetrics:
     """Run ``sql`` to completion (noop sink) and return wall time + shuffle metrics."""
+    return timed_df(spark, lambda: spark.sql(sql), label)
+
+
+def timed_df(spark, make_df, label: str = "q") -> RunMetrics:
+    """Run the DataFrame ``make_df()`` returns to completion (noop sink): wall time of the
+    run (not of building the DataFrame) + shuffle metrics."""
     sc = spark.sparkContext
     group = f"superop-bench-{label}-{next(_group_ids)}"
     sc.setJobGroup(group, f"superop bench {label}")
     try:
-        df = spark.sql(sql)
+        df = make_df()
         t0 = time.perf_counter()
         df.write.format("noop").mode("overwrite").save()
         secs = time.perf_counter() - t0

@@ -159,19 +159,24 @@ def _view_volatility(df: Any) -> str:
     a nondeterministic expression, a LIMIT or a TABLESAMPLE. "" when none is found (or
     the plan is not reachable, e.g. over Spark Connect)."""
     try:
-        plan = df._jdf.queryExecution().analyzed()
-        if not plan.deterministic():
-            return "its definition is nondeterministic"
-        stack = [plan]
-        while stack:
-            n = stack.pop()
-            what = _VOLATILE_NODES.get(n.getClass().getSimpleName())
-            if what is not None:
-                return f"its definition has {what}"
-            kids = n.children()
-            stack.extend(kids.apply(i) for i in range(kids.size()))
+        return plan_volatility(df._jdf.queryExecution().analyzed())
     except Exception:  # noqa: BLE001 - no JVM access (Spark Connect): read the plan's text
         return _view_volatility_text(df)
+
+
+def plan_volatility(plan: Any) -> str:
+    """Why two reads of a (JVM) logical plan may give different rows: a nondeterministic
+    expression, a LIMIT or a TABLESAMPLE. "" when none is found."""
+    if not plan.deterministic():
+        return "its definition is nondeterministic"
+    stack = [plan]
+    while stack:
+        n = stack.pop()
+        what = _VOLATILE_NODES.get(n.getClass().getSimpleName())
+        if what is not None:
+            return f"its definition has {what}"
+        kids = n.children()
+        stack.extend(kids.apply(i) for i in range(kids.size()))
     return ""
 
 

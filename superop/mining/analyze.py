@@ -17,7 +17,7 @@ from ..families import Match
 from ..families.identity import instance_of
 from ..ir import Rename, Scan, lower, shape, to_sql, walk
 from .detect import detect, detect_with_matches
-from .fingerprint import Fingerprinter
+from .fingerprint import Fingerprinter, LineageFingerprinter
 from .physical import PLAN_MARKER, lower_physical
 from .logframe import typed_frame
 
@@ -27,7 +27,7 @@ ANALYSIS_COLUMNS = [
     ("shape_counts", "string"), ("family", "string"), ("join_kind", "string"),
     ("n_inputs", "int"), ("agg", "string"), ("inputs", "string"), ("example_sql", "string"),
     ("plan_nodes", "int"), ("example_shape", "string"), ("premises", "string"),
-    ("instance", "string"),
+    ("instance", "string"), ("lineage", "string"),
 ]
 ANALYSIS_DDL = ", ".join(f"{c} {t}" for c, t in ANALYSIS_COLUMNS)
 
@@ -72,6 +72,7 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
     out = [dict(base, row_kind="status", status="ok",
                 reason="" if low.fully_lowered else "partly_opaque", plan_nodes=len(nodes))]
     fp = Fingerprinter()
+    lineage = LineageFingerprinter()
     seen = set()
     for n in nodes:
         if isinstance(n, Scan) or (isinstance(n, Rename) and n.is_identity()):
@@ -106,7 +107,8 @@ def analyze_template(template_id: str, sql: str, schema: dict) -> list[dict]:
                         shape_counts=f.shape_counts, family=f.family, join_kind=f.join_kind,
                         n_inputs=f.n_inputs, agg=f.agg, inputs=",".join(f.inputs),
                         example_sql=example, plan_nodes=sum(1 for _ in walk(f.root)),
-                        example_shape=example_shape, premises=f.premises, instance=_instance(m)))
+                        example_shape=example_shape, premises=f.premises, instance=_instance(m),
+                        lineage=lineage(f.root)))
     return out
 
 

@@ -57,7 +57,8 @@ CANDIDATE_COLUMNS = ["candidate_id", "family", "join_kind", "shape", "shape_coun
                      "n_inputs", "agg", "input_tables", "example_sql", "example_shape",
                      "example_template_id", "templates",
                      "executions", "cost_ms", "cost_share", "read_bytes", "shuffle_bytes",
-                     "distinct_subplans", "template_ids", "premises", "route", "instances"]
+                     "distinct_subplans", "template_ids", "premises", "route", "instances",
+                     "lineage_fingerprints"]
 
 @dataclass
 class MiningResult:
@@ -296,6 +297,7 @@ def _analyze_and_aggregate(spark, log: _LogTotals, schema, sel: Selection, prog:
             F.first("shuffle_bytes").alias("shuffle_bytes"),
             F.collect_set("fingerprint").alias("fps"),
             F.collect_set("instance").alias("instances"),
+            F.collect_set("lineage").alias("lfps"),
             F.max(F.struct("n_inputs", "agg", "inputs", "shape_counts", "example_sql",
                            "example_shape"))
             .alias("ex"))
@@ -308,6 +310,7 @@ def _analyze_and_aggregate(spark, log: _LogTotals, schema, sel: Selection, prog:
             F.sum("read_bytes").alias("read_bytes"), F.sum("shuffle_bytes").alias("shuffle_bytes"),
             F.array_distinct(F.flatten(F.collect_list("fps"))).alias("fps"),
             F.array_distinct(F.flatten(F.collect_list("instances"))).alias("instances"),
+            F.array_distinct(F.flatten(F.collect_list("lfps"))).alias("lfps"),
             F.max(F.struct("executions", "template_id", "ex")).alias("best"),
             F.sort_array(F.collect_set("template_id")).alias("template_ids")).toPandas()
         analysis.unpersist()
@@ -371,6 +374,7 @@ def _tables(g: pd.DataFrame, sel: Selection, total_cost: float
             "read_bytes": float(r["read_bytes"] or 0.0),
             "shuffle_bytes": float(r["shuffle_bytes"] or 0.0),
             "distinct_subplans": len(r["fps"]), "template_ids": list(r["template_ids"]),
+            "lineage_fingerprints": sorted(r["lfps"]),
             "premises": r.get("premises") or "",
             # the candidate's instance in each template (canonical, JSON): the nightly job
             # certifies every one

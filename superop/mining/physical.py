@@ -53,6 +53,7 @@ from sqlglot import exp
 from ..ir import Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, UnionAll
 from ..ir.dialect import parse_one
 from ..ir.lower import Lowered
+from ..ir.lowering.frames import count_star
 from ..ir.nodes import Field, intern
 
 PLAN_MARKER = "-- superop: spark physical plan (DataFrame execution, no SQL text)\n"
@@ -268,7 +269,8 @@ class _Lowerer:
             if isinstance(n, exp.Column) and not n.table and n.name in holes:
                 return holes[n.name].copy()
             return n
-        return e.transform(fill)
+        # count(1) is how Spark prints count(*): fold it as a query's COUNT(*) folds
+        return count_star(e.transform(fill))
 
     # -- operators --------------------------------------------------------------------
     def lower(self, n: PNode) -> tuple[Node, Env]:

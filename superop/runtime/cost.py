@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .calibration import CostConstants
+from ..explain import PlanInfo
 from .plan_cost import UNKNOWN_SIZE_TEXT, PlanCost, with_constants
 
 
@@ -66,3 +67,14 @@ def no_statistics(*costs: PlanCost) -> str:
     return (f"statistics are missing for {', '.join(names)} (Spark assumes {UNKNOWN_SIZE_TEXT} for a "
             f"relation it has no size for, so the estimate is not in seconds; ANALYZE TABLE or "
             f"file-based tables give real sizes)")
+
+
+def plan_line(which: str, p: PlanInfo) -> str:
+    missing = no_statistics(p.estimate) if p.estimate else ""
+    if missing:
+        cost = f"predicted cost unknown in seconds: {missing}"
+    else:
+        terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
+        cost = f"predicted cost {p.cost:.3g} s ({terms})"
+    return (f"exchanges {which} {p.exchanges} shuffle, {p.reused} reused, {p.broadcasts} broadcast; "
+            f"{cost}; PushedFilters {p.pushed_filters}")

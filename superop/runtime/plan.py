@@ -22,8 +22,8 @@ def analyze_plan(spark, sql: str, stats=None, constants=None, df=None) -> PlanIn
         try:
             mode = spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("cost")
             text = df._jdf.queryExecution().explainString(mode)
-        except Exception:        # Spark Connect or another JVM API: plan it again, by SQL
-            text = None
+        except Exception:        # Spark Connect: the server explains the DataFrame's own plan
+            text = _connect_explain(df)
     st = df.schema
     info = parse_explain(text if text is not None else explain_text(spark, sql))
     info.columns = [f.name for f in st.fields]
@@ -32,6 +32,15 @@ def analyze_plan(spark, sql: str, stats=None, constants=None, df=None) -> PlanIn
     info.cost = info.estimate.total
     info.shuffled_bytes = info.estimate.features.get("shuffle_bytes", 0.0)
     return info
+
+
+def _connect_explain(df) -> str | None:
+    """``EXPLAIN COST`` of a Spark Connect DataFrame (its plan may bind DataFrames that
+    no SQL text names); None when the client has no such call."""
+    try:
+        return df._explain_string(mode="cost")
+    except Exception:  # noqa: BLE001 - another client: plan it again, by SQL
+        return None
 
 
 def planning_ms(spark, sql: str) -> float:

@@ -66,11 +66,12 @@ from ..rules_out.signing import trusted_keys as read_trusted_keys
 from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
 from .calibration import CONSTANTS, CostConstants
-from .cost import judge, no_statistics
+from .cost import judge, plan_line
 from .decisions import DecisionRecord, Operations
 from .first_sight import first_sight
 from .merge_flags import FORM, FlagCandidate, base_label, describe, flag_candidates, may_merge, session_with
 from .plan import analyze_plan
+from . import dataframe
 from .reentry import working
 from .shadow import Shadow
 from .store import DecisionStore
@@ -374,17 +375,21 @@ class SuperOpSession:
             log.info("superop: no literal template for the cached decision (%s)", str(e).splitlines()[0])
             return None
 
-    def _decide(self, sql: str, t0: float) -> tuple[RewriteResult, Optional[Decision]]:
-        schema = self._schema_for(sql)
-        low = lower(sql, schema)
+    def _decide(self, sql: str, t0: float, frame=None) -> tuple[RewriteResult, Optional[Decision]]:
+        """``frame``: a DataFrame's lowered plan (:class:`superop.runtime.dataframe.Frame`):
+        decided on the same path, planned through the DataFrame and its bound leaves."""
+        low = lower(sql, self._schema_for(sql)) if frame is None else None
+        low_plan = low.plan if low is not None else frame.plan
+        types_of = self._types_of if frame is None else frame.types_of
         t1 = time.perf_counter()
         trace: list[str] = []
-        plan = families.regroup(low.plan)     # the plan matches are nodes of
+        plan = families.regroup(low_plan)     # the plan matches are nodes of
         matches = self.rewriter.match(plan, trace)
         t2 = time.perf_counter()
         timings = {"parse_ms": (t1 - t0) * 1e3, "match_ms": (t2 - t1) * 1e3}
         # Spark's own merge settings: one more form, priced by the same gate (merge_flags.py)
-        flags = self.merge_flags and self.gate in ("cost", "exchanges") and may_merge(low.ast)
+        flags = (self.merge_flags and low is not None and self.gate in ("cost", "exchanges")
+                 and may_merge(low.ast))
         if matches:
             matches = prepare(matches, trace)
             timings["generate_ms"] = (time.perf_counter() - t2) * 1e3
@@ -393,16 +398,16 @@ class SuperOpSession:
             return unchanged(sql, why, timings), Decision(False, explanation=why,
                                                           literal_sensitive=instance_bound([], trace))
         stats = CatalogStats(self.spark) if self.analyze_tables else None
-        before = analyze_plan(self.spark, sql, stats, self.constants)
+        before = analyze_plan(self.spark, sql, stats, self.constants, df=None if frame is None else frame.df)
         t2b = time.perf_counter()
         timings["plan_original_ms"] = (t2b - t2) * 1e3
         cands: list = candidates_for(self.rewriter, plan, matches, names=before.columns,
-                                     types_of=self._types_of, limit=self.max_alternatives) if matches else []
+                                     types_of=types_of, limit=self.max_alternatives) if matches else []
         if flags:
             cands += flag_candidates(self.spark, sql, before, cands)
         t3 = time.perf_counter()
         timings["generate_ms"] = (t3 - t2b) * 1e3   # incl. Spark analysis for output types
-        ranked, ok = self._rank(cands, before, stats)
+        ranked, ok = self._rank(cands, before, stats, frame)
         timings["gate_ms"] = (time.perf_counter() - t3) * 1e3
         sensitive = before.estimate.uses_cbo or any(
             c.plan is not None and c.plan.estimate.uses_cbo for c in cands) or \
@@ -420,13 +425,14 @@ class SuperOpSession:
                     Decision(False, explanation=why, literal_sensitive=sensitive, extra=common))
         return self._chosen(sql, before, ok, ranked, timings, common, sensitive)
 
-    def _rank(self, cands: list, before: PlanInfo, stats) -> tuple[list, list]:
+    def _rank(self, cands: list, before: PlanInfo, stats, frame=None) -> tuple[list, list]:
         """Plan and price every candidate (a flag form in its own session clone): the
         ranked records, and the (candidate, verdict) pairs the gate accepts."""
         ranked, ok = [], []
         for c in cands:
             try:
-                c.plan = analyze_plan(getattr(c, "session", self.spark), c.sql, stats, self.constants)
+                c.plan = analyze_plan(getattr(c, "session", self.spark), c.sql, stats, self.constants,
+                                      df=None if frame is None else frame.run(c.sql))
             except Exception as e:
                 log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
                 ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
@@ -561,11 +567,11 @@ class SuperOpSession:
             stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
             b = analyze_plan(self.spark, sql, stats, self.constants)
             lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
-                     _plan_line("before:", b)]
+                     plan_line("before:", b)]
             a: Optional[PlanInfo] = (analyze_plan(session_with(self.spark, r.conf), r.sql, stats, self.constants)
                                      if r.changed else None)
             if a is not None:
-                lines.append(_plan_line("after: ", a))
+                lines.append(plan_line("after: ", a))
             for c in r.candidates or []:
                 if "error" not in c:
                     lines.append(f"candidate {c['label']}: {c['verdict']}")
@@ -574,13 +580,14 @@ class SuperOpSession:
                 lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
             return "\n".join(lines)
 
+    # -- DataFrames (superop/runtime/dataframe.py) ---------------------------------------
+    def optimize(self, df):
+        """``df`` with the catalog's rules applied behind the same benefit gate: a DataFrame
+        with the same columns (names, types, order) and rows, or ``df`` itself when no
+        rule pays off or anything fails. ``df.transform(so.optimize)`` works."""
+        return dataframe.optimize(self, df)
 
-def _plan_line(which: str, p: PlanInfo) -> str:
-    missing = no_statistics(p.estimate) if p.estimate else ""
-    if missing:
-        cost = f"predicted cost unknown in seconds: {missing}"
-    else:
-        terms = ", ".join(f"{k} {v:.3g}" for k, v in p.estimate.terms().items() if v) if p.estimate else ""
-        cost = f"predicted cost {p.cost:.3g} s ({terms})"
-    return (f"exchanges {which} {p.exchanges} shuffle, {p.reused} reused, {p.broadcasts} broadcast; "
-            f"{cost}; PushedFilters {p.pushed_filters}")
+    def explain_df(self, df) -> str:
+        """The decision for ``df`` (or for what :meth:`optimize` returned for it) and why,
+        with Spark's physical plans before and after."""
+        return dataframe.explain(self, df)

@@ -54,7 +54,7 @@ def test_dataframe_union_diamond_lowers_to_a_du_candidate(queries):
         assert [s.table for s in scans] == [OPS]          # ONE shared input, qualified name
         aggs = [n for n in walk(low.plan) if isinstance(n, Aggregate)]
         assert len(aggs) == 2 and all(len(a.keys) == 1 for a in aggs)
-        assert [a.items[1][0].sql() for a in aggs] == ["COUNT(1)", "COUNT(1)"]
+        assert [a.items[1][0].sql() for a in aggs] == ["COUNT(*)", "COUNT(*)"]
         assert _findings(low.plan) == [("candidate", "DU", "", "(σπ|γ, σπ|γ)∪")]
 
 
@@ -65,7 +65,7 @@ def test_dataframe_join_diamond_lowers_to_a_dj_candidate(queries):
         joins = [n for n in walk(low.plan) if isinstance(n, Join)]
         assert len(joins) == 1 and joins[0].kind == "inner" and len(joins[0].equi) == 1
         aggs = sorted(a.items[1][0].sql() for a in walk(low.plan) if isinstance(a, Aggregate))
-        assert aggs == ["COUNT(1)", "MAX(s)"]
+        assert aggs == ["COUNT(*)", "MAX(s)"]
         assert _findings(low.plan) == [("candidate", "DJ", "inner", "(σ|γ, σπ|γ)⋈")]
 
 

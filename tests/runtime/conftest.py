@@ -1,6 +1,10 @@
 """Fixtures of the runtime tests (data and the test catalog live in runtime_fixtures.py)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from superop.rewrite.rewriter import Rewriter
@@ -52,3 +56,34 @@ def so(spark, ops, catalog):
 def rw(catalog):
     """A structural rewriter over the test catalog (no Spark: the form suites' matcher)."""
     return Rewriter(catalog)
+
+
+DATAFRAME_JOB = Path(__file__).parent / "dataframe_job.py"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _dataframe_job(request, tmp_path_factory):
+    """The event-logged DataFrame job of ``dataframe_job.py`` needs a JVM of its own (the
+    shared session cannot log events): when a selected test needs it
+    (``dataframe_job_dir``), the child starts with the session and runs while the other
+    tests do. Yields (process, output dir, stderr file) or None."""
+    if not any("dataframe_job_dir" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
+    out = tmp_path_factory.mktemp("dataframe-job")
+    err = tmp_path_factory.mktemp("dataframe-job-stderr") / "stderr.txt"
+    with open(err, "w") as f:
+        proc = subprocess.Popen([sys.executable, str(DATAFRAME_JOB), str(out)],
+                                stdout=subprocess.DEVNULL, stderr=f)
+    yield proc, out, err
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def dataframe_job_dir(_dataframe_job) -> Path:
+    proc, out, err = _dataframe_job
+    proc.wait(timeout=1200)
+    assert (out / "done").is_file(), Path(err).read_text()[-3000:]
+    return out

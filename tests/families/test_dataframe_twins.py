@@ -1,0 +1,145 @@
+"""The DataFrame twins of every family fixture entry (``tests/fixtures/families/dataframes.py``)
+through the runtime, on a classic session and on a Spark Connect session.
+
+* Each twin returns its SQL entry's rows (same semantics, checked on Spark).
+* Matching: a twin's plan, lowered from the DataFrame (Catalyst's plan / the Connect
+  client's protobuf plan), is matched by the one matching path and admitted by the same
+  rules as its SQL entry: the rules applied are the entry's ``runtime`` key.
+* ``SuperOpSession.optimize``: positives come back rewritten, with fewer shuffle exchanges
+  in Spark's physical plan, the same schema and the same bag of rows as the original (over
+  the tables with NULLs, duplicates and empty groups); keep-unchanged entries come back as
+  the very same DataFrame.
+
+The session's catalog must be one the runtime trusts: the families' template proofs and,
+for the families without them, bounded certificates of the program the runtime builds for
+the fixture entries (``pj_union_branch_selected`` reads two tables below its match and has
+none, nor does a rule admit it: its twin is matched like its SQL, and the session leaves it
+unchanged, as it leaves its SQL).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import reduce
+
+import pytest
+
+from superop import families
+from superop.rewrite.rewriter import Rewriter, prepare, select_non_conflicting
+from superop.runtime.dataframe import decision_of, frame_of
+from superop.runtime.plan import analyze_plan
+
+from ..fixtures.families.dataframes import NONDETERMINISTIC, TWINS, Api
+from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, values_view
+from .fixtures import all_entries
+
+ENTRIES = all_entries()
+POSITIVE = [e for e in ENTRIES if e.runtime != "unchanged"]
+
+
+def test_every_entry_has_a_twin():
+    assert set(TWINS) == {e.name for e in ENTRIES}
+
+
+@pytest.fixture(scope="module")
+def classic(spark, tables):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    return spark, Api(spark.table("ops"), spark.table("accounts"), F, Window)
+
+
+@pytest.fixture(scope="module")
+def connect(connect_url):
+    pytest.importorskip("grpc")
+    from pyspark.sql.connect import functions as F
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from pyspark.sql.connect.window import Window
+    c = ConnectSession.builder.remote(connect_url).create()
+    c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    c.conf.set("spark.sql.shuffle.partitions", "4")
+    values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
+    values_view(c, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
+    yield c, Api(c.table("ops"), c.table("accounts"), F, Window)
+    c.stop()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def session(request):
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="module")
+def twin_catalog(proof_catalog):
+    """The families' template-proof rules (every family has unbounded proofs), signed for
+    this process: a catalog the runtime trusts."""
+    from superop.rules_out.signing import sign_catalog, signing_key
+    return sign_catalog(proof_catalog, signing_key(), "tests (fresh proofs)")
+
+
+def bags(frames: dict, F) -> dict[str, Counter]:
+    """The bag of rows of every DataFrame in ``frames``, read in ONE Spark job (a union of
+    each frame's rows as JSON under its name; doubles rounded as ``sparkutil.bag`` does)."""
+    from pyspark.sql.types import DoubleType, FloatType
+    parts = []
+    for name, df in frames.items():
+        d = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
+        cols = [F.round(F.col(f.name), 6) if isinstance(f.dataType, (DoubleType, FloatType)) else F.col(f.name)
+                for f in d.schema.fields]
+        parts.append(d.select(F.lit(name).alias("k"), F.to_json(F.struct(*cols)).alias("v")))
+    out: dict[str, Counter] = {name: Counter() for name in frames}
+    for r in reduce(lambda a, b: a.unionAll(b), parts).collect():
+        out[r["k"]][r["v"]] += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def twin_bags(classic) -> dict[str, Counter]:
+    """The bag of rows of every deterministic twin on the classic session: the reference
+    for its SQL entry and for the rewrites on both session kinds (their tables hold the same
+    rows). One Spark job."""
+    _, api = classic
+    return bags({e.name: TWINS[e.name](api) for e in ENTRIES if e.name not in NONDETERMINISTIC}, api.F)
+
+
+def test_twins_return_their_sql_rows(classic, twin_bags):
+    spark, api = classic
+    sqls = bags({n: spark.sql(e.sql) for e in ENTRIES if (n := e.name) in twin_bags}, api.F)
+    assert {n for n in twin_bags if twin_bags[n] != sqls[n]} == set()
+    for e in ENTRIES:
+        assert TWINS[e.name](api).columns == spark.sql(e.sql).columns, e.name
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_twin_matches_like_its_sql(session, proof_catalog, e):
+    spark, api = session
+    plan = families.regroup(frame_of(spark, TWINS[e.name](api)).plan)
+    rw = Rewriter(proof_catalog)
+    applied = [m.rule_id for m in select_non_conflicting(prepare(rw.match(plan)))]
+    assert applied == ([] if e.runtime == "unchanged" else [e.runtime])
+
+
+def test_twins_through_optimize(session, twin_catalog, twin_bags):
+    from superop.runtime import SuperOpSession
+    spark, api = session
+    so = SuperOpSession(spark, twin_catalog, gate="exchanges")
+    rewritten = {}
+    for e in ENTRIES:
+        df = TWINS[e.name](api)
+        out = so.optimize(df)
+        if e.runtime == "unchanged":
+            assert out is df, (e.name, so.explain_df(df))
+            continue
+        if e.name == "pj_union_branch_selected":
+            assert out is df and "no rule" in so.explain_df(df), e.name
+            continue
+        assert out is not df, (e.name, so.explain_df(df))
+        assert [(f.name, f.dataType) for f in out.schema] == [(f.name, f.dataType) for f in df.schema]
+        # the gate counted the original's exchanges on Spark's plan of this DataFrame; the
+        # returned DataFrame's own plan is counted again here
+        before = decision_of(so, df).exchanges_before
+        assert before is not None and analyze_plan(spark, "", df=out).exchanges < before, e.name
+        rewritten[e.name] = out
+    assert len(rewritten) == len(POSITIVE) - 1
+    got = bags(rewritten, api.F)
+    want = {n: twin_bags[n] for n in got}
+    assert {n for n in want if got[n] != want[n]} == set()
