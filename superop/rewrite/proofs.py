@@ -107,8 +107,8 @@ class ProofIndex:
         template proof covers it or the instance cannot be canonicalized)."""
         fam = families.get(m.family)
         point = fam.point(m)
-        if form:
-            point = replace(point, variant=form)
+        if form:    # how the family writes a form in its covers (self-exists: "ne/grouped")
+            point = replace(point, variant=fam.form_variant(point.variant, form))
         for cov, name in self.templates:
             if cov.contains(point):
                 return Proof("template", name), None

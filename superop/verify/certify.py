@@ -10,6 +10,7 @@ from typing import Optional
 
 import z3
 
+from .. import families
 from ..dsl import Program
 from ..dsl.identity import program_sha256, sha256_of
 from ..families.coverage import covers_of, match_of, runtime_program
@@ -58,7 +59,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
         pattern = None
     try:
         cov = covers_of(match_of(sql, schema))
-        covers = (replace(cov, variant=form) if form else cov).to_json()
+        fam = families.get(cov.family)
+        covers = (replace(cov, variant=fam.form_variant(cov.variant, form)) if form else cov).to_json()
     except Exception:
         covers = None
     cert = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence
 
+from .. import families
 from ..errors import SuperopError
 from ..families.coverage import covers_of, match_of
 from ..ir.functions import declared_deterministic
@@ -37,7 +38,8 @@ def emitted_sql(sql: str, schema: dict, form: str = "", output_types: Optional[S
     None when it does not rewrite it)."""
     with declared_deterministic(functions or {}):
         point = covers_of(match_of(sql, schema))          # a rule admitting exactly this instance
-        rewriter = Rewriter.admitting([point] + ([replace(point, variant=form)] if form else []))
+        formed = replace(point, variant=families.get(point.family).form_variant(point.variant, form))
+        rewriter = Rewriter.admitting([point] + ([formed] if form else []))
         res = rewrite_structural(rewriter, sql, schema, form=form, output_types=output_types,
                                  input_types=input_types)
     if not res.changed:
