@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from superop import families
 from superop.families import Side, build_program, first_match
@@ -56,13 +57,17 @@ def test_edges_of_follow_the_catalog_edge_order():
 
 
 def test_generalize_groups_by_skeleton_and_unions_edges():
+    # p6: a Min & Join whose program buffers the partition is refused; the same query (a
+    # filter below the MIN) is WinMagic's, whose window reads the partition by design (p8)
     pats = [_pattern("p1", DU_PLAIN, templates=("t1", "t2")), _pattern("p2", DU_RHO, templates=("t3",)),
             _pattern("p3", DU_3WAY), _pattern("p4", DJ_LEFT), _pattern("p5", MJ_INNER),
-            _pattern("p6", MJ_BUFFER), _pattern("p7", DJ_LEFT, verified=False)]
+            replace(_pattern("p6", MJ_INNER), memory="buffering"), _pattern("p7", DJ_LEFT, verified=False),
+            _pattern("p8", MJ_BUFFER)]
+    assert pats[-1].family == "WM" and pats[-1].memory == "buffering"
     rules, rejected = generalize(pats)
     ids = [r["id"] for r in rules]
     assert ids == ["diamond-join-left", "diamond-union-all-2way", "diamond-union-all-3way",
-                   "min-join-inner"]
+                   "min-join-inner", "winmagic-inner"]
     du = next(r for r in rules if r["id"] == "diamond-union-all-2way")
     assert du["support"]["patterns"] == 2 and du["support"]["distinct_queries"] == 3
     assert du["support"]["executions"] == 20
