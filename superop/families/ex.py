@@ -76,12 +76,19 @@ class OnClause:
     inner: Optional[int] = None
 
 
+def _as_neq(c: exp.Expr) -> exp.Expr:
+    """``NOT (x = y)`` is ``x <> y`` (NULL when either is NULL): DataFrame code's ``x != y``
+    reaches the plan as Catalyst's ``Not(EqualTo)``."""
+    inner = c.this.unnest() if isinstance(c, exp.Not) else None
+    return exp.NEQ(this=inner.this, expression=inner.expression) if isinstance(inner, exp.EQ) else c
+
+
 def analyze_on(j: Join, source: Any) -> Union[OnClause, tuple[ReasonCode, str]]:
     lf, rf = j.left.fields, j.right.fields
     parts = [exp.EQ(this=a.copy(), expression=b.copy()) for a, b in j.equi] + conjuncts(j.residual)
     keys: list[int] = []
     cmp: Optional[tuple[str, int, int]] = None
-    for c in parts:
+    for c in map(_as_neq, parts):
         op = _OPS.get(type(c)) if not isinstance(c, exp.EQ) else "eq"
         a, b = bare_column(c.this) if op else None, bare_column(c.expression) if op else None
         if op is None or a is None or b is None:

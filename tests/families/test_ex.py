@@ -31,6 +31,14 @@ def test_q16_and_q94_are_one_self_exists_instance_each():
         assert families.get("EX").point(found[0]).variant == "ne"
 
 
+def test_not_equal_written_as_not_of_an_equality_is_the_ne_variant():
+    # DataFrame code's i.b != o.b reaches the plan as NOT (i.b = o.b)
+    sql = "SELECT o.a, o.b FROM ops AS o WHERE EXISTS (SELECT * FROM ops AS i WHERE i.a = o.a AND NOT (i.b = o.b))"
+    found = families.scan(lower(sql, {"ops": {"a": "int", "b": "int"}}).plan)
+    assert [(type(f).__name__, f.family, f.join_kind) for f in found] == [("Match", "EX", "semi")]
+    assert families.get("EX").point(found[0]).variant == "ne"
+
+
 F = "F(row.k, row.a, row.b)"
 
 
