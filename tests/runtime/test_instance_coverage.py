@@ -12,6 +12,7 @@ from superop.families.identity import instance_of_sql
 from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.coverage import covered_rule
+from superop.rules_out.trust import recheck_locally
 from superop.sparkutil import bag
 from superop.verify.certify import check_and_certify, prove_and_certify
 
@@ -94,11 +95,11 @@ def kv(spark, ops):
 def test_the_session_certifies_a_new_instance_on_first_sight(spark, kv, catalog4):
     from superop.runtime import SuperOpSession
     q = KV_4WAY.replace("min(v) / 0", "min(v)")
-    off = SuperOpSession(spark, catalog4, gate="off", certify=False)
+    off = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated", certify=False)
     r = off.rewrite(q)
     assert not r.changed and "no proof covers instance" in r.explanation
     assert [i.key for i in off.uncovered_instances()] == [instance_of_sql(q, {**SCHEMA, **KV}).key]
-    so = SuperOpSession(spark, catalog4, gate="off")             # Z3 is installed: first sight
+    so = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated")             # Z3 is installed: first sight
     r = so.rewrite(q)
     assert r.applied == ["diamond-union-all-4way"], r.explanation
     assert "covered by the bounded certificate K=4 of instance" in r.explanation
@@ -115,7 +116,7 @@ def test_the_session_certifies_a_new_instance_on_first_sight(spark, kv, catalog4
 
 def test_the_v_div_zero_instance_is_checked_before_it_runs(spark, kv, catalog4):
     from superop.runtime import SuperOpSession
-    so = SuperOpSession(spark, catalog4, gate="off")
+    so = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated")
     r = so.rewrite(KV_4WAY)
     if r.changed:      # certified on first sight: the rewrite raises exactly where the query does
         assert "covered by the bounded certificate" in r.explanation
