@@ -43,6 +43,7 @@ from ..families import EDGE_OPS, Covers, Side
 from ..ir.nodes import JOIN_KINDS
 from ..mlflow_store import register
 from ..storage import atomic_write_text
+from ..verify.certificate import structural_check
 from .canonical import canonical_json, checksum
 from .signing import Signature, Signer, TrustedKeys, check_signature, sign_catalog
 
@@ -222,6 +223,11 @@ def accept(catalog: Any, origin: str = "(in-memory)", trusted: Optional[TrustedK
         raise CatalogError(f"{where} refused: not a JSON object")
     sig = check_signature(catalog, origin, trusted)
     ps = problems(catalog, True, json_schema=False)
+    # every certificate's structure (bound, shown K, instance alone, emitted-SQL claim): a
+    # signature says who vouched, not that what they signed is not weakened
+    ps += [f"rules/{i} ({r['id']}) certificate #{j}: {why}"
+           for i, r in enumerate(catalog.get("rules", [])) for j, c in enumerate(r.get("certificates", []))
+           for ok, why in [structural_check(c, require_runtime=True)] if not ok]
     if ps:
         more = f" (+{len(ps) - 5} more)" if len(ps) > 5 else ""
         raise CatalogError(f"{where} refused: " + "; ".join(ps[:5]) + more)

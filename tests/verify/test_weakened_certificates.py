@@ -13,6 +13,7 @@ import pytest
 from superop.rules_out import trust
 from superop.rules_out.catalog import CatalogError, load_catalog, make_catalog
 from superop.rules_out.coverage import covered_rule
+from superop.rules_out.signing import sign_catalog, signing_key
 from superop.families.identity import instance_of_sql
 from superop.verify import certify as C
 from superop.verify.certificate import sha256_of, structural_check
@@ -38,11 +39,13 @@ def _rehashed(c: dict) -> dict:
 
 
 def _load(tmp_path, monkeypatch, cert: dict):
-    monkeypatch.setenv("SUPEROP_TRUST_DIR", str(tmp_path / "trust"))
+    """Load a catalog holding ``cert`` that carries a valid signature of the local key (signed
+    without the signer's own checks, as a holder of the key could): the load-time checks
+    must refuse a weakened certificate on their own."""
     monkeypatch.setattr(trust, "_RECHECKED", {})
     rule = covered_rule("DU", [cert], rule_id="du-2way")
     p = tmp_path / "catalog.json"
-    p.write_text(json.dumps(make_catalog([rule])))
+    p.write_text(json.dumps(sign_catalog(make_catalog([rule]), signing_key(), "tests")))
     return load_catalog(p)
 
 
