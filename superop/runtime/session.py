@@ -421,6 +421,8 @@ class SuperOpSession:
                 f"{r['label']}: " + (r["error"] if "error" in r else
                                      f"{r['verdict']}; shuffle exchanges {before.exchanges} -> {r['exchanges']}")
                 for r in ranked)
+            if not matches and trace:     # only the merge-settings form was priced: say why no rule
+                why += " — no rule matches: " + " | ".join(trace)
             return (unchanged(sql, why, timings, **common),
                     Decision(False, explanation=why, literal_sensitive=sensitive, extra=common))
         return self._chosen(sql, before, ok, ranked, timings, common, sensitive)
