@@ -41,11 +41,11 @@ from ..dsl import BUFFERING, Program, RowEmit, SortKey
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape
-from .kit.family import JOIN_BACK, Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
-from .kit.joinback import (JoinBackReason, emits_aggregate_alone, join_back_key_premise, join_back_program,
-                           recognize_join_back)
+from .kit.family import JOIN_BACK, Family, ProofInstance, Slot, Streamability, shape_segment
+from .kit.joinback import (JoinBackReason, emits_aggregate_alone, join_back_key_premise, join_back_prefilter,
+                           join_back_program, join_back_rule_id, recognize_join_back)
 from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
-from .kit.program import Accs, accumulator_funcs, agg_calls, not_null_keys_prefilter
+from .kit.program import Accs, accumulator_funcs, agg_calls
 from .kit.records import CatalogNames, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side
 
 # the join kinds whose template emits only rows (each row once, with its group's values)
@@ -130,14 +130,11 @@ class WinMagic(Family):
         return join_back_program(m, _buffering)
 
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
-        assert m.agg_side is not None
-        a, r = m.branches[m.agg_side.pos], m.branches[m.agg_side.other.pos]
-        return not_null_keys_prefilter(m.join_kind, program, [source_predicate(a.lower), source_predicate(r.upper)])
+        return join_back_prefilter(m, program)
 
     # -- generalization and the catalog --------------------------------------------------------
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
-        side = "-aggregate-first" if skeleton[3] == Side.LEFT.value else ""
-        return f"{self.catalog.long_name}-{skeleton[2]}{side}"
+        return join_back_rule_id(self.catalog.long_name, skeleton)
 
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
         return (f"an aggregate joined back ({skeleton[2]}) to its own input on the grouping key (aggregate "

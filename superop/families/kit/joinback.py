@@ -10,14 +10,16 @@ each family decides which instances are its own and the memory class of its prog
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from sqlglot import exp
 
 from ...ir.analysis import capture_parameters
 from ...dsl import PartitionEmit, Program, RowEmit, SortKey, ref
 from .diamond import Shape, key_sources, positions_carrying
-from .program import AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate, null, to_ns
+from .family import source_predicate
+from .program import (AggBranch, Accs, conj, is_true, join_split, keys_not_null, negate, not_null_keys_prefilter,
+                      null, to_ns)
 from .records import Branch, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side, TemplateError
 
 
@@ -200,3 +202,17 @@ def group_survives_per_row(A: AggBranch, b: Branch, keys: Sequence[str]) -> Opti
         return None
     return conj(keys_to_rows(keys_not_null(keys) or exp.true()), is_true(low),
                 is_true(keys_to_rows(up)) if up is not None else None)
+
+
+def join_back_prefilter(m: Match, program: Program) -> Optional[exp.Expr]:
+    """The shared source's filter of a join-back instance: the aggregate side's lower edge
+    and the rows side's upper edge, with non-NULL keys where the join needs them."""
+    assert m.agg_side is not None
+    a, r = m.branches[m.agg_side.pos], m.branches[m.agg_side.other.pos]
+    return not_null_keys_prefilter(m.join_kind, program, [source_predicate(a.lower), source_predicate(r.upper)])
+
+
+def join_back_rule_id(long_name: str, skeleton: tuple[Any, ...]) -> str:
+    """``<family>-<join kind>[-aggregate-first]``: the rule id of a join-back skeleton."""
+    side = "-aggregate-first" if skeleton[3] == Side.LEFT.value else ""
+    return f"{long_name}-{skeleton[2]}{side}"

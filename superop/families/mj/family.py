@@ -14,10 +14,11 @@ from ...ir.dialect import DIALECT
 from ...ir.nodes import Select
 from ...ir.render import JOIN_SYMBOL
 from ..kit.diamond import Shape, find_field, source_dependencies, trace
-from ..kit.family import JOIN_BACK, Family, ProofInstance, Slot, Streamability, shape_segment, source_predicate
-from ..kit.joinback import JoinBackReason, join_back_key_premise, recognize_join_back
+from ..kit.family import JOIN_BACK, Family, ProofInstance, Slot, Streamability, shape_segment
+from ..kit.joinback import (JoinBackReason, join_back_key_premise, join_back_prefilter, join_back_rule_id,
+                            recognize_join_back)
 from ..kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
-from ..kit.program import agg_calls, not_null_keys_prefilter
+from ..kit.program import agg_calls
 from ..kit.records import KEYED_JOIN_KINDS, CatalogNames, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side
 from .forms import group_limit_program, partition_wide_program
 from .proofs import proof_instances
@@ -117,14 +118,11 @@ class MinJoin(Family):
         return super().program_form(m, program, form)
 
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
-        assert m.agg_side is not None
-        a, r = m.branches[m.agg_side.pos], m.branches[m.agg_side.other.pos]
-        return not_null_keys_prefilter(m.join_kind, program, [source_predicate(a.lower), source_predicate(r.upper)])
+        return join_back_prefilter(m, program)
 
     # -- generalization and the catalog --------------------------------------------------------
     def rule_id(self, skeleton: tuple[Any, ...]) -> str:
-        side = "-aggregate-first" if skeleton[3] == Side.LEFT.value else ""
-        return f"{self.catalog.long_name}-{skeleton[2]}{side}"
+        return join_back_rule_id(self.catalog.long_name, skeleton)
 
     def describe(self, skeleton: tuple[Any, ...], n_patterns: int) -> str:
         return (f"a min/max aggregate joined back ({skeleton[2]}) to its own input on the grouping key "
