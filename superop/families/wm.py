@@ -188,10 +188,12 @@ def _plant_subquery(spec: ExampleSpec, kit: ExampleKit) -> str:
     base, rng = kit.base, kit.rng
     col = rng.choice(kit.numeric_cols(base))
     key = base.keys[0]
-    factor = rng.choice(["1.2", "1.3", "0.8"])
+    # the comparison and the factor together: templates that differ only in a literal are
+    # one template to mining (literals are parameters), so each draw differs in structure
+    cmp, factor = rng.choice([(">", "1.2"), (">=", "1.3"), ("<", "0.8")])
     cols = ", ".join(f"o.{c}" for c in list(base.cols)[:3])
     src = base.src if base.sql is None else f"({base.sql})"
-    return (kit.prefix + f"SELECT {cols} FROM {src} o WHERE o.{col} > (SELECT {factor} * {spec.agg}(i.{col}) "
+    return (kit.prefix + f"SELECT {cols} FROM {src} o WHERE o.{col} {cmp} (SELECT {factor} * {spec.agg}(i.{col}) "
             f"FROM {src} i WHERE i.{key} = o.{key})")
 
 

@@ -3,14 +3,20 @@ Spark's shuffle exchanges before and after (over empty tables of the schema)."""
 from __future__ import annotations
 
 from superop.rules_out.catalog import make_catalog, make_rule
+from superop.rules_out.coverage import covered_rule
 from superop.rules_out.examples import rule_examples
+from superop.verify.certify import check_and_certify
 
 SCHEMA = {"ev": {"a": "int", "b": "int", "s": "int"}, "$keys": {}}
 DU = "SELECT a, SUM(s) AS t FROM ev WHERE b > 0 GROUP BY a UNION ALL SELECT a, COUNT(*) FROM ev GROUP BY a"
 
 
 def test_examples_before_and_after(spark):
-    du = make_rule("DU", rule_id="du")
+    # the example is rewritten only where a proof covers it, as in the runtime: the nightly
+    # records a member's SQL, whose bounded certificate (K >= 4) the rule carries
+    cert = check_and_certify(DU, SCHEMA, K=4)
+    assert cert["status"] == "verified", cert.get("reason")
+    du = covered_rule("DU", [cert], rule_id="du")
     du["template"]["parameters"]["examples"] = [{"sql": DU}]
     dj = make_rule("DJ", rule_id="dj")
     dj["template"]["parameters"]["examples"] = [{"sql": "SELECT * FROM missing_table"}]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from superop.dsl import BUFFERING, STREAMING
-from superop.families import TemplateError, build_program, first_match, scan
+from superop.families import Match, TemplateError, build_program, first_match, get, regroup, scan
+from superop.families.kit.diamond import PlanContext, shape_at
+from superop.ir.nodes import walk
 from superop.ir import lower
 from superop.verify.check import check_equivalence
 
@@ -40,9 +42,39 @@ def _diamond(sql):
     return d
 
 
+def _pattern(sql, family):
+    """The top-most instance of one family's pattern, premises not applied: the template is
+    correct on every instance of its pattern; the premises decide streamability and which
+    family the matching path hands a node to."""
+    plan = regroup(lower(sql, S).plan)
+    ctx = PlanContext(plan)
+    for n in reversed(list(walk(plan))):
+        shape = shape_at(n, ctx)
+        r = get(family).recognize(shape) if shape is not None else None
+        if isinstance(r, Match):
+            return r
+    raise AssertionError(f"no {family} pattern matched")
+
+
+def registry_reason(m):
+    failed = get(m.family).premise_failure(m)
+    return failed[0] if failed else None
+
+
+# an aggregate side filtered on a non-key column below its MAX and kept by the join: Min &
+# Join's premise refuses it (Fig. 13) and WinMagic does not emit the aggregate side alone,
+# so the matching path leaves it; Min & Join's template is still checked on it
+PATTERN_ONLY = {f"mj-{k}-agg-left": "MJ" for k in ("left", "left semi", "left anti")}
+
+
 @pytest.mark.parametrize("name,sql", CASES, ids=[c[0] for c in CASES])
 def test_template_instance_is_equivalent(name, sql):
-    d = _diamond(sql)
+    if name in PATTERN_ONLY:
+        d = _pattern(sql, PATTERN_ONLY[name])
+        assert first_match(lower(sql, S).plan) is None
+        assert str(registry_reason(d)) == "filter_below_min_max"
+    else:
+        d = _diamond(sql)
     prog = build_program(d)
     r = check_equivalence(d.root, prog, K=3, timeout_ms=60000)
     assert r.status == "verified", (r.status, r.reason, prog.pretty())
