@@ -15,7 +15,10 @@ mypy
 set +e
 # --durations: every run (CI included) lists its slowest tests, so the 15-minute budget is
 # watched run by run; a later --durations=N in "$@" overrides the default.
-python -m pytest -q -ra --durations=25 "$@"
+# -n: two pytest-xdist workers (each with its own local Spark session); --dist loadfile keeps
+# a test file, and the module fixtures it builds, on one worker. SUPEROP_TEST_WORKERS=0 runs
+# in one process (a later -n in "$@" overrides too).
+python -m pytest -q -ra --durations=25 -n "${SUPEROP_TEST_WORKERS:-2}" --dist loadfile "$@"
 rc=$?
 set -e
 # 5 = no tests collected: not a failure (e.g. a selection that matches nothing).

@@ -53,7 +53,7 @@ from sqlglot import exp
 from ..ir import Aggregate, Join, Limit, Node, Opaque, Project, Rename, Scan, Select, UnionAll
 from ..ir.dialect import parse_one
 from ..ir.lower import Lowered
-from ..ir.lowering.frames import count_star
+from ..ir.lowering.frames import count_star, null_test
 from ..ir.nodes import Field, intern
 
 PLAN_MARKER = "-- superop: spark physical plan (DataFrame execution, no SQL text)\n"
@@ -71,8 +71,8 @@ JOIN_TYPES = {"inner": "inner", "leftouter": "left", "rightouter": "right",
 COMMANDS = re.compile(r"^(Execute\s|\w*Command\b|AppendData|OverwriteByExpression|"
                       r"OverwritePartitionsDynamic|WriteFiles|CreateTable|ReplaceTable|"
                       r"DropTable|SetCatalogAndNamespace|ShowTables)")
-# functions Spark prints that sqlglot does not know as typed expressions but that are plain
-# Spark SQL functions with the same meaning
+# functions Spark prints that sqlglot does not know as typed expressions: its null tests
+# (isnotnull(x) on every join key it infers), lowered to SQL's IS [NOT] NULL
 _ALLOWED_ANON = {"isnotnull", "isnull"}
 _ATTR = re.compile(r"#(\d+)L?")
 _TREE = re.compile(r"^(?P<indent>[\s:|+\-]*?)(?P<star>\*\s)?(?P<name>[A-Za-z].*?)\s\((?P<id>\d+)\)$")
@@ -269,8 +269,13 @@ class _Lowerer:
             if isinstance(n, exp.Column) and not n.table and n.name in holes:
                 return holes[n.name].copy()
             return n
+
+        def null_tests(n):
+            if isinstance(n, exp.Anonymous) and str(n.this).lower() in _ALLOWED_ANON and len(n.expressions) == 1:
+                return null_test(n.expressions[0], negated=str(n.this).lower() == "isnotnull")
+            return n
         # count(1) is how Spark prints count(*): fold it as a query's COUNT(*) folds
-        return count_star(e.transform(fill))
+        return count_star(e.transform(fill).transform(null_tests))
 
     # -- operators --------------------------------------------------------------------
     def lower(self, n: PNode) -> tuple[Node, Env]:

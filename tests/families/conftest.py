@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+from ..shared_fixtures import computed_once
 from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, values_view
 
 
 @pytest.fixture(scope="session")
-def proof_catalog():
+def proof_catalog(tmp_path_factory):
     """One rule per core skeleton of every registered family, admitting exactly what its
-    verified template proofs cover (Z3 runs here): every family has unbounded proofs, so
-    the fixtures' rewrites are covered by them alone."""
+    verified template proofs cover (Z3 runs here, once per test run): every family has
+    unbounded proofs, so the fixtures' rewrites are covered by them alone."""
     from superop.rules_out.builtin import builtin_rules
     from superop.rules_out.catalog import make_catalog
-    return make_catalog(builtin_rules(per="skeleton"), version="families-fixtures")
+    return computed_once(tmp_path_factory, "proof_catalog",
+                         lambda: make_catalog(builtin_rules(per="skeleton"), version="families-fixtures"))
 
 
 def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 4, only_verified: bool = False) -> list[dict]:

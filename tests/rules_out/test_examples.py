@@ -7,8 +7,9 @@ from superop.rules_out.coverage import covered_rule
 from superop.rules_out.examples import rule_examples
 from superop.verify.certify import check_and_certify
 
-SCHEMA = {"ev": {"a": "int", "b": "int", "s": "int"}, "$keys": {}}
-DU = "SELECT a, SUM(s) AS t FROM ev WHERE b > 0 GROUP BY a UNION ALL SELECT a, COUNT(*) FROM ev GROUP BY a"
+SCHEMA = {"rule_example_ev": {"a": "int", "b": "int", "s": "int"}, "$keys": {}}
+DU = ("SELECT a, SUM(s) AS t FROM rule_example_ev WHERE b > 0 GROUP BY a "
+      "UNION ALL SELECT a, COUNT(*) FROM rule_example_ev GROUP BY a")
 
 
 def test_examples_before_and_after(spark):
@@ -30,4 +31,4 @@ def test_examples_before_and_after(spark):
     # a query that cannot be rewritten or planned says why, with no numbers
     assert ex["dj"]["error"] and "exchanges_before" not in ex["dj"]
     # the caller's session is left as it was
-    assert not spark.catalog.tableExists("ev")
+    assert not spark.catalog.tableExists("rule_example_ev")

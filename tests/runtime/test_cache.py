@@ -169,12 +169,16 @@ def test_exact_text_hit_skips_parsing_and_sees_new_table_versions(spark, ops, ca
     assert r2.explanation.startswith("cached decision (exact text): ")
     # settings come in one JVM call per hit (SessionProbe.conf): a SET of a setting that
     # changes what the text means is seen by the very next call; an unrelated one is not
+    before = spark.conf.get("spark.sql.caseSensitive", None)     # as another test may have left it
     spark.sql("SET spark.sql.caseSensitive=true")
     try:
         r = so.rewrite(DU_Q)
         assert not _hit(r) and r.sql == r1.sql
     finally:
-        spark.conf.unset("spark.sql.caseSensitive")
+        if before is None:
+            spark.conf.unset("spark.sql.caseSensitive")
+        else:
+            spark.conf.set("spark.sql.caseSensitive", before)
     spark.conf.set("spark.superop.test.unrelated", "1")
     try:
         assert so.rewrite(DU_Q).timings_ms.get("exact_hit") == 1.0

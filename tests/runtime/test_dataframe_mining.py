@@ -56,11 +56,8 @@ def test_the_mined_candidate_is_the_runtime_match(spark, job_table, mined):
         assert [lineage_fingerprint(m.root)] == list(cand["lineage_fingerprints"])
 
 
-# Known gap: the event log's physical plan carries the isnotnull(...) filters Spark infers,
-# which the synthesizer's evaluator does not model ("unsupported expression anonymous:
-# ISNOTNULL(s1.s)"), so the candidate mined from the DataFrame job is not verified.
-@pytest.mark.xfail(reason="synthesis does not evaluate Spark's inferred isnotnull() of a physical plan",
-                   strict=False)
+# The event log's physical plan carries the isnotnull(...) filters Spark infers: lowered to
+# NOT x IS NULL, which the synthesizer and the verifier model.
 def test_the_mined_catalog_rewrites_the_job(spark, job_table, mined, tmp_path):
     schema = SCHEMA_FILE
     patterns = []

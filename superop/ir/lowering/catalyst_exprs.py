@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from sqlglot import exp
 
-from .frames import Env, Unsure, call, count_star, literal, sql_type
+from .frames import Env, Unsure, call, count_star, literal, null_test, paren, sql_type
 
 
 @dataclass
@@ -77,12 +77,6 @@ def expr_id(d: dict[str, Any]) -> int:
     return int(e["id"])
 
 
-def _paren(e: exp.Expr) -> exp.Expr:
-    if isinstance(e, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null, exp.Boolean, exp.Cast,
-                      exp.Case, exp.Window)):
-        return e
-    return exp.Paren(this=e)
-
 
 _BINARY: dict[str, type[exp.Expr]] = {
     "Add": exp.Add, "Subtract": exp.Sub, "Multiply": exp.Mul, "Divide": exp.Div,
@@ -117,11 +111,10 @@ class ExprLowering:
         self._dispatch: dict[str, Callable[[JNode, Env], exp.Expr]] = {
             "AttributeReference": self._attr, "Alias": lambda n, env: self.expr(n.kids[0], env),
             "Literal": self._literal, "Cast": self._cast, "Not": self._not,
-            "UnaryMinus": lambda n, env: exp.Neg(this=_paren(self.expr(n.kids[0], env))),
+            "UnaryMinus": lambda n, env: exp.Neg(this=paren(self.expr(n.kids[0], env))),
             "UnaryPositive": lambda n, env: self.expr(n.kids[0], env),
-            "IsNull": lambda n, env: exp.Is(this=_paren(self.expr(n.kids[0], env)), expression=exp.null()),
-            "IsNotNull": lambda n, env: exp.Not(this=exp.Is(this=_paren(self.expr(n.kids[0], env)),
-                                                            expression=exp.null())),
+            "IsNull": lambda n, env: null_test(self.expr(n.kids[0], env)),
+            "IsNotNull": lambda n, env: null_test(self.expr(n.kids[0], env), negated=True),
             "In": self._in, "CaseWhen": self._case, "AggregateExpression": self._aggregate,
             "WindowExpression": self._window, "SortOrder": self._order,
         }
@@ -129,7 +122,7 @@ class ExprLowering:
     def expr(self, n: JNode, env: Env) -> exp.Expr:
         if n.cls in _BINARY:
             a, b = (self.expr(k, env) for k in n.kids)
-            return _BINARY[n.cls](this=_paren(a), expression=_paren(b))
+            return _BINARY[n.cls](this=paren(a), expression=paren(b))
         f = self._dispatch.get(n.cls)
         if f is not None:
             return f(n, env)
@@ -162,12 +155,12 @@ class ExprLowering:
         return exp.Cast(this=self.expr(n.kids[0], env), to=sql_type(n.data.get("dataType")))
 
     def _not(self, n: JNode, env: Env) -> exp.Expr:
-        return exp.Not(this=_paren(self.expr(n.kids[0], env)))
+        return exp.Not(this=paren(self.expr(n.kids[0], env)))
 
     def _in(self, n: JNode, env: Env) -> exp.Expr:
         value = n.child_at("value")
         items = n.children_at("list")
-        return exp.In(this=_paren(self.expr(value, env)), expressions=[self.expr(i, env) for i in items])
+        return exp.In(this=paren(self.expr(value, env)), expressions=[self.expr(i, env) for i in items])
 
     def _case(self, n: JNode, env: Env) -> exp.Expr:
         kids = [self.expr(k, env) for k in n.kids]

@@ -19,7 +19,7 @@ from typing import Any, Optional, Protocol
 from sqlglot import exp
 
 from ..dialect import parse_one
-from .frames import Unsure, call, count_star, literal, sql_type
+from .frames import Unsure, call, count_star, literal, null_test, paren, sql_type
 
 _BINARY: dict[str, type[exp.Expr]] = {
     "==": exp.EQ, "<=>": exp.NullSafeEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
@@ -74,12 +74,6 @@ def type_of(t: Any) -> str:
         return str(t.unparsed.data_type_string)
     raise Unsure(f"type {kind}")
 
-
-def _paren(e: exp.Expr) -> exp.Expr:
-    if isinstance(e, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null, exp.Boolean, exp.Cast,
-                      exp.Case, exp.Window, exp.Star)):
-        return e
-    return exp.Paren(this=e)
 
 
 class ConnectExprs:
@@ -164,16 +158,15 @@ class ConnectExprs:
         xs = [self.expr(a) for a in args]
         low = name.lower()
         if name in _BINARY and len(xs) == 2 and not f.is_distinct:
-            return _BINARY[name](this=_paren(xs[0]), expression=_paren(xs[1]))
+            return _BINARY[name](this=paren(xs[0]), expression=paren(xs[1]))
         if low == "not" and len(xs) == 1:
-            return exp.Not(this=_paren(xs[0]))
+            return exp.Not(this=paren(xs[0]))
         if low == "negative" and len(xs) == 1:
-            return exp.Neg(this=_paren(xs[0]))
+            return exp.Neg(this=paren(xs[0]))
         if low in ("isnull", "isnotnull") and len(xs) == 1:
-            test = exp.Is(this=_paren(xs[0]), expression=exp.null())
-            return test if low == "isnull" else exp.Not(this=test)
+            return null_test(xs[0], negated=low == "isnotnull")
         if low == "in" and xs:
-            return exp.In(this=_paren(xs[0]), expressions=xs[1:])
+            return exp.In(this=paren(xs[0]), expressions=xs[1:])
         if low == "when":
             return _case(xs)
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", low):

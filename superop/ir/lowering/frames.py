@@ -370,6 +370,21 @@ def fill_holes(tree: exp.Expr, args: Sequence[exp.Expr]) -> exp.Expr:
     return tree.transform(fill)
 
 
+def paren(e: exp.Expr) -> exp.Expr:
+    """``e`` as an operand: parenthesized unless it is atomic (a column, literal, call...)."""
+    if isinstance(e, (exp.Column, exp.Literal, exp.Paren, exp.Func, exp.Null, exp.Boolean, exp.Cast,
+                      exp.Case, exp.Window, exp.Star)):
+        return e
+    return exp.Paren(this=e)
+
+
+def null_test(e: exp.Expr, negated: bool = False) -> exp.Expr:
+    """Spark's ``isnull(e)`` / ``isnotnull(e)`` as SQL's ``e IS NULL`` / ``NOT e IS NULL``:
+    the form every stage (the encoder, the synthesizer's evaluator) models."""
+    test = exp.Is(this=paren(e), expression=exp.null())
+    return exp.Not(this=test) if negated else test
+
+
 def count_star(e: exp.Expr) -> exp.Expr:
     """``e`` with every ``count(<non-NULL literal>)`` as ``count(*)``: the same aggregate
     (Spark's analyzer writes ``count(*)`` as ``count(1)``), in the form a query writes it,
