@@ -1,11 +1,17 @@
 """Fixtures of the family tests: the proof-only rule catalog (every family's template proofs,
-run once) and the runtime tests' tiny tables (NULLs, duplicates, empty groups) as views."""
+run once), the runtime tests' tiny tables (NULLs, duplicates, empty groups) as views, and the
+DataFrame twins' sessions and reference rows."""
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 
+from ..fixtures.families.dataframes import NONDETERMINISTIC, TWINS, Api
 from ..shared_fixtures import computed_once
 from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, values_view
+from .fixtures import all_entries
+from .twins_kit import bags
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +37,6 @@ def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 4, only_ver
     from superop.rules_out.generalize import Pattern, generalize
     from superop.verify.certify import check_and_certify
 
-    from .fixtures import all_entries
     schema = schema or SCHEMA
     if sqls is None:
         sqls = [e.sql for e in all_entries() if e.runtime != "unchanged"]
@@ -72,3 +77,50 @@ def ops_empty(spark, tables, tmp_path_factory):
     spark.table("ops").limit(0).write.parquet(path)
     spark.read.parquet(path).createOrReplaceTempView("ops_empty")
     return dict(SCHEMA, ops_empty=SCHEMA["ops"])
+
+
+# -- the DataFrame twins' sessions and reference rows (test_dataframe_twins*.py) -----------
+@pytest.fixture(scope="module")
+def classic(spark, tables):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    return spark, Api(spark.table("ops"), spark.table("accounts"), F, Window)
+
+
+@pytest.fixture(scope="module")
+def connect(connect_url):
+    pytest.importorskip("grpc")
+    from pyspark.sql.connect import functions as F
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from pyspark.sql.connect.window import Window
+
+    c = ConnectSession.builder.remote(connect_url).create()
+    c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    c.conf.set("spark.sql.shuffle.partitions", "4")
+    values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
+    values_view(c, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
+    yield c, Api(c.table("ops"), c.table("accounts"), F, Window)
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def twin_catalog(proof_catalog):
+    """The families' template-proof rules (every family has unbounded proofs), signed for
+    this process: a catalog the runtime trusts."""
+    from superop.rules_out.signing import sign_catalog, signing_key
+    return sign_catalog(proof_catalog, signing_key(), "tests (fresh proofs)")
+
+
+@pytest.fixture(scope="module")
+def twin_bags(classic, tmp_path_factory) -> dict:
+    """The bag of rows of every deterministic twin on the classic session (once per run):
+    the reference for its SQL entry and for the rewrites on both session kinds (their
+    tables hold the same rows)."""
+    _, api = classic
+
+    def make():
+        frames = {e.name: TWINS[e.name](api) for e in all_entries() if e.name not in NONDETERMINISTIC}
+        return {n: dict(b) for n, b in bags(frames, api.F).items()}
+    return {n: Counter(b) for n, b in computed_once(tmp_path_factory, "twin_bags", make).items()}
