@@ -74,6 +74,14 @@ def corpus_results():
 
 
 @pytest.fixture(scope="session")
+def spark(spark):
+    """A child session of the run's Spark session (shared SparkContext, its own temporary
+    views and settings): these tests register their own ``ops`` / ``accounts`` data, which
+    must not replace the views the other packages' tests read in the same worker."""
+    return spark.newSession()
+
+
+@pytest.fixture(scope="session")
 def register_views(spark):
     """register(i) makes dataset i the `ops` / `accounts` views of the session."""
     def register(i: int):
