@@ -9,7 +9,8 @@ import pytest
 
 from ..fixtures.families.dataframes import NONDETERMINISTIC, TWINS, Api
 from ..shared_fixtures import computed_once
-from ..runtime.runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, values_view
+from ..runtime.runtime_fixtures import (ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, SCHEMA, connect_session,
+                                        values_view)
 from .fixtures import all_entries
 from .twins_kit import bags
 
@@ -93,14 +94,9 @@ def classic(spark, tables):
 def connect(connect_url):
     pytest.importorskip("grpc")
     from pyspark.sql.connect import functions as F
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
     from pyspark.sql.connect.window import Window
 
-    c = ConnectSession.builder.remote(connect_url).create()
-    c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    c.conf.set("spark.sql.shuffle.partitions", "4")
-    values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
-    values_view(c, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
+    c = connect_session(connect_url)
     yield c, Api(c.table("ops"), c.table("accounts"), F, Window)
     c.stop()
 

@@ -92,6 +92,18 @@ REPRESENTATIVE = {
 }
 
 
+def connect_session(url: str):
+    """A Spark Connect session on ``url`` as the Connect tests use it: broadcast joins off,
+    4 shuffle partitions, the ``ops`` and ``accounts`` tables as VALUES views."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    c = ConnectSession.builder.remote(url).create()
+    c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    c.conf.set("spark.sql.shuffle.partitions", "4")
+    values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
+    values_view(c, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
+    return c
+
+
 def verifier_certificates(rules, K: int = 3) -> tuple[list, dict]:
     """The rules (their certificates are the verifier's, see :func:`rule_certificates`) and
     {rule id: certificate status}."""

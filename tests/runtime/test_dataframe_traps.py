@@ -110,13 +110,8 @@ def test_a_limit_inside_the_shared_input(spark, so, ops):
 @pytest.fixture(scope="module")
 def connect(connect_url):
     pytest.importorskip("grpc")
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-    from .runtime_fixtures import OPS_ROWS, OPS_SCHEMA, values_view
-    c = ConnectSession.builder.remote(connect_url).create()
-    c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    c.conf.set("spark.sql.shuffle.partitions", "4")
-    values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
+    from .runtime_fixtures import connect_session
+    c = connect_session(connect_url)
     yield c
     c.stop()
 
