@@ -29,6 +29,7 @@ from .plan_encoder import PlanEncoder
 from .program_encoder import GUARDED, ProgramEncoder
 from .relations import Rel, Table
 from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result, Unsupported
+from .solving import RestartingSolver
 from .values import EPOCH, lt, not_distinct
 
 DEFAULT_K = 4
@@ -76,15 +77,13 @@ def _key_le(a, b) -> z3.BoolRef:
     return out
 
 
-def new_solver(timeout_ms: int) -> z3.Solver:
-    # Preprocessing before the SMT core (measured 2-5x faster on the Table 2 corpus at
-    # K = 5): the encodings have many definitional equalities and unconstrained terms.
-    s = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
-    s.set("timeout", max(1, int(timeout_ms)))
-    return s
+def new_solver(timeout_ms: int) -> RestartingSolver:
+    """A solver whose ``check`` restarts with new seeds in doubling slices of the budget
+    (:mod:`superop.verify.solving`: Z3's time on one formula is heavy-tailed)."""
+    return RestartingSolver(timeout_ms)
 
 
-def _solver(table: Table, differ, timeout_ms: int, keys=()) -> z3.Solver:
+def _solver(table: Table, differ, timeout_ms: int, keys=()) -> RestartingSolver:
     s = new_solver(timeout_ms)
     s.add(differ)
     # Symmetry breaking. Sound because the original is order-free and the candidate
@@ -180,7 +179,7 @@ def check_outcomes(scan: Scan, build: Build, K: int = DEFAULT_K, timeout_ms: int
     return Result(REFUTED, K=K, seconds=time.perf_counter() - t0, reason=why, counterexample=cex)
 
 
-def _confirmed(cex: Counterexample, s: z3.Solver, table: Table, scan: Scan, a: Rel, b: Rel,
+def _confirmed(cex: Counterexample, s: RestartingSolver, table: Table, scan: Scan, a: Rel, b: Rel,
                confirm: Optional[Callable[[Counterexample], Optional[bool]]],
                remaining_ms: float) -> Counterexample | str:
     """A counterexample found with stddev_samp / var_samp uninterpreted may be the
@@ -222,7 +221,7 @@ def _refuted_why(cex: Counterexample) -> str:
             else "the outputs differ on the counterexample table")
 
 
-def _nice_cex(s: z3.Solver, table: Table, scan: Scan, a: Rel, b: Rel, timeout_ms: int) -> Counterexample:
+def _nice_cex(s: RestartingSolver, table: Table, scan: Scan, a: Rel, b: Rel, timeout_ms: int) -> Counterexample:
     """The counterexample of a ``sat`` solver ``s``; a small, readable one when one exists
     (a fresh solver: the tactic-based solver is not incremental)."""
     model = s.model()

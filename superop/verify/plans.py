@@ -55,6 +55,7 @@ from .exprs import Ctx, ev
 from .plan_encoder import PlanEncoder
 from .relations import Table
 from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Counterexample, Result, Unsupported
+from .solving import RestartingSolver
 from .values import V, fresh, is_true, kind_of_type, not_distinct
 
 DEFAULT_K = 3
@@ -250,7 +251,7 @@ def _encode_pair(plan_a: Node, plan_b: Node, K: int, abstract: bool):
         return scans, tables, atoms, rel_a, rel_b, bags_differ(rel_a, rel_b), used()
 
 
-def _bounded_solver(tables: dict[str, Table], differ, timeout_ms: int) -> z3.Solver:
+def _bounded_solver(tables: dict[str, Table], differ, timeout_ms: int) -> RestartingSolver:
     s = new_solver(timeout_ms)
     s.add(differ)
     # Symmetry breaking (the plans are order-free): present rows first, per table.

@@ -46,6 +46,7 @@ from .plan_encoder import PlanEncoder
 from .program_encoder import PartitionState, ProgramEncoder
 from .relations import Rel, Table, clean
 from .result import Unsupported
+from .solving import RestartingSolver
 from .values import FALSE, TRUE, V, fresh, not_distinct, or_all, rows_not_distinct
 
 
@@ -75,8 +76,7 @@ class ProofSetupError(Exception):
 
 
 def valid(formula: z3.BoolRef, timeout_ms: int = 5000) -> bool:
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    s = RestartingSolver(timeout_ms, make=z3.Solver)
     s.add(z3.Not(formula))
     return s.check() == z3.unsat
 
@@ -84,8 +84,7 @@ def valid(formula: z3.BoolRef, timeout_ms: int = 5000) -> bool:
 def prove_all(obs: list[Obligation], timeout_ms: int) -> None:
     for ob in obs:
         t0 = time.perf_counter()
-        s = z3.Solver()
-        s.set("timeout", timeout_ms)
+        s = RestartingSolver(timeout_ms, make=z3.Solver)
         s.add(z3.Not(ob.formula))
         r = s.check()
         ob.seconds = time.perf_counter() - t0

@@ -35,6 +35,7 @@ from .exprs import Ctx, bool3, cmp, ev
 from .plan_encoder import PlanEncoder
 from .relations import Table
 from .result import Unsupported
+from .solving import RestartingSolver
 from .values import FALSE, TRUE, V, fresh, is_true, not_distinct
 
 
@@ -101,8 +102,7 @@ def join_implies_key_equality(join: Join, pairs: list[tuple[int, int]], scan: Sc
         cond = bool3("and", cond, ev(join.residual, ctx))
     nl = len(join.left.fields)
     goal = z3.And(*[not_distinct(vals[i], vals[nl + j]) for i, j in pairs]) if pairs else TRUE
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    s = RestartingSolver(timeout_ms, make=z3.Solver)
     s.add(is_true(cond), z3.Not(goal))
     r = s.check()
     if r == z3.unsat:
