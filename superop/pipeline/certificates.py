@@ -19,6 +19,9 @@ from typing import Any, Callable, Optional
 
 from .. import families
 from ..families import Side
+from ..families.identity import instance_of_sql
+from ..families.parametric import parametric_of
+from ..rewrite.proofs import parametric_covers
 from ..rules_out.generalize import Pattern
 from ..verify.certify import check_and_certify, prove_and_certify
 from .candidates import MIN_BOUND, bounds, timed_out
@@ -68,11 +71,36 @@ def _top(o: Outcome, K: int) -> int:
 
 
 def certify_instance(sql: str, schema: dict, K: int, verify_timeout_s: float, min_bound: int = MIN_BOUND,
-                     types: Optional[Types] = None, what: str = "") -> Optional[dict]:
+                     types: Optional[Types] = None, what: str = "",
+                     made: Optional[dict[str, dict]] = None) -> Optional[dict]:
     """The certificate of the instance of ``sql``'s match at K rows, lower only after a Z3
-    timeout (None when the runtime would not rewrite it)."""
-    cert = None
+    timeout (None when the runtime would not rewrite it): of the instance's parametric form
+    (``superop.families.parametric``: one certificate for every literal value) when it is
+    verified and binds back to this instance, else of the instance itself. ``made``: the
+    parametric certificates already made in this run, by instance key (reused)."""
     out_types, in_types = types(sql, schema) if types is not None else (None, None)
+    try:
+        inst = instance_of_sql(sql, schema)
+    except ValueError as e:   # e.g. the template refuses the pattern: nothing the runtime would run
+        log.warning("no certificate for %s: %s", what, e)
+        return None
+    par = parametric_of(inst)
+    if par is not None:
+        made = {} if made is None else made
+        cert = made.get(par.instance.key)
+        if cert is None:
+            cert = _certify(par.instance.sql, par.instance.schema, K, verify_timeout_s, min_bound,
+                            out_types, in_types, what)
+            if cert is not None:
+                made[par.instance.key] = cert
+        if cert is not None and cert.get("status") == "verified" and parametric_covers(cert, inst):
+            return cert
+    return _certify(sql, schema, K, verify_timeout_s, min_bound, out_types, in_types, what)
+
+
+def _certify(sql: str, schema: dict, K: int, verify_timeout_s: float, min_bound: int,
+             out_types: Optional[list], in_types: Optional[dict], what: str) -> Optional[dict]:
+    cert = None
     for k in bounds(K, min_bound):
         try:
             cert = check_and_certify(sql, schema, K=k, timeout_ms=int(verify_timeout_s * 1000),
@@ -89,14 +117,14 @@ def instance_certificates(o: Outcome, K: int, verify_timeout_s: float, min_bound
                           types: Optional[Types] = None, skip: Optional[str] = None) -> list[dict]:
     """The certificates of the pattern's instance in every template mining saw it in
     (``Outcome.instances``), but the one ``skip`` (the pattern's own); the verified ones."""
-    out, seen = [], {skip}
+    out, seen, made = [], {skip}, {}
     for text in o.instances:
         try:
             inst = json.loads(text)
         except ValueError:
             continue
         cert = certify_instance(inst["sql"], inst["schema"], _top(o, K), verify_timeout_s, min_bound, types,
-                                o.candidate)
+                                o.candidate, made)
         if cert is None or cert.get("instance") in seen:
             continue
         seen.add(cert.get("instance"))

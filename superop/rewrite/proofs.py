@@ -10,7 +10,12 @@ rule's certificates:
 * a **bounded** certificate of exactly this instance — the certificate's ``instance``
   key (:mod:`superop.families.identity`: the match's sub-plan alone, canonical) equals the
   match's, its program is the program the runtime builds for the match, and it holds for
-  at least :func:`superop.families.coverage.cover_bound` rows (default 4).
+  at least :func:`superop.families.coverage.cover_bound` rows (default 4), or
+* a bounded certificate of the instance's **parametric form**
+  (:mod:`superop.families.parametric`: its literals in value positions as typed
+  parameters, every value of which the check covers) — used only when binding the
+  parameters to the instance's literals gives back exactly the program the runtime builds
+  for the instance and the SQL it compiles from it with the certificate's column types.
 
 The catalog's certificates were checked on load (``superop.rules_out.trust``: hashes,
 covers, instance keys re-derived from their inputs, bounds); this module only looks them
@@ -23,11 +28,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+import json
+
 from .. import families
+from ..dsl import Program
 from ..families import Covers
-from ..families.coverage import cover_bound, missing_parts
+from ..families.coverage import cover_bound, missing_parts, runtime_program
 from ..dsl.identity import program_sha256
 from ..families.identity import Instance, instance_of
+from ..families.parametric import Parametric, parametric_of
+from .compile import NoNativeForm, compile_program
 
 
 @dataclass(frozen=True)
@@ -40,11 +50,16 @@ class Proof:
     K: Optional[int] = None
     output_types: Optional[tuple[Optional[str], ...]] = None
     input_types: Optional[tuple[tuple[str, str], ...]] = None
+    bindings: tuple[tuple[str, str], ...] = ()     # a parametric certificate's parameters, bound
 
     def describe(self) -> str:
         if self.kind == "template":
             return f"unbounded proof {self.name}"
-        return f"bounded certificate K={self.K} of instance {self.name.split(':', 1)[-1][:12]}"
+        short = self.name.split(':', 1)[-1][:12]
+        if self.bindings:
+            bound = ", ".join(f"{n.split('_', 1)[0]}={v}" for n, v in self.bindings)
+            return f"bounded certificate K={self.K} of parametric instance {short} ({bound})"
+        return f"bounded certificate K={self.K} of instance {short}"
 
 
 def _template(cert: dict[str, Any]) -> Optional[str]:
@@ -81,6 +96,8 @@ class ProofIndex:
         proved = {t for c in ok if (t := _template(c)) is not None}
         self.templates: list[tuple[Covers, str]] = []
         self.instances: dict[str, tuple[Proof, str]] = {}
+        # (instance key, form) -> its parametric proof or None: binding checks cost a lowering
+        self._parametric: dict[tuple[str, str], Optional[Proof]] = {}
         for c in ok:
             t = _template(c)
             if t is not None:
@@ -100,6 +117,7 @@ class ProofIndex:
         p = instance_proof(cert)
         if p is not None:
             self.instances[p.name] = (p, str(cert.get("program_sha256")))
+            self._parametric = {k: v for k, v in self._parametric.items() if v is not None}
         return p
 
     def covering(self, m: families.Match, form: str = "", program=None) -> tuple[Optional[Proof], Optional[Instance]]:
@@ -117,6 +135,67 @@ class ProofIndex:
             return None, None
         hit = self.instances.get(inst.key)
         prog = program if program is not None else m.program
-        if hit is not None and prog is not None and hit[1] == program_sha256(prog):
+        if prog is None:
+            return None, inst
+        if hit is not None and hit[1] == program_sha256(prog):
             return hit[0], inst
-        return None, inst
+        memo = (inst.key, form)
+        if memo not in self._parametric:
+            self._parametric[memo] = self._parametric_proof(inst, prog)
+        return self._parametric[memo], inst
+
+    def _parametric_proof(self, inst: Instance, prog: Program) -> Optional[Proof]:
+        """The proof of ``inst``'s parametric form, when one is indexed and binding its
+        parameters gives back ``prog`` and the SQL compiled from it (None otherwise)."""
+        par = parametric_of(inst)
+        hit = self.instances.get(par.instance.key) if par is not None else None
+        if par is None or hit is None:
+            return None
+        try:
+            general = runtime_program(par.instance.sql, par.instance.schema, inst.form)
+        except Exception:  # the parametric form no longer builds a program: not covered
+            return None
+        if program_sha256(general) != hit[1] or not bound_equal(par, general, prog, hit[0]):
+            return None
+        return replace(hit[0], bindings=par.bindings)
+
+
+def _canonical_json(p: Program) -> str:
+    return json.dumps(p.to_json(), sort_keys=True)
+
+
+def bound_equal(par: Parametric, general: Program, prog: Program, proof: Proof) -> bool:
+    """Binding ``par``'s parameters in the certified program ``general`` gives ``prog``, and
+    in the SQL compiled from ``general`` (with the certificate's column types) the SQL
+    compiled from ``prog``: nothing the runtime runs depends on a literal's value other
+    than through the parameter the certificate quantifies over."""
+    if par.bind(_canonical_json(general)) != _canonical_json(prog):
+        return False
+    out = list(proof.output_types) if proof.output_types is not None else None
+    inp = dict(proof.input_types) if proof.input_types is not None else None
+    return _compiled(general, out, inp, par) == _compiled(prog, out, inp, None)
+
+
+def _compiled(prog: Program, out, inp, par: Optional[Parametric]) -> Optional[str]:
+    """The SQL compiled from ``prog`` over a stand-in source (bound by ``par``), or None
+    when it has no native form (the runtime then keeps the sub-plan)."""
+    try:
+        sql = compile_program(prog, "__so_src", out, inp)
+    except NoNativeForm:
+        return None
+    return par.bind(sql) if par is not None else sql
+
+
+def parametric_covers(cert: dict[str, Any], inst: Instance) -> bool:
+    """Whether ``cert``, a certificate of ``inst``'s parametric form, covers ``inst`` as the
+    runtime will check it (:meth:`ProofIndex.covering`): its parameters bind back to the
+    program the runtime builds for ``inst`` and to the SQL compiled from it."""
+    proof, par = instance_proof(cert), parametric_of(inst)
+    if proof is None or par is None or par.instance.key != proof.name:
+        return False
+    try:
+        general = runtime_program(par.instance.sql, par.instance.schema, inst.form)
+        prog = runtime_program(inst.sql, inst.schema, inst.form)
+    except Exception:  # a form that builds no program covers nothing
+        return False
+    return program_sha256(general) == cert.get("program_sha256") and bound_equal(par, general, prog, proof)

@@ -36,8 +36,8 @@ from ..dsl import Program
 from .compile import NoNativeForm, compile_program
 from .proofs import Proof, ProofIndex
 
-# first-sight certification: (instance, match, form) -> a verified bounded certificate or None
-Certifier = Callable[[Instance, families.Match, str], Optional[dict]]
+# (instance, match, form, try its parametric form first) -> a verified certificate or None
+Certifier = Callable[[Instance, families.Match, str, bool], Optional[dict]]
 UNCOVERED = "no proof covers"
 
 
@@ -233,10 +233,7 @@ class Rewriter:
             return Match(rule.id, inst, form=form, form_program=program)
         proof, key = rule.proofs.covering(inst, form, program)
         if proof is None and key is not None and self.certify is not None:
-            cert = self.certify(key, inst, form)
-            if cert is not None:
-                with self._lock:
-                    proof = rule.proofs.add(cert)
+            proof = self._certified(rule, inst, form, program, key)
         if proof is None:
             if key is not None:
                 with self._lock:
@@ -249,6 +246,22 @@ class Rewriter:
         if proof.kind == "instance":
             types = (proof.output_types, dict(proof.input_types) if proof.input_types is not None else None)
         return Match(rule.id, inst, form=form, form_program=program, proof=proof, types=types)
+
+    def _certified(self, rule: _Rule, inst: families.Match, form: str, program: Optional[Program],
+                   key: Instance) -> Optional[Proof]:
+        """First sight: the proof of a certificate made now — of the instance's parametric
+        form when its parameters bind back to this instance, else of the instance itself."""
+        assert self.certify is not None
+        for parametric in (True, False):
+            cert = self.certify(key, inst, form, parametric)
+            if cert is None:
+                return None
+            with self._lock:
+                rule.proofs.add(cert)
+            proof, _ = rule.proofs.covering(inst, form, program)
+            if proof is not None or cert.get("instance") == key.key:
+                return proof
+        return None
 
     def alternatives(self, m: Match, notes: Optional[list[str]] = None) -> list[Match]:
         """``m`` in each other form of its family that the instance admits (the family's

@@ -5,9 +5,12 @@ A new instance — a query the nightly job never saw — either runs unchanged a
 for the next nightly job (``Rewriter.uncovered``), or, when Z3 is installed, is certified
 right here: the bounded check of the instance alone (``superop.verify.certificate.
 check_and_certify``, K rows, a time limit) with the column types this session's Spark gives
-its output and its source, so that the SQL then run is the SQL certified. The verdict is
-kept per instance key for the session's life (a refutation or a timeout is not retried);
-a verified certificate joins the rule's proofs (``Rewriter.certified`` lists them).
+its output and its source, so that the SQL then run is the SQL certified. The instance's
+parametric form (``superop.families.parametric``: its literals as typed parameters) is
+certified first — one certificate then covers the template with any literal values — and
+the instance itself only when that is not verified. The verdict is kept per instance key
+for the session's life (a refutation or a timeout is not retried); a verified certificate
+joins the rule's proofs (``Rewriter.certified`` lists them).
 
 This module is the runtime's one optional Z3 boundary: the verifier is imported only when
 a certificate is needed and Z3 is importable; the runtime itself imports no Z3.
@@ -21,6 +24,7 @@ from typing import Callable, Optional
 
 from ..families import Match
 from ..families.identity import Instance
+from ..families.parametric import parametric_of
 from ..ir.nodes import Node
 
 log = logging.getLogger("superop.runtime")
@@ -55,7 +59,17 @@ class FirstSight:
         ok = len(src) == len(names) and len({n.lower() for n in names}) == len(names)
         return out, (dict(zip(names, src)) if ok else None)
 
-    def __call__(self, inst: Instance, m: Match, form: str) -> Optional[dict]:
+    def __call__(self, inst: Instance, m: Match, form: str, parametric: bool = True) -> Optional[dict]:
+        """A verified certificate of ``inst``'s parametric form (when ``parametric``) or of
+        ``inst`` itself, else None."""
+        par = parametric_of(inst) if parametric else None
+        for target in ([par.instance] if par is not None else []) + [inst]:
+            cert = self._certified(target, m, form)
+            if cert is not None:
+                return cert
+        return None
+
+    def _certified(self, inst: Instance, m: Match, form: str) -> Optional[dict]:
         with self._lock:
             if inst.key in self._verdicts:
                 return self._verdicts[inst.key]

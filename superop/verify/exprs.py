@@ -34,6 +34,7 @@ import z3
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
+from ..ir.parameters import parameter_type
 from .result import Unsupported
 from .values import (
     EPOCH,
@@ -45,6 +46,7 @@ from .values import (
     common_kind,
     common_width,
     const,
+    fresh,
     int_width,
     is_false,
     is_true,
@@ -317,6 +319,8 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
         return ctx.aggf(e)
     if isinstance(e, exp.Literal):
         return _ev_literal(e)
+    if isinstance(e, exp.Placeholder):
+        return _ev_parameter(e)
     if isinstance(e, exp.Boolean):
         return const(z3.BoolVal(bool(e.this)), "bool")
     if isinstance(e, exp.Null):
@@ -383,6 +387,17 @@ def _ev_literal(e: exp.Literal) -> V:
             return const(z3.RealVal(txt), "real")
         except Exception:
             raise Unsupported(f"literal {txt}") from None
+
+
+def _ev_parameter(e: exp.Placeholder) -> V:
+    """A typed parameter (``superop.ir.parameters``): a free non-NULL value of its type, the
+    same variable wherever the name occurs — the check holds for every value of it."""
+    name = str(e.this or "")
+    typ = parameter_type(name)
+    if typ is None:
+        raise Unsupported(f"placeholder :{name} (not a typed parameter)")
+    kind, width = typ
+    return V(fresh(kind, f"param!{name}"), FALSE, kind, FALSE, width)
 
 
 def _ev_not(e: exp.Not, ctx: Ctx) -> V:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from superop.families.identity import instance_of_sql
+from superop.families.parametric import parametric_of
 from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.coverage import covered_rule
@@ -102,16 +103,23 @@ def test_the_session_certifies_a_new_instance_on_first_sight(spark, kv, catalog4
     so = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated")             # Z3 is installed: first sight
     r = so.rewrite(q)
     assert r.applied == ["diamond-union-all-4way"], r.explanation
-    assert "covered by the bounded certificate K=4 of instance" in r.explanation
+    # certified in its parametric form (w > 0, v = 1 as parameters): one certificate for
+    # every literal of those types
+    assert "covered by the bounded certificate K=4 of parametric instance" in r.explanation
     assert so.uncovered_instances() == [] and len(so.certifier.certified) == 1
     assert "covered by the bounded certificate K=4" in so.explain(q)
     assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
     # the SQL that runs is the SQL certified: the compiled sub-plan of the certificate's
     # emitted SQL (with the same column types) is inside the session's
     cert = so.certifier.certified[0]
+    par = parametric_of(instance_of_sql(q, {**SCHEMA, **KV}))
+    assert cert["instance"] == par.instance.key
     em = cert["emitted_sql"]["sql"]
-    compiled = em[em.index("SELECT CAST(k AS STRING)"):em.index(" AS __so_em")]
+    compiled = par.bind(em[em.index("SELECT CAST(k AS STRING)"):em.index(" AS __so_em")])
     assert "CAST(__so_a_f1 AS BIGINT)" in compiled and compiled in r.sql
+    # the same template with other literals: covered by that certificate, nothing new made
+    r2 = so.rewrite(q.replace("w > 0", "w > 2").replace("v = 1", "v = 5"))
+    assert r2.applied == ["diamond-union-all-4way"] and len(so.certifier.certified) == 1
 
 
 def test_the_v_div_zero_instance_is_checked_before_it_runs(spark, kv, catalog4):
