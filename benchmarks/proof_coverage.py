@@ -6,7 +6,8 @@ the SQL the runtime emits.
 
 Every statement of the log is rewritten structurally (``superop.rewrite``, no Spark, no
 first-sight certification): per family, the matches applied and the proof each explanation
-names (an unbounded template proof or a bounded certificate of the instance), the matches
+names (an unbounded template proof, a bounded certificate of the instance or of its
+parametric form), the matches
 a rule admitted but no proof covered (left unchanged and recorded — never applied), and,
 per family, the catalog's certificates and how many check their emitted SQL bounded.
 """
@@ -24,7 +25,8 @@ from superop.ir.schema import load_schema_arg
 from superop.rewrite.rewriter import Rewriter, rewrite_structural
 from superop.workloads.loggen import mining_schema
 
-_APPLIED = re.compile(r"(\S+) at (\w+) .*?covered by the (unbounded proof|bounded certificate)")
+_APPLIED = re.compile(r"(\S+) at (\w+) .*?covered by the (unbounded proof|bounded certificate K=\d+ of parametric"
+                      r"|bounded certificate)")
 
 
 def statements(log: Path) -> list[str]:
@@ -71,7 +73,7 @@ def coverage(cat: dict, sqls: list[str], schema: dict) -> dict:
             raise AssertionError(f"an applied match names no proof: {r.explanation}")
         for _rule, family, proof in found:
             fam[family]["applied"] += 1
-            fam[family]["by " + proof] += 1
+            fam[family]["by " + ("parametric certificate" if proof.endswith("parametric") else proof)] += 1
     for inst in rw.uncovered_instances():
         fam[_family_of(cat, inst)]["admitted, uncovered (left unchanged)"] += 1
     return {"statements": len(sqls), "distinct": len(distinct),
@@ -101,10 +103,12 @@ def main(argv=None) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(f"{out['statements']} statements ({out['distinct']} distinct texts)")
-    print(f"{'family':6} {'applied':>7} {'by unbounded':>12} {'by instance':>11} {'uncovered, kept':>15}")
+    print(f"{'family':6} {'applied':>7} {'by unbounded':>12} {'by instance':>11} {'by parametric':>13} "
+          f"{'uncovered, kept':>15}")
     for f, c in out["families"].items():
         print(f"{f:6} {c.get('applied', 0):7} {c.get('by unbounded proof', 0):12} "
-              f"{c.get('by bounded certificate', 0):11} {c.get('admitted, uncovered (left unchanged)', 0):15}")
+              f"{c.get('by bounded certificate', 0):11} {c.get('by parametric certificate', 0):13} "
+              f"{c.get('admitted, uncovered (left unchanged)', 0):15}")
     print(f"{'family':6} {'certificates':>12} {'inductive':>9} {'bounded':>7} {'emitted checked bounded':>24}")
     tot = collections.Counter()
     for f, c in out["certificates"].items():
