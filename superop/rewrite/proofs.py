@@ -33,10 +33,11 @@ import json
 from .. import families
 from ..dsl import Program
 from ..families import Covers
-from ..families.coverage import cover_bound, missing_parts, runtime_program
+from ..families.coverage import cover_bound, match_of, missing_parts, runtime_program
 from ..dsl.identity import program_sha256
 from ..families.identity import Instance, instance_of
 from ..families.parametric import Parametric, parametric_of
+from ..ir.dialect import DIALECT
 from .compile import NoNativeForm, compile_program
 
 
@@ -151,24 +152,47 @@ class ProofIndex:
         hit = self.instances.get(par.instance.key) if par is not None else None
         if par is None or hit is None:
             return None
-        try:
-            general = runtime_program(par.instance.sql, par.instance.schema, inst.form)
-        except Exception:  # the parametric form no longer builds a program: not covered
-            return None
-        if program_sha256(general) != hit[1] or not bound_equal(par, general, prog, hit[0]):
-            return None
-        return replace(hit[0], bindings=par.bindings)
+        return replace(hit[0], bindings=par.bindings) if binds(par, inst, prog, hit[0], hit[1]) else None
 
 
 def _canonical_json(p: Program) -> str:
     return json.dumps(p.to_json(), sort_keys=True)
 
 
+def _built(inst: Instance) -> tuple[Program, Optional[str]]:
+    """The program the runtime builds for a canonical instance and its source prefilter's SQL."""
+    m = match_of(inst.sql, inst.schema)
+    prog = runtime_program(inst.sql, inst.schema, inst.form)
+    pf = families.get(m.family).prefilter(m, prog)
+    return prog, (pf.sql(dialect=DIALECT) if pf is not None else None)
+
+
+def binds(par: Parametric, inst: Instance, prog: Program, proof: Proof, program_hash: str) -> bool:
+    """Binding ``par``'s parameters gives back what the runtime runs for ``inst``: the
+    certified program (hash ``program_hash``) bound is ``prog`` (the match's program in the
+    query) and the program built for ``inst`` alone, its source prefilter bound is
+    ``inst``'s, and the SQL compiled from it (with the certificate's column types) bound is
+    the SQL compiled from ``prog``. Nothing the runtime runs then depends on a literal's
+    value other than through the parameter the certificate quantifies over."""
+    try:
+        general, general_pf = _built(par.instance)
+        own, own_pf = _built(inst)
+    except Exception:  # the parametric form no longer builds a program: not covered
+        return False
+    if program_sha256(general) != program_hash:
+        return False
+    bound = par.bind(_canonical_json(general))
+    if bound != _canonical_json(prog) or bound != _canonical_json(own):
+        return False
+    if (par.bind(general_pf) if general_pf is not None else None) != own_pf:
+        return False
+    return bound_equal(par, general, prog, proof)
+
+
 def bound_equal(par: Parametric, general: Program, prog: Program, proof: Proof) -> bool:
     """Binding ``par``'s parameters in the certified program ``general`` gives ``prog``, and
     in the SQL compiled from ``general`` (with the certificate's column types) the SQL
-    compiled from ``prog``: nothing the runtime runs depends on a literal's value other
-    than through the parameter the certificate quantifies over."""
+    compiled from ``prog``."""
     if par.bind(_canonical_json(general)) != _canonical_json(prog):
         return False
     out = list(proof.output_types) if proof.output_types is not None else None
@@ -188,14 +212,12 @@ def _compiled(prog: Program, out, inp, par: Optional[Parametric]) -> Optional[st
 
 def parametric_covers(cert: dict[str, Any], inst: Instance) -> bool:
     """Whether ``cert``, a certificate of ``inst``'s parametric form, covers ``inst`` as the
-    runtime will check it (:meth:`ProofIndex.covering`): its parameters bind back to the
-    program the runtime builds for ``inst`` and to the SQL compiled from it."""
+    runtime will check it (:meth:`ProofIndex.covering`)."""
     proof, par = instance_proof(cert), parametric_of(inst)
     if proof is None or par is None or par.instance.key != proof.name:
         return False
     try:
-        general = runtime_program(par.instance.sql, par.instance.schema, inst.form)
         prog = runtime_program(inst.sql, inst.schema, inst.form)
     except Exception:  # a form that builds no program covers nothing
         return False
-    return program_sha256(general) == cert.get("program_sha256") and bound_equal(par, general, prog, proof)
+    return binds(par, inst, prog, proof, str(cert.get("program_sha256")))

@@ -5,7 +5,9 @@ Each call is one decision record; every query returns the rows it returned befor
 printed (``pytest -s``) as ``superop runtime report`` prints it."""
 from __future__ import annotations
 
+import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from superop.rules_out.signing import sign_catalog, signing_key
 from superop.runtime import disable, enable
@@ -20,20 +22,31 @@ ENTRIES = all_entries()
 RANDOM = {e.id for e in ENTRIES if "rand(" in e.sql.lower()}
 
 
+def _bags(spark) -> dict:
+    """Each entry's rows, four call sites at a time (as a multi-threaded application would
+    call ``spark.sql``: the drop-in and its session are shared by the threads)."""
+    with ThreadPoolExecutor(4) as pool:
+        return dict(zip((e.id for e in ENTRIES), pool.map(lambda e: bag(spark.sql(e.sql).collect()), ENTRIES)))
+
+
 def test_every_fixture_query_through_enable(spark, proof_catalog, tables, tmp_path):
-    before = {e.id: bag(spark.sql(e.sql).collect()) for e in ENTRIES}
+    before = _bags(spark)
     log = tmp_path / "decisions.jsonl"
     # signed as the families' tests use it with the Rewriter (its pivot rules carry bounded
     # certificates of proof instances, which a Z3 re-check for the runtime would not accept)
     so = enable(spark, sign_catalog(proof_catalog, signing_key(), "tests (fresh proofs)"), decision_log=str(log))
     try:
-        got = {e.id: bag(spark.sql(e.sql).collect()) for e in ENTRIES}
+        got = _bags(spark)
     finally:
         disable(spark)
     assert {k: v for k, v in got.items() if k not in RANDOM} == {k: v for k, v in before.items() if k not in RANDOM}
     recs = [json.loads(x) for x in log.read_text().splitlines()]
     assert len(recs) == len(ENTRIES)
-    for e, r in zip(ENTRIES, recs):
+    by_text: dict = {}
+    for r in recs:
+        by_text.setdefault(r["text_hash"], []).append(r)
+    for e in ENTRIES:
+        r = by_text[hashlib.sha256(e.sql.encode("utf-8")).hexdigest()[:16]].pop()
         if r["outcome"] == "rewritten":
             # the fixture's rule, or Spark's own merge settings when the gate prices them higher
             assert r["rules"] in ([e.runtime], [e.runtime, FORM], [FORM]), (e.id, r)

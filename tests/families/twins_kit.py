@@ -77,31 +77,31 @@ def check_optimize(kind: str, session, twin_catalog, twin_bags) -> None:
     every problem reported at once."""
     spark, api = session
     so = SuperOpSession(spark, twin_catalog, gate="exchanges")
-    rewritten, problems = {}, {}
-    for e in ENTRIES:
+
+    def one(e) -> tuple[str, object]:
+        """(the problem, "") or ("", the rewritten DataFrame) or ("", None): unchanged as expected."""
         df = TWINS[e.name](api)
         out = so.optimize(df)
         if e.runtime == "unchanged":
-            if out is not df:
-                problems[e.name] = "rewritten, must stay unchanged: " + so.explain_df(df)[:300]
-            continue
+            return ("rewritten, must stay unchanged: " + so.explain_df(df)[:300], None) if out is not df else ("", None)
         if e.name in NOT_REWRITTEN[kind]:
-            if out is not df:
-                problems[e.name] = "now rewritten: drop it from NOT_REWRITTEN"
-            continue
+            return ("now rewritten: drop it from NOT_REWRITTEN", None) if out is not df else ("", None)
         if out is df:
-            problems[e.name] = "not rewritten: " + so.explain_df(df)[:300]
-            continue
+            return "not rewritten: " + so.explain_df(df)[:300], None
         if [(f.name, f.dataType) for f in out.schema] != [(f.name, f.dataType) for f in df.schema]:
-            problems[e.name] = "schema differs"
-            continue
+            return "schema differs", None
         # the gate counted the original's exchanges on Spark's plan of this DataFrame; the
         # returned DataFrame's own plan is counted again here
         before = decision_of(so, df).exchanges_before
         if before is None or analyze_plan(spark, "", df=out).exchanges >= before:
-            problems[e.name] = f"no fewer exchanges than {before}"
-            continue
-        rewritten[e.name] = out
+            return f"no fewer exchanges than {before}", None
+        return "", out
+
+    # four DataFrames at a time: the session is shared by the threads, as an application's is
+    with ThreadPoolExecutor(4) as pool:
+        results = dict(zip((e.name for e in ENTRIES), pool.map(one, ENTRIES)))
+    problems = {n: why for n, (why, _) in results.items() if why}
+    rewritten = {n: out for n, (why, out) in results.items() if not why and out is not None}
     assert problems == {}, "\n".join(f"{n}: {w}" for n, w in problems.items())
     assert len(rewritten) == len(POSITIVE) - len(NOT_REWRITTEN[kind])
     got = bags(rewritten, api.F)

@@ -11,6 +11,7 @@ from superop.rewrite.rewriter import Rewriter
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.signing import sign_catalog, signing_key
 
+from ..shared_fixtures import computed_once
 from .runtime_fixtures import (
     ACCOUNTS_ROWS,
     ACCOUNTS_SCHEMA,
@@ -35,8 +36,10 @@ def ops(spark):
 
 
 @pytest.fixture(scope="session")
-def catalog():
-    rules, status = verifier_certificates(catalog_rules())
+def catalog(tmp_path_factory):
+    # the proofs computed once per run across the suite's workers; signed by each (its key store)
+    rules, status = computed_once(tmp_path_factory, "runtime_catalog_rules",
+                                  lambda: verifier_certificates(catalog_rules()))
     # every template instance the runtime generates must pass the real verifier
     assert all(v == "verified" for v in status.values()), status
     # signed, as the nightly job signs what the verifier just proved (the tests' key store)
