@@ -1,8 +1,10 @@
 """Certificates that cannot be weakened. Each way an audit weakened a certificate — a
 vacuous context around the instance, a lowered bound, a shown bound that is not the bound
 checked, an emitted-SQL claim dropped, swapped or downgraded — is refused by the
-structural check (without Z3: what every load runs), by loading a catalog holding it, and,
-for what only Z3 can decide, by the re-check."""
+structural check (without Z3), by loading a catalog holding it (the load checks the
+certificate's own fields; what the code re-derives, the signer of this build checked), and,
+for what only Z3 can decide, by the re-check. A certificate about a query with context that
+a key holder signs anyway loads, and covers nothing: its instance key is no match's."""
 from __future__ import annotations
 
 import copy
@@ -14,7 +16,7 @@ from superop.rules_out import trust
 from superop.rules_out.catalog import CatalogError, load_catalog, make_catalog
 from superop.rules_out.coverage import covered_rule
 from superop.rules_out.signing import sign_catalog, signing_key
-from superop.families.identity import instance_of_sql
+from superop.families.identity import Instance, instance_of_sql
 from superop.verify import certify as C
 from superop.verify.certificate import sha256_of, structural_check
 from superop.verify.certify import check_and_certify, prove_and_certify, recheck_detail
@@ -169,3 +171,19 @@ def test_a_template_proof_carries_its_emitted_sql_check():
     del t["inputs"]["emitted_sql"]
     ok, why = structural_check(_rehashed(t), True)
     assert not ok and "no emitted_sql claim" in why
+
+
+def test_a_signed_context_certificate_covers_nothing(tmp_path, monkeypatch):
+    from superop.rewrite.rewriter import Rewriter, rewrite_structural
+    c = check_and_certify(f"SELECT * FROM ({DU_Q}) q WHERE 1 = 0", SCHEMA, K=4)
+    forged = copy.deepcopy(c)
+    forged["inputs"]["sql"] = f"SELECT * FROM ({c['inputs']['sql']}) AS q WHERE 1 = 0"
+    forged = _rehashed(forged)
+    forged["instance"] = Instance(forged["inputs"]["sql"], forged["inputs"]["schema"]).key
+    forged["inputs_sha256"] = sha256_of(forged["inputs"])
+    assert not structural_check(forged, True)[0]                 # the full check refuses it
+    assert structural_check(forged, True, rederive=False)[0]     # the load's own-fields check does not
+    cat = _load(tmp_path, monkeypatch, forged)
+    for q in (DU_Q, f"SELECT * FROM ({DU_Q}) q WHERE 1 = 0"):
+        r = rewrite_structural(Rewriter(cat), q, SCHEMA)
+        assert not r.changed and "no proof covers" in r.explanation, r.explanation
