@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .shared_fixtures import computed_once
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _key_store(tmp_path_factory):
@@ -136,3 +138,12 @@ def eventlog_writer(request, tmp_path_factory):
     if proc.poll() is None:      # the session ended before a test waited for it
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def template_certificates(tmp_path_factory):
+    """Every family's template proofs (superop.rules_out.builtin.template_certificates), by
+    name: Z3 runs once per test run, whichever worker asks first; the families' proof catalog
+    and the benchmarks' built-in catalog are both made from them."""
+    from superop.rules_out.builtin import template_certificates as make
+    return computed_once(tmp_path_factory, "template_certificates", make)

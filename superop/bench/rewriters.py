@@ -51,7 +51,7 @@ def identity_rewriter() -> Rewriter:
     return Rewriter("identity", fn, {"note": "no rewriting; for harness tests only"})
 
 
-def default_catalog() -> dict:
+def default_catalog(certificates: Optional[dict] = None) -> dict:
     """Every registered family as abstract rules (one per family and branch count), each
     admitting exactly what ``superop.verify``'s template proofs cover (``Family.proofs_for``
     over every join kind and aggregate side the family supports; Z3, 0.4-3 s each, run here),
@@ -59,9 +59,10 @@ def default_catalog() -> dict:
 
     Only with ``--catalog bench-default`` (harness tests); without ``--catalog`` the bench
     times the catalog the nightly job mines (bench/mined.py). The bench also checks every
-    pair it times for equal results on the data."""
+    pair it times for equal results on the data. ``certificates``: the template proofs
+    already made (``superop.rules_out.builtin.template_certificates``)."""
     try:
-        rules = builtin_rules(per="family")
+        rules = builtin_rules(per="family", certificates=certificates)
     except ImportError as e:  # z3 missing
         raise SuperopError(f"the hand-built catalog (--catalog {HAND_BUILT}) cannot be proved here ({e})") from None
     return make_catalog(rules, version="bench-default",

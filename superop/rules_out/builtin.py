@@ -18,13 +18,23 @@ from ..verify.certify import prove_and_certify
 from .coverage import covered_rule
 
 
-def builtin_rules(per: str = "family", timeout_ms: int = 20000, max_branches: int = 3) -> list[dict]:
+def template_certificates(timeout_ms: int = 20000, max_branches: int = 3) -> dict[str, dict]:
+    """Every declared symbolic instance's certificate (proved by ``superop.verify``), by name."""
+    return {i.name: prove_and_certify(i, timeout_ms=timeout_ms)
+            for fam in families.REGISTRY for i in fam.proof_instances() if i.covers.branches <= max_branches}
+
+
+def builtin_rules(per: str = "family", timeout_ms: int = 20000, max_branches: int = 3,
+                  certificates: Optional[dict[str, dict]] = None) -> list[dict]:
+    """The rules (module doc). ``certificates``: :func:`template_certificates` already made
+    (by name; e.g. computed once and read back), else proved here."""
     if per not in ("family", "skeleton"):
         raise ValueError(f"per must be 'family' or 'skeleton', not {per!r}")
+    made = certificates if certificates is not None else template_certificates(timeout_ms, max_branches)
     groups: dict[tuple, list[dict]] = {}
     for fam in families.REGISTRY:
         insts = [i for i in fam.proof_instances() if i.covers.branches <= max_branches]
-        certs = {i.name: prove_and_certify(i, timeout_ms=timeout_ms) for i in insts}
+        certs = {i.name: made[i.name] for i in insts if i.name in made}
         ok = {n for n, c in certs.items() if c["status"] == "verified"}
         for i in insts:
             # a record counts only with all its parts

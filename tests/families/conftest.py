@@ -16,14 +16,13 @@ from .twins_kit import bags
 
 
 @pytest.fixture(scope="session")
-def proof_catalog(tmp_path_factory):
+def proof_catalog(template_certificates):
     """One rule per core skeleton of every registered family, admitting exactly what its
-    verified template proofs cover (Z3 runs here, once per test run): every family has
-    unbounded proofs, so the fixtures' rewrites are covered by them alone."""
+    verified template proofs cover (the run's template proofs): every family has unbounded
+    proofs, so the fixtures' rewrites are covered by them alone."""
     from superop.rules_out.builtin import builtin_rules
     from superop.rules_out.catalog import make_catalog
-    return computed_once(tmp_path_factory, "proof_catalog",
-                         lambda: make_catalog(builtin_rules(per="skeleton"), version="families-fixtures"))
+    return make_catalog(builtin_rules(per="skeleton", certificates=template_certificates), version="families-fixtures")
 
 
 def bounded_rules(skip_families=(), sqls=None, schema=None, K: int = 4, only_verified: bool = False) -> list[dict]:

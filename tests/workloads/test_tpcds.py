@@ -27,10 +27,10 @@ def test_103_statements_of_99_queries():
 
 
 @pytest.fixture(scope="module")
-def so(tpcds_session):
+def so(tpcds_session, template_certificates):
     from superop.bench.rewriters import default_catalog
     from superop.runtime import SuperOpSession
-    return SuperOpSession(tpcds_session, recheck_locally(default_catalog()))
+    return SuperOpSession(tpcds_session, recheck_locally(default_catalog(template_certificates)))
 
 
 # At SF 0.01 two statements divide by zero under Spark's default ANSI mode (a class whose
