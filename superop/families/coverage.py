@@ -47,7 +47,11 @@ def match_of(sql: str, schema: dict[str, Any]) -> Match:
 def runtime_program(sql: str, schema: dict[str, Any], form: str = "") -> Program:
     """The program the runtime runs for a sub-query: the family's template program of
     its match (``superop.families.build_program``; in ``form``: ``Family.program_form``)."""
-    m = match_of(sql, schema)
+    return match_program(match_of(sql, schema), form)
+
+
+def match_program(m: Match, form: str = "") -> Program:
+    """The program the runtime runs for the match ``m`` (in ``form``)."""
     prog = build_program(m)
     return get(m.family).program_form(m, prog, form) if form else prog
 

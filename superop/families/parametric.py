@@ -84,11 +84,3 @@ def parametric_of(inst: Instance) -> Optional[Parametric]:
     if par.bind(canon.sql) != inst.sql or canon.schema != inst.schema:
         return None
     return par
-
-
-def is_parametric(sql: str) -> bool:
-    return PLACEHOLDER.search(sql) is not None
-
-
-def describe(par: Parametric) -> dict[str, Any]:
-    return {"parametric_instance": par.instance.key, "bindings": dict(par.bindings)}

@@ -14,7 +14,7 @@ import pytest
 
 from superop.sparkutil import bag
 
-from .runtime_fixtures import ACCOUNTS_ROWS, ACCOUNTS_SCHEMA, OPS_ROWS, OPS_SCHEMA, values_view
+from .runtime_fixtures import connect_session
 from .test_differential import CASES, DU, _dj
 
 DU_SIGMA, DJ_INNER = DU["sigma"], _dj("inner", "sigma-rho")
@@ -25,14 +25,9 @@ pytest.importorskip("grpc", reason="Spark Connect needs the connect extra (grpci
 
 @pytest.fixture(scope="module")
 def connect(connect_url):
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
     # the Connect client directly (the classic builder would switch this whole process to
     # Connect mode through SPARK_CONNECT_MODE_ENABLED)
-    c = ConnectSession.builder.remote(connect_url).create()
-    c.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    c.conf.set("spark.sql.shuffle.partitions", "4")
-    values_view(c, "ops", OPS_SCHEMA, OPS_ROWS)
-    values_view(c, "accounts", ACCOUNTS_SCHEMA, ACCOUNTS_ROWS)
+    c = connect_session(connect_url)
     yield c
     c.stop()
 
