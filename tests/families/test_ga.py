@@ -11,7 +11,7 @@ import pytest
 from superop import families
 from superop.dsl.interpreter import run_program_rows
 from superop.ir import lower
-from superop.ir.nodes import Join, Select, walk
+from superop.ir.nodes import Join, Scan, Select, walk
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.trust import recheck_locally
 from superop.runtime import SuperOpSession
@@ -53,6 +53,18 @@ def test_one_match_per_cross_join_chain_in_tpcds():
             # time filter is a σ above it (the branch's lower edge)
             assert isinstance(m.source, Join)
             assert all(isinstance(b.lower.ops[0], Select) for b in m.branches)
+
+
+def test_q9_scalar_subqueries_are_one_match_of_five_branches():
+    """q9's fifteen scalar sub-queries over store_sales: three per quantity bucket with the
+    same WHERE share one aggregate, the five aggregates are one product below the block."""
+    plan = lower(queries()["q9"], TPCDS_SCHEMA).plan
+    found = families.scan(plan)
+    assert [(type(f).__name__, f.family) for f in found] == [("NearMiss", "GA"), ("Match", "GA")]
+    assert found[0].code == "mixed_join_inputs"        # the product with `reason` itself
+    m = found[1]
+    assert len(m.branches) == 5 and isinstance(m.source, Scan) and m.source.table == "store_sales"
+    assert [len(b.agg.items) for b in m.branches] == [3] * 5
 
 
 def test_the_keyless_partition_exists_over_an_empty_input():

@@ -109,6 +109,17 @@ CONSTRUCTS = [
     "ORDER BY SUM(s) / NULLIF(SUM(b), 0)) AS rk FROM ops GROUP BY ROLLUP(a, d) "
     "ORDER BY lh DESC, CASE WHEN lh = 0 THEN a END, rk, d",
     "SELECT DISTINCT a FROM ops GROUP BY CUBE(a, d)",
+    # uncorrelated global scalar sub-queries: a product of their aggregates (TPC-DS q9);
+    # a bucket's sub-queries share one aggregate; the block's rows are kept once each
+    "SELECT CASE WHEN (SELECT COUNT(*) FROM ops WHERE b > 0) > 3 THEN (SELECT AVG(s) FROM ops "
+    "WHERE b > 0) ELSE (SELECT SUM(s) FROM ops WHERE b > 0) END AS x1, "
+    "(SELECT MAX(c) FROM ops WHERE d IS NULL) AS x2, tier FROM accounts",
+    "SELECT region, (SELECT COUNT(*) FROM ops WHERE a > 100) AS n, "
+    "(SELECT SUM(s) FROM ops WHERE a > 100) + 1 AS t FROM accounts WHERE tier > 100",
+    # kept as expressions: one sub-query, a grouped or limited one, an aggregating block
+    "SELECT (SELECT MAX(s) FROM ops WHERE a = 4 GROUP BY a) AS m, (SELECT COUNT(*) FROM ops) AS n FROM accounts",
+    "SELECT (SELECT MAX(s) FROM ops LIMIT 1) AS m, (SELECT COUNT(*) FROM ops) AS n FROM accounts",
+    "SELECT COUNT(*) AS n, (SELECT MAX(s) FROM ops) AS m, (SELECT MIN(s) FROM ops) AS k FROM accounts",
 ]
 
 OPAQUE = [
@@ -197,3 +208,16 @@ def test_lower_with_a_spark_session_as_schema(spark, paper):
     assert low.fully_lowered and render(low.plan) == render(lower(sql, paper).plan)
     scan = next(n for n in walk(low.plan) if isinstance(n, Scan))
     assert scan.identity == ("", "ops") and scan.table == "ops"
+
+
+def test_global_scalar_subqueries_become_a_product(paper):
+    """Two or more uncorrelated global scalar sub-queries of a block become a product of
+    their aggregates (one aggregate per FROM + WHERE); anything else stays an expression."""
+    from superop.ir import Aggregate, Join
+    plan = lower(CONSTRUCTS[-5], paper).plan
+    aggs = [n for n in walk(plan) if isinstance(n, Aggregate)]
+    assert sorted(len(a.items) for a in aggs) == [1, 3] and all(a.keys == () for a in aggs)
+    assert [j.kind for j in walk(plan) if isinstance(j, Join)] == ["cross", "cross"]
+    assert "SELECT" not in render(plan).split("\n")[0]          # no sub-query left in the items
+    for sql in CONSTRUCTS[-3:]:
+        assert not any(isinstance(n, Join) for n in walk(lower(sql, paper).plan)), sql

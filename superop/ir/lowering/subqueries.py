@@ -272,7 +272,9 @@ class SubqueryLowering(FromLowering):
     def _select_list_scalars(self, node: Node, items: Items, ctes: dict[str, Node]
                              ) -> tuple[Node, Items]:
         """Correlated scalar aggregate sub-queries in a (non-aggregating) select list
-        become LEFT joins, as in WHERE; anything else is left for _check_subqueries."""
+        become LEFT joins, as in WHERE; two or more uncorrelated global aggregates a
+        product (:meth:`_hoist_globals`); anything else is left for _check_subqueries."""
+        node, items = self._hoist_globals(node, items, ctes)
         out: Items = []
         for e, name in items:
             subs: list[exp.Expr] = [q for q in outermost_queries(e) if outer_columns(q)]
@@ -292,3 +294,77 @@ class SubqueryLowering(FromLowering):
                     q.replace(val)
             out.append((e, name))
         return node, out
+
+    @staticmethod
+    def _global_form(sub: exp.Expr) -> Optional[exp.Select]:
+        """The SELECT of an uncorrelated scalar sub-query that is one global aggregate
+        (``(SELECT agg(...) FROM ... [WHERE ...])``: exactly one row, whatever its input
+        holds), else None."""
+        if not isinstance(sub, exp.Subquery) or outer_columns(sub):
+            return None
+        sel = sub.this
+        if not isinstance(sel, exp.Select) or len(sel.expressions) != 1:
+            return None
+        for k in ("group", "having", "limit", "offset", "qualify", "laterals", "with_", "with",
+                  "distinct", "windows", "order", "joins"):
+            if sel.args.get(k):
+                return None
+        item = sel.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        where = sel.args.get("where")
+        if not has_agg(item) or item.find(exp.Window) is not None or has_query(item) \
+                or (where is not None and has_query(where.this)):
+            return None
+        return sel if (sel.args.get("from_") or sel.args.get("from")) is not None else None
+
+    def _hoist_globals(self, node: Node, items: Items, ctes: dict[str, Node]
+                       ) -> tuple[Node, Items]:
+        """Uncorrelated scalar sub-queries that are global aggregates — two or more in one
+        select list (TPC-DS q9: fifteen over ``store_sales``, three per filter) — become a
+        product of their aggregates joined to the block's rows: a global aggregate has
+        exactly ONE row (also over no input), so ``node × (A1 × ... × An)`` keeps every row
+        of ``node`` once and each sub-query reads as a column of its aggregate. Sub-queries
+        with the same FROM and WHERE share one aggregate (one input, several values). The
+        product is the shape the global-aggregate family matches; a block with one such
+        sub-query keeps it as an expression."""
+        found = [(i, q, sel) for i, (e, _) in enumerate(items)
+                 for q in ([e] if isinstance(e, exp.Subquery) else outermost_queries(e))
+                 for sel in [self._global_form(q)] if sel is not None]
+        if len(found) < 2:
+            return node, items
+        groups: dict[str, list[int]] = {}          # FROM + WHERE -> indexes into ``found``
+        for k, (_, _, sel) in enumerate(found):
+            body = sel.copy()
+            body.set("expressions", [exp.Star()])
+            groups.setdefault(body.sql(), []).append(k)
+        values: dict[int, exp.Column] = {}
+        aggs: list[Node] = []
+        for members in groups.values():
+            sel = found[members[0]][2]
+            inner = self._from(sel, ctes)
+            where = sel.args.get("where")
+            if where is not None:
+                inner, rest = self._push_join_preds(inner, [x.copy() for x in conjuncts(where.this)])
+                if rest:
+                    inner = Select(inner, conjoin(rest))
+            outs: list[tuple[exp.Expr, str]] = []
+            for k in members:
+                item = found[k][2].expressions[0]
+                item = item.this if isinstance(item, exp.Alias) else item
+                if not all_resolve(inner.fields, item):
+                    return node, items           # left as sub-query expressions
+                outs.append((item.copy(), f"_v{k}"))
+            agg = Aggregate(inner, (), tuple(outs))
+            fresh = self._fresh()
+            aggs.append(Rename(agg, tuple((f, f.name) for f in agg.fields), fresh))
+            values.update((k, exp.column(f"_v{k}", fresh)) for k in members)
+        product = aggs[0]
+        for right in aggs[1:]:
+            product = Join(product, right, "cross", (), None)
+        out = list(items)
+        for k, (i, q, _) in enumerate(found):
+            if q is out[i][0]:
+                out[i] = (values[k], out[i][1])
+            else:
+                q.replace(values[k])             # the item is a private copy (strip_alias)
+        return Join(node, product, "cross", (), None), out
