@@ -78,12 +78,15 @@ def certify_instance(sql: str, schema: dict, K: int, verify_timeout_s: float, mi
     (``superop.families.parametric``: one certificate for every literal value) when it is
     verified and binds back to this instance, else of the instance itself. ``made``: the
     parametric certificates already made in this run, by instance key (reused)."""
-    out_types, in_types = types(sql, schema) if types is not None else (None, None)
     try:
         inst = instance_of_sql(sql, schema)
     except ValueError as e:   # e.g. the template refuses the pattern: nothing the runtime would run
         log.warning("no certificate for %s: %s", what, e)
         return None
+    # Spark's types of the CANONICAL instance, the one certified: a recorded instance may
+    # list its columns in another order, and types read from it would be cast onto the
+    # wrong columns of the SQL the runtime compiles
+    out_types, in_types = types(inst.sql, inst.schema) if types is not None else (None, None)
     par = parametric_of(inst)
     if par is not None:
         made = {} if made is None else made

@@ -11,7 +11,7 @@ from sqlglot import exp
 from ..nodes import Aggregate, Join, Node, Rename, Select
 from .base import Unsupported
 from .from_items import FromLowering
-from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_within,
+from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_within, nondeterministic,
                     null_on_empty, outermost_queries, replace_outside_queries)
 from .scope import all_resolve, column_type, defined_aliases, outer_columns
 
@@ -314,6 +314,8 @@ class SubqueryLowering(FromLowering):
         where = sel.args.get("where")
         if not has_agg(item) or item.find(exp.Window) is not None or has_query(item) \
                 or (where is not None and has_query(where.this)):
+            return None
+        if nondeterministic(sel):     # two samples must stay two (no shared aggregate)
             return None
         return sel if (sel.args.get("from_") or sel.args.get("from")) is not None else None
 
