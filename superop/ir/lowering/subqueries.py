@@ -244,10 +244,7 @@ class SubqueryLowering(FromLowering):
         """LEFT join ``node`` with the sub-query's aggregate grouped by its correlation
         keys; returns the join and the column holding the sub-query's value."""
         sel, pairs = form.select, form.pairs
-        inner = self._from(sel, ctes)
-        inner, rest = self._push_join_preds(inner, [x.copy() for x in form.local])
-        if rest:
-            inner = Select(inner, conjoin(rest))
+        inner = self._filtered_from(sel, form.local, ctes)
         keys: list[exp.Expr] = []
         for outer_c, inner_c in pairs:
             # Grouping equality must coincide with `=`: same types on both sides.
@@ -268,6 +265,12 @@ class SubqueryLowering(FromLowering):
             raise Unsupported("correlated scalar sub-query columns do not resolve")
         val = exp.column("_v", fresh)
         return Join(node, right, "left", equi, None), val
+
+    def _filtered_from(self, sel: exp.Select, conjs: list[exp.Expr], ctes: dict[str, Node]) -> Node:
+        """A sub-query's FROM with the conjuncts ``conjs`` of its WHERE over it: join
+        conditions into its joins, the rest as one σ."""
+        inner, rest = self._push_join_preds(self._from(sel, ctes), [x.copy() for x in conjs])
+        return Select(inner, conjoin(rest)) if rest else inner
 
     def _select_list_scalars(self, node: Node, items: Items, ctes: dict[str, Node]
                              ) -> tuple[Node, Items]:
@@ -343,12 +346,8 @@ class SubqueryLowering(FromLowering):
         aggs: list[Node] = []
         for members in groups.values():
             sel = found[members[0]][2]
-            inner = self._from(sel, ctes)
             where = sel.args.get("where")
-            if where is not None:
-                inner, rest = self._push_join_preds(inner, [x.copy() for x in conjuncts(where.this)])
-                if rest:
-                    inner = Select(inner, conjoin(rest))
+            inner = self._filtered_from(sel, conjuncts(where.this) if where is not None else [], ctes)
             outs: list[tuple[exp.Expr, str]] = []
             for k in members:
                 item = found[k][2].expressions[0]
