@@ -274,13 +274,23 @@ def file_format(name: str, path: str = "", head: Optional[bytes] = None) -> Opti
             return None
     text = head.lstrip()
     first = text.split(b"\n", 1)[0]
-    if text.startswith(b"{"):
-        return "spark-eventlog" if b'"Event"' in first else "jsonl"
-    try:
-        line = first.decode("utf-8")
-    except UnicodeDecodeError:
+    line = _text_line(first, whole=len(first) < len(text))
+    if line is None:
         return None
+    if line.startswith("{") and line[1:].lstrip()[:1] in ('"', "}"):
+        return "spark-eventlog" if '"Event"' in line else "jsonl"
     return "csv" if ("," in line or "\t" in line) and line.isprintable() else None
+
+
+def _text_line(first: bytes, whole: bool) -> Optional[str]:
+    """The head's first line as text, None for binary. A line cut by the head's size may
+    end inside a multi-byte character: only that tail is forgiven."""
+    try:
+        return first.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if whole or e.reason != "unexpected end of data":
+            return None
+        return first[: e.start].decode("utf-8")
 
 
 def _list(fs, path: str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import stat
 
 import pandas as pd
@@ -50,7 +51,7 @@ def messy_dir(tmp_path):
     # a stray CSV without a statement text column
     (d / "notes.csv").write_text("owner,comment\nana,ignore me\n")
     # a binary file of no known format
-    (d / "blob.bin").write_bytes(os.urandom(512))
+    (d / "blob.bin").write_bytes(b"\x00" + random.Random(3).randbytes(511))
     return d
 
 
@@ -62,7 +63,12 @@ def test_file_formats_by_name_and_content():
     assert file_format("part-0", head=b'{"statement_text": "SELECT 1"}\n') == "jsonl"
     assert file_format("part-0", head=b'{"Event":"SparkListenerLogStart"}\n') == "spark-eventlog"
     assert file_format("part-0", head=gzip.compress(b"query_id,query_text\n1,x\n")) == "csv"
-    assert file_format("part-0", head=os.urandom(64) + b"\xff") is None
+    assert file_format("part-0", head=b'{"a": "\xc3\xa9t\xc3') == "jsonl"  # cut inside a char
+    rnd = random.Random(11)
+    for _ in range(200):  # binary heads, including ones that start like a JSON object
+        assert file_format("part-0", head=rnd.randbytes(64) + b"\xff") is None
+        assert file_format("part-0", head=b"{" + rnd.randbytes(64) + b"\xff") is None
+    assert file_format("part-0", head=b'{z:u\xa9\xd2Y\xb2\xa0\x1dWr?\x8a') is None
 
 
 def test_paths_and_schemes():
