@@ -64,6 +64,7 @@ from ..ir.functions import is_nondeterministic_expr
 from ..ir.generate import translate_columns
 from ..ir.lowering.exprs import conjuncts
 from ..ir.nodes import Join, UnionAll
+from ..ir.parameters import parameter_type
 from .kit.covers import Covers
 from .kit.diamond import PlanContext, Shape, bare_column, field_type, find_field
 from .kit.family import JOIN, Family, ProofInstance, Slot, Streamability
@@ -212,7 +213,8 @@ def is_constant(e: exp.Expr) -> bool:
 
 def constant_value(e: exp.Expr) -> Optional[tuple[str, Any]]:
     """A constant's kind and value: integer arithmetic of integer literals is folded;
-    ("int"|"decimal"|"string"|"bool", value) or None when it is anything else."""
+    ("int"|"decimal"|"string"|"bool", value) or None when it is anything else. A typed
+    parameter's value, and arithmetic over one, is None: any value of its kind."""
     while isinstance(e, exp.Paren):
         e = e.this
     if isinstance(e, exp.Boolean):
@@ -227,14 +229,23 @@ def constant_value(e: exp.Expr) -> Optional[tuple[str, Any]]:
                 return "decimal", Decimal(e.this)
             except InvalidOperation:
                 return None
+    if isinstance(e, exp.Placeholder):
+        # a typed parameter (superop.families.parametric): its kind, any value of it
+        p = parameter_type(str(e.this))
+        return None if p is None else ("int" if p[0] == "int" else "decimal", None)
     if isinstance(e, exp.Neg):
         v = constant_value(e.this)
-        return (v[0], -v[1]) if v is not None and v[0] in ("int", "decimal") else None
+        if v is None or v[0] not in ("int", "decimal"):
+            return None
+        return v[0], None if v[1] is None else -v[1]
     if isinstance(e, (exp.Add, exp.Sub, exp.Mul)):
         a, b = constant_value(e.this), constant_value(e.expression)
-        if a is not None and b is not None and a[0] == b[0] == "int":
-            x, y = int(a[1]), int(b[1])
-            return "int", x + y if isinstance(e, exp.Add) else x - y if isinstance(e, exp.Sub) else x * y
+        if a is None or b is None or not a[0] == b[0] == "int":
+            return None
+        if a[1] is None or b[1] is None:
+            return "int", None
+        x, y = int(a[1]), int(b[1])
+        return "int", x + y if isinstance(e, exp.Add) else x - y if isinstance(e, exp.Sub) else x * y
     return None
 
 

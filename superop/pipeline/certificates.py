@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from .. import families
 from ..families import Side
+from ..families.coverage import cover_bound
 from ..families.identity import instance_of_sql
 from ..families.parametric import parametric_of
 from ..rewrite.proofs import parametric_covers
@@ -52,7 +53,9 @@ def spark_types(spark: Any) -> Types:
 
 
 def bounded_certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
-                        min_bound: int = MIN_BOUND, types: Optional[Types] = None) -> Optional[dict]:
+                        min_bound: int = MIN_BOUND, types: Optional[Types] = None,
+                        parametric_timeout_s: Optional[float] = None,
+                        made: Optional[dict[str, dict]] = None) -> Optional[dict]:
     """The bounded certificate of one verified pattern's own instance: about the program
     the RUNTIME builds for it (``build_program`` of the matched diamond) at the bound the
     synthesis stage verified at, at most K (lower, down to ``min_bound``, only after a Z3
@@ -62,7 +65,8 @@ def bounded_certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: floa
     if not o.verified:
         return None
     sql, sch = (o.sql, o.schema) if o.schema else (o.example_sql or o.sql, schema)
-    return certify_instance(sql, sch, _top(o, K), verify_timeout_s, min_bound, types, o.candidate)
+    return certify_instance(sql, sch, _top(o, K), verify_timeout_s, min_bound, types, o.candidate, made,
+                            parametric_timeout_s)
 
 
 def _top(o: Outcome, K: int) -> int:
@@ -72,12 +76,17 @@ def _top(o: Outcome, K: int) -> int:
 
 def certify_instance(sql: str, schema: dict, K: int, verify_timeout_s: float, min_bound: int = MIN_BOUND,
                      types: Optional[Types] = None, what: str = "",
-                     made: Optional[dict[str, dict]] = None) -> Optional[dict]:
+                     made: Optional[dict[str, dict]] = None,
+                     parametric_timeout_s: Optional[float] = None) -> Optional[dict]:
     """The certificate of the instance of ``sql``'s match at K rows, lower only after a Z3
     timeout (None when the runtime would not rewrite it): of the instance's parametric form
     (``superop.families.parametric``: one certificate for every literal value) when it is
-    verified and binds back to this instance, else of the instance itself. ``made``: the
-    parametric certificates already made in this run, by instance key (reused)."""
+    verified and binds back to this instance, else of the instance itself. The parametric
+    form is checked at K only, and only when K reaches the runtime's cover bound (below it a
+    certificate covers nothing), within ``parametric_timeout_s`` (default: the instance's
+    limit) — it is worth more time, as it covers every instance of the form. ``made``: the
+    parametric certificates already made in this run, by instance key (reused, refusals
+    included)."""
     try:
         inst = instance_of_sql(sql, schema)
     except ValueError as e:   # e.g. the template refuses the pattern: nothing the runtime would run
@@ -87,15 +96,14 @@ def certify_instance(sql: str, schema: dict, K: int, verify_timeout_s: float, mi
     # list its columns in another order, and types read from it would be cast onto the
     # wrong columns of the SQL the runtime compiles
     out_types, in_types = types(inst.sql, inst.schema) if types is not None else (None, None)
-    par = parametric_of(inst)
+    par = parametric_of(inst) if K >= cover_bound() else None
     if par is not None:
         made = {} if made is None else made
-        cert = made.get(par.instance.key)
-        if cert is None:
-            cert = _certify(par.instance.sql, par.instance.schema, K, verify_timeout_s, min_bound,
-                            out_types, in_types, what)
-            if cert is not None:
-                made[par.instance.key] = cert
+        if par.instance.key not in made:
+            made[par.instance.key] = _certify(par.instance.sql, par.instance.schema, K,
+                                              parametric_timeout_s or verify_timeout_s, K,
+                                              out_types, in_types, what)
+        cert = made[par.instance.key]
         if cert is not None and cert.get("status") == "verified" and parametric_covers(cert, inst):
             return cert
     return _certify(sql, schema, K, verify_timeout_s, min_bound, out_types, in_types, what)
@@ -117,17 +125,20 @@ def _certify(sql: str, schema: dict, K: int, verify_timeout_s: float, min_bound:
 
 
 def instance_certificates(o: Outcome, K: int, verify_timeout_s: float, min_bound: int = MIN_BOUND,
-                          types: Optional[Types] = None, skip: Optional[str] = None) -> list[dict]:
+                          types: Optional[Types] = None, skip: Optional[str] = None,
+                          parametric_timeout_s: Optional[float] = None,
+                          made: Optional[dict[str, dict]] = None) -> list[dict]:
     """The certificates of the pattern's instance in every template mining saw it in
     (``Outcome.instances``), but the one ``skip`` (the pattern's own); the verified ones."""
-    out, seen, made = [], {skip}, {}
+    out, seen = [], {skip}
+    made = {} if made is None else made
     for text in o.instances:
         try:
             inst = json.loads(text)
         except ValueError:
             continue
         cert = certify_instance(inst["sql"], inst["schema"], _top(o, K), verify_timeout_s, min_bound, types,
-                                o.candidate, made)
+                                o.candidate, made, parametric_timeout_s)
         if cert is None or cert.get("instance") in seen:
             continue
         seen.add(cert.get("instance"))
@@ -140,14 +151,19 @@ def instance_certificates(o: Outcome, K: int, verify_timeout_s: float, min_bound
 
 
 def pattern_of(o: Outcome, schema: dict, K: int, verify_timeout_s: float,
-               min_bound: int = MIN_BOUND, types: Optional[Types] = None) -> Optional[Pattern]:
+               min_bound: int = MIN_BOUND, types: Optional[Types] = None,
+               parametric_timeout_s: Optional[float] = None,
+               made: Optional[dict[str, dict]] = None) -> Optional[Pattern]:
     """The generalization stage's pattern of one verified outcome, with its certificates
-    (None for an outcome that is not verified or has no recorded point)."""
+    (None for an outcome that is not verified or has no recorded point). ``made``: the
+    parametric certificates of this run so far (one proof serves every pattern whose
+    instances share a parametric form)."""
     if not o.verified or o.edges is None or o.support is None:
         return None
-    cert = bounded_certificate(o, schema, K, verify_timeout_s, min_bound, types)
-    more = instance_certificates(o, K, verify_timeout_s, min_bound, types,
-                                 skip=(cert or {}).get("instance")) if cert else []
+    made = {} if made is None else made
+    cert = bounded_certificate(o, schema, K, verify_timeout_s, min_bound, types, parametric_timeout_s, made)
+    more = instance_certificates(o, K, verify_timeout_s, min_bound, types, (cert or {}).get("instance"),
+                                 parametric_timeout_s, made) if cert else []
     return Pattern(
         candidate_id=o.candidate, family=o.family, shape=o.shape, sql=o.sql,
         edges=o.edges, edges_written=o.edges_written, join_kind=o.join_kind,

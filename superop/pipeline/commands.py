@@ -79,6 +79,9 @@ def register(subparsers) -> None:
                                      "'unknown', never verified")
     deprecated(p, "--verify-timeout", dest="verify_timeout", use="--verify-timeout-s",
                type=timeout_s)
+    p.add_argument("--parametric-timeout-s", type=timeout_s, default=120.0, dest="parametric_timeout",
+                   metavar="S", help="seconds for the Z3 check of an instance's parametric form, "
+                                     "which covers it with every literal value (default 120)")
     p.add_argument("--max-candidates", type=int, metavar="N",
                    help="synthesize at most N candidates (the costliest first)")
     p.add_argument("--no-register", action="store_true",
@@ -147,6 +150,7 @@ def _nightly(args, log, schema, column_map) -> int:
                     min_bound=min(args.min_bound, args.K), min_cost_share=args.min_cost_share,
                     min_executions=args.min_executions,
                     synth_timeout_s=args.synth_timeout, verify_timeout_s=args.verify_timeout,
+                    parametric_timeout_s=args.parametric_timeout,
                     spark=_spark(args, "superop-nightly"), column_map=column_map,
                     progress=not args.quiet, register=not args.no_register,
                     max_candidates=args.max_candidates, include_failed=args.include_failed,

@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 # min_bound: when Z3 times out at K rows, the candidate (and its certificate) is checked again
 # at K-1, ... down to min_bound rows; the certificate records the bound it holds for, and a
 # timeout at every bound stays "unknown"
-DEFAULTS: dict = {"k": None, "K": 4, "min_bound": MIN_BOUND, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0}
+DEFAULTS: dict = {"k": None, "K": 4, "min_bound": MIN_BOUND, "synth_timeout_s": 60.0, "verify_timeout_s": 20.0,
+                   "parametric_timeout_s": 120.0}
 
 
 @dataclass
@@ -101,7 +102,8 @@ _T0 = [time.perf_counter()]
 def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = None,
                 k: Optional[int] = DEFAULTS["k"], K: int = DEFAULTS["K"],
                 min_bound: int = DEFAULTS["min_bound"], synth_timeout_s: float = DEFAULTS["synth_timeout_s"],
-                verify_timeout_s: float = DEFAULTS["verify_timeout_s"], spark=None,
+                verify_timeout_s: float = DEFAULTS["verify_timeout_s"],
+                parametric_timeout_s: float = DEFAULTS["parametric_timeout_s"], spark=None,
                 master: Optional[str] = None, column_map: Optional[dict] = None,
                 progress: Optional[bool] = None, register: bool = True,
                 max_candidates: Optional[int] = None, synth_fn: Optional[Callable] = None,
@@ -139,10 +141,12 @@ def run_nightly(log_path, out_dir, fmt: str = "auto", schema: Optional[dict] = N
                min_cost_share=MIN_COST_SHARE if min_cost_share is None else min_cost_share,
                min_executions=MIN_EXECUTIONS if min_executions is None else min_executions,
                include_failed=include_failed, K=K, min_bound=min_bound, synth_timeout_s=synth_timeout_s,
-               verify_timeout_s=verify_timeout_s, max_candidates=max_candidates, synth_fn=synth_fn,
+               verify_timeout_s=verify_timeout_s, parametric_timeout_s=parametric_timeout_s,
+               max_candidates=max_candidates, synth_fn=synth_fn,
                register=register, signer=signer)
     params = {"log": str(log_path), "format": fmt, **job.selection(), "K": K, "min_bound": min_bound,
               "synth_timeout_s": synth_timeout_s, "verify_timeout_s": verify_timeout_s,
+              "parametric_timeout_s": parametric_timeout_s,
               "max_candidates": max_candidates}
     ok = False
     parent = None
@@ -191,6 +195,7 @@ class _Job:
     min_bound: int
     synth_timeout_s: float
     verify_timeout_s: float
+    parametric_timeout_s: float
     max_candidates: Optional[int]
     synth_fn: Optional[Callable]
     register: bool
@@ -327,9 +332,10 @@ def _generalize(job: _Job, outcomes: list[Outcome]) -> tuple[list, list]:
     tr = job.tr
     t = time.perf_counter()
     child = tr.start("generalize", job.parent)
+    made: dict[str, dict] = {}    # parametric certificates: one proof serves every instance of a form
     patterns = [p for o in outcomes
                 if (p := pattern_of(o, job.schema, job.K, job.verify_timeout_s, job.min_bound,
-                                    spark_types(job.spark))) is not None]
+                                    spark_types(job.spark), job.parametric_timeout_s, made)) is not None]
     rules, rejected = generalize(patterns, template_proofs(int(job.verify_timeout_s * 1000)))
     gen_m = {"patterns": len(patterns), "rules": len(rules), "rejected": len(rejected),
              "seconds": round(time.perf_counter() - t, 3)}

@@ -180,3 +180,57 @@ def test_undecided_search_candidate_falls_back_to_the_verified_template(monkeypa
         assert res.status == UNKNOWN and res.checked_by == "testing", res.reason
         assert "the PJ template: unknown" in res.reason
         assert res.program is not None and not res.program.requires     # the search's candidate
+
+
+@functools.lru_cache(maxsize=1)
+def _parametric() -> tuple:
+    """The keyed instance's parametric form (its years as typed parameters) and its K=4
+    certificate, as the nightly job makes it."""
+    from superop.families.identity import instance_of_sql
+    from superop.families.parametric import parametric_of
+    from superop.verify.certify import check_and_certify
+    sql, schema = _cut()
+    par = parametric_of(instance_of_sql(sql, schema))
+    assert par is not None
+    return par, check_and_certify(par.instance.sql, par.instance.schema, K=4, timeout_ms=120000)
+
+
+def test_the_pivot_constants_are_parameters_of_the_keyed_form():
+    """The years each use fixes are typed parameters: one certificate covers every pair of
+    different years, with the premise it was proved under. Equal years are another form:
+    the program shares the two uses' accumulators (it reads the literals' values), so the
+    binding check refuses the parametric certificate for them."""
+    from superop.families.identity import instance_of_sql
+    from superop.rewrite.proofs import parametric_covers
+    par, cert = _parametric()
+    assert dict(par.bindings) == {"p0_int": "2001", "p1_int": "2002"}
+    assert ":p0_int" in par.instance.sql and "2001" not in par.instance.sql
+    assert cert["status"] == "verified", cert.get("reason")
+    assert cert["K"] == 4 and cert["premises"] == [PREMISE]
+    _, schema = _cut()
+    for y1, y2 in ((1998, 1999), (2002, 2001), (2001, 2001)):
+        other = _cut()[0].replace("t1.yr = 2001", f"t1.yr = {y1}").replace("t2.yr = 2002", f"t2.yr = {y2}")
+        assert other != _cut()[0]
+        assert parametric_covers(cert, instance_of_sql(other, schema)) == (y1 != y2), (y1, y2)
+
+
+@pytest.mark.parametrize("y1,y2", [(2002, 2001), (1990, 2003)])
+def test_runtime_applies_the_parametric_certificate_to_other_years(spark, kdata, y1, y2):
+    """Other years than the certified instance's run under its parametric certificate
+    (no proof at run time: ``certify=False``) and return the original's bag."""
+    from superop.rules_out.catalog import make_catalog
+    from superop.rules_out.coverage import covered_rule
+    from superop.runtime import SuperOpSession
+    _, cert = _parametric()
+    cat = make_catalog([covered_rule("PJ", [cert], rule_id="pj-inner-2way-keyed")], version="keys-param")
+    q = SQL.replace("t1.yr = 2001", f"t1.yr = {y1}").replace("t2.yr = 2002", f"t2.yr = {y2}")
+    so = SuperOpSession(spark, recheck_locally(cat), gate=False, keys={"kcust": "c_sk; c_id"}, certify=False)
+    r = so.rewrite(q)
+    assert r.changed and r.applied == ["pj-inner-2way-keyed"], r.explanation
+    assert "of parametric instance" in r.explanation and f"p0={y1}" in r.explanation
+    assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
+    # not covered, so unchanged: equal years (another program) and a year written as a
+    # string (Spark casts it: a near-miss)
+    for trap in (q.replace(f"t2.yr = {y2}", f"t2.yr = {y1}"), q.replace(f"t2.yr = {y2}", f"t2.yr = '{y2}'")):
+        s = so.rewrite(trap)
+        assert not s.changed and s.sql == trap, s.explanation

@@ -51,3 +51,47 @@ def test_no_retry_without_a_timeout():
     calls: list[int] = []
     o = synthesize_at_bounds(ROW, S, [2, 1], 60, 20, _times_out_above(9, calls))
     assert calls == [2] and o.status is OutcomeStatus.VERIFIED
+
+
+def _recording(calls: list, times_out_parametric: bool):
+    """check_and_certify that records (parametric?, K, timeout) and times out on the
+    parametric form when told to (the instance itself goes to the real verifier)."""
+    from superop.ir.parameters import PLACEHOLDER
+    from superop.verify.certify import check_and_certify as real
+
+    def check(sql, schema, **kw):
+        par = bool(PLACEHOLDER.search(sql))
+        calls.append((par, kw["K"], kw["timeout_ms"]))
+        if par and times_out_parametric:
+            return {"status": "unknown", "reason": "solver: timeout", "K": kw["K"]}
+        return real(sql, schema, **kw)
+    return check
+
+
+DJ_LIT = ("SELECT x.a, x.t, y.n FROM (SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a) x "
+          "JOIN (SELECT a, count(*) AS n FROM ops WHERE c < 3 GROUP BY a) y ON x.a = y.a")
+
+
+def test_the_parametric_form_is_checked_once_at_the_cover_bound_with_its_own_limit(monkeypatch):
+    """Below the runtime's cover bound a certificate covers nothing, so the parametric form
+    is not lowered after a timeout (nor tried when K is below it); it gets its own time
+    limit; one proof serves every instance of the form in the run (``made``)."""
+    import superop.pipeline.certificates as certs
+    calls: list = []
+    monkeypatch.setattr(certs, "check_and_certify", _recording(calls, times_out_parametric=True))
+    schema = {"ops": {"a": "int", "b": "int", "c": "int", "d": "int", "s": "int"}}
+    cert = certs.certify_instance(DJ_LIT, schema, K=4, verify_timeout_s=20, min_bound=3,
+                                  parametric_timeout_s=90)
+    assert calls == [(True, 4, 90000), (False, 4, 20000)]
+    assert cert is not None and cert["status"] == "verified" and cert["K"] == 4
+    calls.clear()
+    certs.certify_instance(DJ_LIT, schema, K=3, verify_timeout_s=20, min_bound=3, parametric_timeout_s=90)
+    assert calls == [(False, 3, 20000)]
+    # a verified parametric certificate is made once and serves another literal's instance
+    calls.clear()
+    monkeypatch.setattr(certs, "check_and_certify", _recording(calls, times_out_parametric=False))
+    made: dict = {}
+    first = certs.certify_instance(DJ_LIT, schema, K=4, verify_timeout_s=20, made=made)
+    second = certs.certify_instance(DJ_LIT.replace("b > 0", "b > 7"), schema, K=4, verify_timeout_s=20, made=made)
+    assert calls == [(True, 4, 20000)]
+    assert first is second and first["status"] == "verified" and len(made) == 1
