@@ -52,15 +52,18 @@ class Proof:
     output_types: Optional[tuple[Optional[str], ...]] = None
     input_types: Optional[tuple[tuple[str, str], ...]] = None
     bindings: tuple[tuple[str, str], ...] = ()     # a parametric certificate's parameters, bound
+    first_sight: bool = False      # made in this session, not read from the catalog
 
     def describe(self) -> str:
         if self.kind == "template":
             return f"unbounded proof {self.name}"
         short = self.name.split(':', 1)[-1][:12]
+        # the on-call person must tell a certificate the nightly signed from one made here
+        where = ", made on first sight in this session (not in the catalog)" if self.first_sight else ""
         if self.bindings:
             bound = ", ".join(f"{n.split('_', 1)[0]}={v}" for n, v in self.bindings)
-            return f"bounded certificate K={self.K} of parametric instance {short} ({bound})"
-        return f"bounded certificate K={self.K} of instance {short}"
+            return f"bounded certificate K={self.K} of parametric instance {short} ({bound}){where}"
+        return f"bounded certificate K={self.K} of instance {short}{where}"
 
 
 def _template(cert: dict[str, Any]) -> Optional[str]:
@@ -114,9 +117,10 @@ class ProofIndex:
                 self.instances[p.name] = (p, str(c.get("program_sha256")))
 
     def add(self, cert: dict[str, Any]) -> Optional[Proof]:
-        """Index one more (first-sight) bounded certificate; its proof or None."""
+        """Index one more bounded certificate, made on first sight; its proof or None."""
         p = instance_proof(cert)
         if p is not None:
+            p = replace(p, first_sight=True)
             self.instances[p.name] = (p, str(cert.get("program_sha256")))
             self._parametric = {k: v for k, v in self._parametric.items() if v is not None}
         return p

@@ -60,6 +60,7 @@ def test_the_certified_instance_is_applied_and_named(catalog4, cert4):
     r = rewrite_structural(Rewriter(catalog4), OPS_4WAY, SCHEMA)
     assert r.applied == ["diamond-union-all-4way"], r.explanation
     assert f"covered by the bounded certificate K=4 of instance {cert4['instance'][7:19]}" in r.explanation
+    assert "first sight" not in r.explanation      # the catalog's own certificate
     # the same instance spelled otherwise (context around it, another alias) is the same key
     ctx = f"SELECT q.a FROM ({OPS_4WAY}) AS q WHERE q.v > 1"
     assert instance_of_sql(ctx, SCHEMA).key == cert4["instance"]
@@ -106,6 +107,7 @@ def test_the_session_certifies_a_new_instance_on_first_sight(spark, kv, catalog4
     # certified in its parametric form (w > 0, v = 1 as parameters): one certificate for
     # every literal of those types
     assert "covered by the bounded certificate K=4 of parametric instance" in r.explanation
+    assert "made on first sight in this session (not in the catalog)" in r.explanation
     assert so.uncovered_instances() == [] and len(so.certifier.certified) == 1
     assert "covered by the bounded certificate K=4" in so.explain(q)
     assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(q).collect())
@@ -120,6 +122,7 @@ def test_the_session_certifies_a_new_instance_on_first_sight(spark, kv, catalog4
     # the same template with other literals: covered by that certificate, nothing new made
     r2 = so.rewrite(q.replace("w > 0", "w > 2").replace("v = 1", "v = 5"))
     assert r2.applied == ["diamond-union-all-4way"] and len(so.certifier.certified) == 1
+    assert "(p0=5, p1=2), made on first sight" in r2.explanation, r2.explanation
 
 
 def test_the_v_div_zero_instance_is_checked_before_it_runs(spark, kv, catalog4):
