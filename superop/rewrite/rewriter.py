@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field as dc_field, replace
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from sqlglot import exp
 
@@ -36,9 +36,20 @@ from ..dsl import Program
 from .compile import NoNativeForm, compile_program
 from .proofs import Proof, ProofIndex
 
-# (instance, match, form, try its parametric form first) -> a verified certificate or None
-Certifier = Callable[[Instance, families.Match, str, bool], Optional[dict]]
 UNCOVERED = "no proof covers"
+IN_BACKGROUND = "is being certified in the background"
+
+
+class Certifier(Protocol):
+    """First sight (``superop.runtime.first_sight``): (instance, match, form, try its
+    parametric form first) -> a verified certificate or None; ``pending(key)``: its check
+    of that instance is still running (the statement runs without it)."""
+
+    def __call__(self, inst: Instance, m: families.Match, form: str, parametric: bool = True) -> Optional[dict]:
+        ...
+
+    def pending(self, key: str) -> bool:
+        ...
 
 
 def instance_bound(matches: Sequence["Match"], trace: Sequence[str]) -> bool:
@@ -234,6 +245,10 @@ class Rewriter:
         proof, key = rule.proofs.covering(inst, form, program)
         if proof is None and key is not None and self.certify is not None:
             proof = self._certified(rule, inst, form, program, key)
+        if proof is None and key is not None and self.certify is not None and self.certify.pending(key.key):
+            why.append(f"{rule.id}: admits it; instance {key.short} {IN_BACKGROUND} (first sight): unchanged "
+                       f"until its proof is done")
+            return None
         if proof is None:
             if key is not None:
                 with self._lock:

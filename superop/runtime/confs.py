@@ -10,6 +10,7 @@
 ``spark.superop.trustedKeys``       public keys a catalog may be signed with (see rules_out.signing)
 ``spark.superop.gate``              the benefit gate of ``enable_from_conf``: cost | exchanges
 ``spark.superop.decisionStore``     directory of persisted decisions (default: beside a catalog file)
+``spark.superop.certify``           first sight of ``enable_from_conf``: auto | background | off
 ==================================  ===============================================================
 
 Classic sessions read each key (a py4j call each); Spark Connect sessions read all set
@@ -31,7 +32,35 @@ CATALOG = PREFIX + "catalog"
 TRUSTED_KEYS = PREFIX + "trustedKeys"
 GATE = PREFIX + "gate"
 DECISION_STORE = PREFIX + "decisionStore"
+CERTIFY = PREFIX + "certify"
 PER_CALL = (ENABLED, EXCLUDE, DECISION_LOG, SHADOW)
+GATES = ("cost", "exchanges", "ungated")
+
+
+def gate_mode(gate) -> str:
+    """The benefit gate's mode from what a caller passed (True/None: cost, False: ungated)."""
+    if gate is True or gate is None:
+        return "cost"
+    if gate is False:
+        return "ungated"
+    if gate == "off":
+        raise ValueError("gate='off' is not a kill switch: to run every query unchanged set "
+                         "spark.superop.enabled=false (or superop.runtime.disable(spark)); to rewrite "
+                         "without the benefit gate use gate='ungated'")
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {GATES} (or True/False), not {gate!r}")
+    return gate
+
+
+CERTIFY_MODES = ("auto", "background", "off")
+
+
+def certify_mode(certify) -> str:
+    """First sight's mode (``superop.runtime.first_sight``; True: auto, False: off)."""
+    mode = {True: "auto", False: "off"}.get(certify, certify) if isinstance(certify, bool) else certify
+    if mode not in CERTIFY_MODES:
+        raise ValueError(f"certify must be one of {CERTIFY_MODES} (or True/False), not {certify!r}")
+    return mode
 
 
 @dataclass(frozen=True)

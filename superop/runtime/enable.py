@@ -90,15 +90,16 @@ def disable(spark) -> Optional[SuperOpSession]:
 
 def enable_from_conf(spark, **options: Any) -> Optional[SuperOpSession]:
     """:func:`enable` with the catalog of ``spark.superop.catalog`` (and the gate of
-    ``spark.superop.gate``); None, changing nothing, when no catalog is set or
+    ``spark.superop.gate``, first sight of ``spark.superop.certify``); None, changing nothing, when no catalog is set or
     ``spark.superop.enabled`` is false. A catalog that is set but refused raises."""
-    values = confs.read_keys(spark, (confs.CATALOG, confs.GATE, confs.ENABLED))
+    values = confs.read_keys(spark, (confs.CATALOG, confs.GATE, confs.ENABLED, confs.CERTIFY))
     catalog = (values.get(confs.CATALOG) or "").strip()
     if not catalog or not confs.read(spark).enabled:
         return None
-    if values.get(confs.GATE) and "gate" not in options:
-        options["gate"] = values[confs.GATE].strip()
-    try:
-        return enable(spark, catalog, **options)
-    except ValueError as e:
-        raise SuperopError(f"{confs.GATE}: {e}") from None
+    for key, option, check in ((confs.GATE, "gate", confs.gate_mode), (confs.CERTIFY, "certify", confs.certify_mode)):
+        if values.get(key) and option not in options:
+            try:
+                options[option] = check(values[key].strip())
+            except ValueError as e:
+                raise SuperopError(f"{key}: {e}") from None
+    return enable(spark, catalog, **options)

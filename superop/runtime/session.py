@@ -79,23 +79,6 @@ from .tablestats import CatalogStats, SessionProbe
 
 log = logging.getLogger("superop.runtime")
 
-GATES = ("cost", "exchanges", "ungated")
-
-
-def _gate_mode(gate) -> str:
-    if gate is True or gate is None:
-        return "cost"
-    if gate is False:
-        return "ungated"
-    if gate == "off":
-        raise ValueError("gate='off' is not a kill switch: to run every query unchanged set "
-                         "spark.superop.enabled=false (or superop.runtime.disable(spark)); to rewrite "
-                         "without the benefit gate use gate='ungated'")
-    if gate not in GATES:
-        raise ValueError(f"gate must be one of {GATES} (or True/False), not {gate!r}")
-    return gate
-
-
 class SuperOpSession:
     def __init__(self, spark, catalog: Union[str, dict], *, gate: Union[bool, str] = "cost",
                  schema: Optional[dict] = None, max_alternatives: int = 4,
@@ -126,9 +109,10 @@ class SuperOpSession:
         ``spark.superop.decisionStore``, else beside a catalog file); False: none. ``merge_flags``: also price the
         query with Spark's own merge settings on, for that query only
         (:mod:`superop.runtime.merge_flags`). ``certify``: a match no proof in the catalog
-        covers is certified on first sight (bounded, a time limit; "auto": when Z3 is
-        installed, ``superop.runtime.first_sight``) or, with False, runs unchanged and is
-        listed by :meth:`uncovered_instances` for the next nightly job."""
+        covers is certified on first sight when Z3 is installed (``superop.runtime.first_sight``:
+        bounded, a time limit; "auto" while the statement waits, "background" without
+        waiting — it runs unchanged until the proof is done) or, with False, runs unchanged
+        and is listed by :meth:`uncovered_instances` for the next nightly job."""
         self.spark = spark
         self.analyze_tables = analyze_tables
         self._analyzed: set[str] = set()
@@ -137,7 +121,7 @@ class SuperOpSession:
         self.catalog = load_catalog(catalog, trusted=trusted)
         self.certifier = first_sight(self._types_of, certify)
         self.rewriter = Rewriter(self.catalog, certify=self.certifier)
-        self.gate = _gate_mode(gate)
+        self.gate = confs.gate_mode(gate)
         self.keys = session_keys(keys)
         self.schema = schema
         # decisions depend on the declarations too (a shared cache must not mix them)
@@ -303,11 +287,15 @@ class SuperOpSession:
             if d is not None:
                 persisted = True
                 self.cache.put(key, d)
+        settled = True
         if d is not None:
             res = self._from_cache(sql, tpl, d, t0, persisted)
         else:
+            since = self.certifier.started if self.certifier is not None else 0
             res, decision = self._decide(sql, t0)
-            if decision is not None:
+            # a background first-sight verdict still to come may change it: decide it again
+            settled = self.certifier is None or self.certifier.settled(since)
+            if decision is not None and settled:
                 t1 = time.perf_counter()
                 if decision.changed:
                     # a decision that holds for these literals only is served for them only
@@ -319,7 +307,7 @@ class SuperOpSession:
                     self.store.put(key, decision)
                 res.timings_ms["cache_store_ms"] = (time.perf_counter() - t1) * 1e3
             res.timings_ms["cache_hit"] = 0.0
-        if not self.analyze_tables and res.error is None:
+        if not self.analyze_tables and res.error is None and settled:
             self._exact_store(sql, tpl.tables, snap, res)
         return res
 
@@ -556,9 +544,11 @@ class SuperOpSession:
             self._shadow.wait(timeout)
 
     def close(self) -> None:
-        """Finish shadow comparisons and flush the decision logs."""
+        """Finish shadow comparisons, flush the decision logs, stop background proofs."""
         if self._shadow is not None:
             self._shadow.close()
+        if self.certifier is not None:
+            self.certifier.close()
         self.ops.flush()
 
     def explain(self, sql: str) -> str:

@@ -132,6 +132,7 @@ def test_enable_from_conf_and_the_startup_hook(spark, ops, catalog, tmp_path, se
     assert enable_from_conf(spark) is None                      # no catalog set: nothing changes
     settings("spark.superop.catalog", str(path))
     settings("spark.superop.gate", "exchanges")
+    settings("spark.superop.certify", "background")
     settings("spark.superop.enabled", "false")
     assert enable_from_conf(spark) is None                      # switched off: nothing changes
     settings("spark.superop.enabled", "true")
@@ -143,10 +144,24 @@ def test_enable_from_conf_and_the_startup_hook(spark, ops, catalog, tmp_path, se
         assert same is spark
         so = enabled_session(spark)
         assert so is not None and so.gate == "exchanges"
+        assert so.certifier is not None and so.certifier.background
         assert exchanges(spark.sql(DU_Q)) == 1
     finally:
         superop.runtime.autoenable.uninstall()
         disable(spark)
+
+
+@pytest.mark.parametrize("key,value", [("spark.superop.certify", "later"), ("spark.superop.gate", "fast")])
+def test_enable_from_conf_names_the_setting_it_refuses(spark, catalog, tmp_path, settings, key, value):
+    from superop.errors import SuperopError
+    from superop.rules_out.catalog import write_catalog
+    path = tmp_path / "catalog.json"
+    write_catalog(path, catalog)
+    settings("spark.superop.catalog", str(path))
+    settings(key, value)
+    with pytest.raises(SuperopError, match=f"^{key}: .*must be one of"):
+        enable_from_conf(spark)
+    assert enabled_session(spark) is None
 
 
 @pytest.fixture

@@ -136,3 +136,62 @@ def test_the_v_div_zero_instance_is_checked_before_it_runs(spark, kv, catalog4):
                 spark.sql(q).collect()
     else:
         assert "no proof covers" in r.explanation
+
+
+def _settle(so, key: str, limit_s: float = 180.0) -> None:
+    import time
+    end = time.monotonic() + limit_s
+    while so.certifier.pending(key):
+        assert time.monotonic() < end, "the background proof did not finish"
+        time.sleep(0.2)
+
+
+def test_background_first_sight_never_makes_the_statement_wait(spark, kv, catalog4):
+    """certify="background": the statement runs unchanged while its instance is checked
+    on a background thread, that refusal is not cached, and the statements after the
+    proof run rewritten under it."""
+    from superop.rewrite.rewriter import IN_BACKGROUND
+    from superop.runtime import SuperOpSession
+    q = KV_4WAY.replace("min(v) / 0", "min(v)").replace("w > 0", "w > 1")
+    key = instance_of_sql(q, {**SCHEMA, **KV}).key
+    so = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated", certify="background")
+    try:
+        r = so.rewrite(q)
+        assert not r.changed and r.sql == q and IN_BACKGROUND in r.explanation, r.explanation
+        assert so.uncovered_instances() == []      # not a nightly job's work (yet)
+        _settle(so, key)
+        r2 = so.rewrite(q)
+        assert not r2.explanation.startswith("cached decision"), r2.explanation
+        assert r2.applied == ["diamond-union-all-4way"], r2.explanation
+        assert "made on first sight in this session" in r2.explanation
+        assert bag(spark.sql(r2.sql).collect()) == bag(spark.sql(q).collect())
+        assert so.rewrite(q).explanation.startswith("cached decision")    # settled: cached now
+    finally:
+        so.close()
+
+
+def test_background_first_sight_of_a_refuted_instance_stays_unchanged(spark, kv, catalog4):
+    """The v / 0 instance: when its background check does not verify, the statement keeps
+    running unchanged and the instance is listed for the next nightly job."""
+    from superop.rewrite.rewriter import IN_BACKGROUND
+    from superop.runtime import SuperOpSession
+    key = instance_of_sql(KV_4WAY, {**SCHEMA, **KV}).key
+    so = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated", certify="background")
+    try:
+        assert IN_BACKGROUND in so.rewrite(KV_4WAY).explanation
+        _settle(so, key)
+        r = so.rewrite(KV_4WAY)
+        if r.changed:     # verified: the rewrite raises exactly where the query does
+            assert "made on first sight" in r.explanation
+        else:
+            assert "no proof covers" in r.explanation and IN_BACKGROUND not in r.explanation
+            assert [i.key for i in so.uncovered_instances()] == [key]
+    finally:
+        so.close()
+
+
+@pytest.mark.parametrize("mode", ["sometimes", "", 2])
+def test_an_unknown_certify_mode_is_refused(spark, catalog4, mode):
+    from superop.runtime import SuperOpSession
+    with pytest.raises(ValueError, match="certify must be one of"):
+        SuperOpSession(spark, recheck_locally(catalog4), certify=mode)
