@@ -32,7 +32,8 @@ from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape
-from .kit.family import GLOBAL_PRODUCT, Family, ProofInstance, Slot, Streamability, branches_prefilter
+from .kit.family import GLOBAL_PRODUCT, Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment
+from .kit.planting import ExampleKit, ExampleSpec, Relation
 from .kit.program import AggBranch, Accs, conj, is_true
 from .kit.records import CatalogNames, Match, NearMiss, Reason, ReasonCode
 
@@ -160,6 +161,65 @@ class GlobalAggregateDiamond(Family):
                 fns, symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
                 + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ())))
         return tuple(out)
+
+    # -- examples for the log generator ------------------------------------------------------
+    def examples(self) -> tuple[ExampleSpec, ...]:
+        return tuple(ExampleSpec(seq, self.name, br, **kw) for seq, br, kw in _EXAMPLES)
+
+    def near_miss_examples(self) -> tuple[tuple[int, ReasonCode, str], ...]:
+        return ((6, GAReason.JOIN_CONDITION, "two global aggregates of one input joined on their values"),)
+
+    def example_shape(self, spec: ExampleSpec) -> str:
+        return "(" + ", ".join(shape_segment(b, "γ", a) for b, a in spec.branches) + ")×"
+
+    def plant(self, spec: ExampleSpec, kit: ExampleKit) -> str:
+        """``SELECT x.n, y.t FROM (SELECT COUNT(*) AS n FROM t WHERE p1) x CROSS JOIN (SELECT
+        SUM(s) AS t FROM t WHERE p2) y`` (or a comma join): per branch its lower path (a
+        trailing σ is the branch's WHERE, the rest derived tables) and its upper σ (a HAVING)."""
+        rng = kit.rng
+        names = rng.choice([("x", "y", "z", "w"), ("lo", "hi", "mid", "top"), ("g1", "g2", "g3", "g4")])
+        measures = kit.measure_names(len(spec.branches))
+        items, cols = [], []
+        for i, ((below, above), m) in enumerate(zip(spec.branches, measures)):
+            items.append(f"({_global_branch(kit, below, above, m, str(i))}) {names[i]}")
+            cols.append(f"{names[i]}.{m}")
+        sel = "*" if rng.random() < 0.3 else ", ".join(cols)
+        return kit.prefix + f"SELECT {sel} FROM " + rng.choice([" CROSS JOIN ", ", "]).join(items)
+
+    def plant_near_miss(self, reason: ReasonCode, kit: ExampleKit) -> str:
+        """Two global aggregates joined on a comparison of their values (in the ON clause or
+        in a WHERE over a cross join): not a product."""
+        if reason is not GAReason.JOIN_CONDITION:
+            raise ValueError(reason)
+        rng = kit.rng
+        m1, m2 = kit.measure_names(2)
+        x = _global_branch(kit, "σ", "", m1, "")
+        y = _global_branch(kit, rng.choice(["", "σ"]), "", m2, "1")
+        cmp = f"x.{m1} {rng.choice(['<', '>', '<='])} y.{m2}"
+        if rng.random() < 0.5:
+            return f"SELECT x.{m1}, y.{m2} FROM ({x}) x JOIN ({y}) y ON {cmp}"
+        return f"SELECT x.{m1}, y.{m2} FROM ({x}) x CROSS JOIN ({y}) y WHERE {cmp}"
+
+
+def _global_branch(kit: ExampleKit, below: str, above: str, measure: str, tag: str) -> str:
+    """``SELECT AGG(..) AS measure FROM <below> [WHERE p] [HAVING AGG(..) > c]``: one global
+    aggregate of the kit's input, its aggregate a streaming fold (no DISTINCT)."""
+    if above not in ("", "σ"):
+        raise ValueError(f"a planted global aggregate has no upper path {above!r}")
+    ops = below[:-1] if below.endswith("σ") else below
+    rel: Relation = kit.decorate(kit.base, ops, tag=tag)
+    where = f" WHERE {kit.predicate(rel)}" if below.endswith("σ") else ""
+    agg = next(a for a in kit.agg_choices(rel, 4) if "DISTINCT" not in a.upper())
+    src = rel.src if rel.sql is None else f"({rel.sql}) s{tag or 0}"
+    having = f" HAVING {agg} > {kit.lit('small')}" if above else ""
+    return f"SELECT {agg} AS {measure} FROM {src}{where}{having}"
+
+
+# (position in the bundled log, branches (below γ, above γ), options): TPC-DS q28 / q88 / q90's
+# counts of one input's buckets, each global aggregate filtered by its own predicate
+_EXAMPLES: tuple[tuple[int, tuple[tuple[str, str], ...], dict[str, Any]], ...] = (
+    (50, (("σ", ""), ("σ", "")), dict(note="two filtered global aggregates, cross-joined")),
+)
 
 
 GA = GlobalAggregateDiamond()

@@ -91,6 +91,7 @@ from .kit.records import (
     TemplateError,
 )
 from .kit.regroup import aggregate_below, and_all
+from .pivot_examples import PivotExamples
 from .pivot_proofs import PROOF_INSTANCES
 
 
@@ -273,7 +274,7 @@ def constant_refused(col_type: Optional[str], const: exp.Expr) -> str:
 # ---------------------------------------------------------------------------
 # the family
 # ---------------------------------------------------------------------------
-class PivotJoin(Family):
+class PivotJoin(PivotExamples, Family):
     name = "PJ"
     catalog = CatalogNames("pivot-join", "SuperOp_PJ",
                            "uses of one grouped aggregate fixing grouping keys to constants, joined on "
@@ -286,6 +287,7 @@ class PivotJoin(Family):
     aggregates = AGG_FUNCS
     reasons = (PivotReason, Reason)
     proof_shape = JOIN
+    not_constant_reason = PivotReason.NOT_A_CONSTANT     # the near-miss the log generator plants (pivot_examples.py)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:

@@ -2,17 +2,26 @@
 import json
 from collections import Counter
 
-from superop.families import regroup
+import random
+
+import pytest
+
+from superop.families import REGISTRY, get, regroup
 from superop.ir import lower, shape
+from superop.mining.detect import detect
 from superop.mining.normalize import normalize, template_id
-from superop.workloads.loggen import LOG_SCHEMA, generate_log, generate_tables, load_truth, mining_schema
+from superop.workloads.loggen import (LOG_SCHEMA, generate_log, generate_tables, load_truth, mining_schema,
+                                      planted_examples, planted_near_misses)
+from superop.workloads.loggen.sqlkit import Kit, Template
 
 
 def test_plants_every_family_kind_and_table2_shape():
     g = generate_log(800, seed=3)
     vs = g.truth["variants"]
     assert len(vs) >= 30
-    assert {v["family"] for v in vs} == {"DU", "DJ", "MJ", "WM", "EX"}
+    # every registered family plants at least one example
+    assert {v["family"] for v in vs} == {f.name for f in REGISTRY} == {"DU", "GA", "DJ", "MJ", "WM", "NB", "PJ",
+                                                                        "EX"}
     assert {v["join_kind"] for v in vs if v["family"] == "DJ"} >= {"inner", "left", "right",
                                                                    "full", "semi"}
     assert {v["agg"] for v in vs if v["family"] == "MJ"} == {"MIN", "MAX"}
@@ -33,7 +42,41 @@ def test_plants_every_family_kind_and_table2_shape():
                for v in dash)
     nm = {n["reason"]: n for n in g.truth["near_misses"]}
     assert set(nm) == {"different_grouping_keys", "join_not_on_grouping_keys", "join_on_subset_of_keys",
-                       "different_inputs", "filter_below_min_max", "aggregate_not_min_max"}
+                       "different_inputs", "filter_below_min_max", "aggregate_not_min_max", "join_condition",
+                       "rank_may_tie", "use_filter_not_constant"}
+    assert {nm[r]["attempted_family"] for r in ("join_condition", "rank_may_tie", "use_filter_not_constant")} == \
+        {"GA", "NB", "PJ"}
+
+
+def test_planted_positions_are_unique_and_new_families_come_last():
+    """Each planted variant keeps its position: the global aggregate, the neighbour self-join
+    and the pivot join were added after every other family's examples and near-misses."""
+    seqs = [s.seq for s in planted_examples()]
+    assert len(set(seqs)) == len(seqs)
+    assert [(s.seq, s.family) for s in planted_examples()][-3:] == [(50, "GA"), (51, "NB"), (52, "PJ")]
+    near = [(seq, f.name, r.value) for seq, f, r, _ in planted_near_misses()]
+    assert len({seq for seq, _, _ in near}) == len(near)
+    assert near[-3:] == [(6, "GA", "join_condition"), (7, "NB", "rank_may_tie"), (8, "PJ", "use_filter_not_constant")]
+
+
+@pytest.mark.parametrize("family", ["GA", "NB", "PJ"])
+def test_every_draw_of_a_planted_template_is_the_familys_instance(family):
+    """Whatever a template draws (columns, aggregates, join spelling, aliases) and whatever
+    literals a run gets, the one matching path sees the family's candidate with the planted
+    shape, and each planted near-miss as the family's near-miss with its reason."""
+    fam, rng, schema = get(family), random.Random(17), mining_schema()
+    for spec in fam.examples():
+        for _ in range(12):
+            kit = Kit.for_spec(spec, rng)
+            sql = Template(fam.plant(spec, kit), kit.slots, "", "").render(rng)
+            assert [(f.status.value, f.family, f.join_kind, f.shape) for f in detect(lower(sql, schema).plan)] == \
+                [("candidate", family, spec.join_kind, fam.example_shape(spec))], sql
+    for _, reason, _ in fam.near_miss_examples():
+        for _ in range(12):
+            kit = Kit(rng)
+            sql = Template(fam.plant_near_miss(reason, kit), kit.slots, "", "").render(rng)
+            assert [(f.status.value, f.family, f.reason) for f in detect(lower(sql, schema).plan)] == \
+                [("near_miss", family, reason.value)], sql
 
 
 def test_deterministic_and_well_formed_lines():

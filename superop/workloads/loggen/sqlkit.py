@@ -315,6 +315,10 @@ class Kit:
     def lit(self, kind: str) -> str:
         return self.t.lit(kind)
 
+    def predicate(self, rel: _Rel) -> str:
+        """A predicate over rel's non-key columns with literal slots (for a WHERE of the family's own)."""
+        return _pred(self.t, rel, self.rng)
+
     def table(self, name: str, keys: list[str]) -> _Rel:
         return _Rel(name, None, dict(LOG_SCHEMA[name]), list(keys), name)
 
