@@ -4,6 +4,7 @@ import json
 import pandas as pd
 import pytest
 
+from superop.families import names
 from superop.ir import lower
 from superop.mining.detect import detect, skeleton
 from superop.mining.job import CANDIDATE_COLUMNS, candidate_id, tracking_uri_for
@@ -24,6 +25,8 @@ def test_finds_every_planted_variant_with_exact_support(bundled, truth):
         assert (r["templates"], r["executions"]) == (v["templates"], v["executions"]), v
     # nothing else: no near-miss and no noise query became a candidate
     assert len(c) == len(truth["variants"])
+    # every registered family is planted, and mining finds candidates of each
+    assert set(c["family"]) == {v["family"] for v in truth["variants"]} == set(names())
 
 
 def test_dashboards_are_candidates_by_cost_and_not_by_k(bundled, truth):
