@@ -8,7 +8,9 @@ What is planted
 ---------------
 * super-operator *variants*, as every registered family declares them (today: Diamond
   UnionAll 2..4-way, Diamond Join inner / left / right / full / semi, Min & Join MIN/MAX
-  inner / left / right); every shape of Table 2 of the super-operator paper; σ/π/ρ
+  inner / left / right, WinMagic, self EXISTS semi / anti, two cross-joined global
+  aggregates, a ranked view joined to itself one rank back, a pivot join of two uses of
+  one aggregate); every shape of Table 2 of the super-operator paper; σ/π/ρ
   decorations in varying orders on every abstract edge. A 3-way Diamond Join is planted
   too: the family's template takes two inputs, so its truth is a near-miss
   (``too_many_branches``) plus the inner two-input diamond as a variant.
@@ -18,7 +20,8 @@ What is planted
   and every template runs several times with fresh random literals.
 * near-misses that look like diamonds but are not super-operators (different grouping keys,
   join on non-key columns or on a subset of the keys, two different tables, a filter below
-  the MIN of a Min & Join, a non-MIN/MAX aggregate joined back).
+  the MIN of a Min & Join, a non-MIN/MAX aggregate joined back, global aggregates joined on
+  a condition, a rank that may tie, a pivot use filtered on a range).
 * noise: dimension joins, plain scans, top-k, windows, TPC-H queries when
   :mod:`superop.workloads.tpch` is available; malformed lines, non-SQL statements, SQL that
   does not parse, unknown tables and failed/canceled executions.
