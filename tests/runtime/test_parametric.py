@@ -134,3 +134,33 @@ def test_a_program_that_reads_a_literals_value_does_not_bind(par_cert):
     assert bound_equal(par, general, actual, proof)
     tampered = Program.from_json(json.loads(json.dumps(actual.to_json()).replace("> 0", "> 1")))
     assert not bound_equal(par, general, tampered, proof)
+
+
+def test_first_sight_certifies_a_sample_moment_instance_itself(monkeypatch):
+    """stddev_samp / var_samp are uninterpreted in Z3 and a difference it finds is
+    re-decided on concrete values only: the parametric check of such an instance ends
+    unknown, so first sight (on a time budget) checks the instance itself — and still
+    tries the parametric form first for other instances."""
+    import superop.verify.certify as certify_mod
+    from superop import families
+    from superop.families.parametric import undecidable_parametric
+    from superop.ir import lower
+    from superop.ir.parameters import PLACEHOLDER
+    from superop.runtime.first_sight import FirstSight
+    moment = DJ.format(lo=0, hi=3).replace("sum(s)", "stddev_samp(s)")
+    assert undecidable_parametric(instance_of_sql(moment, SCHEMA))
+    assert not undecidable_parametric(instance_of_sql(DJ.format(lo=0, hi=3), SCHEMA))
+    seen: list[bool] = []
+
+    def record(sql, schema, **kw):
+        seen.append(bool(PLACEHOLDER.search(sql)))
+        return {"status": "unknown", "reason": "recorded only"}
+    monkeypatch.setattr(certify_mod, "check_and_certify", record)
+
+    def no_types(node):
+        raise RuntimeError("no Spark here")
+    for q, want in ((moment, [False]), (DJ.format(lo=0, hi=3), [True, False])):
+        seen.clear()
+        m = families.first_match(lower(q, SCHEMA).plan, finished=True)
+        assert FirstSight(no_types)(instance_of_sql(q, SCHEMA), m, "") is None
+        assert seen == want, q
