@@ -60,6 +60,7 @@ class FirstSight:
         self._submitted = 0                  # background jobs ever submitted
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
+        self._closed = False
 
     def _types(self, m: Match) -> tuple[Optional[list[str]], Optional[dict[str, str]]]:
         try:
@@ -116,14 +117,19 @@ class FirstSight:
             else:
                 return None
             todo = [t for t in targets if t.key not in self._verdicts and t.key not in self._pending]
-            if not todo:
+            if not todo or self._closed:
                 return None
             self._pending.update(t.key for t in todo)
             self._submitted += 1
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="superop-first-sight")
+            pool = self._pool
         types = self._types(m)        # Spark, on the caller's thread
-        self._pool.submit(self._run, todo, form, types)
+        try:
+            pool.submit(self._run, todo, form, types)
+        except RuntimeError:          # closed meanwhile: the statement runs unchanged
+            with self._lock:
+                self._pending.difference_update(t.key for t in todo)
         return None
 
     def _run(self, todo: list[Instance], form: str, types) -> None:
@@ -136,9 +142,14 @@ class FirstSight:
                 self._pending.difference_update(t.key for t in todo)
 
     def close(self) -> None:
-        """Stop taking background checks (a running one finishes on its thread)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop taking background checks (a running one finishes on its thread; the
+        statements after this run unchanged where no verdict covers them)."""
+        with self._lock:
+            self._closed = True
+            self._pending.clear()     # queued checks are cancelled: nothing is pending now
+            pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _certified(self, inst: Instance, form: str, types) -> Optional[dict]:
         with self._lock:

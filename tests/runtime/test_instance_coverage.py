@@ -195,3 +195,14 @@ def test_an_unknown_certify_mode_is_refused(spark, catalog4, mode):
     from superop.runtime import SuperOpSession
     with pytest.raises(ValueError, match="certify must be one of"):
         SuperOpSession(spark, recheck_locally(catalog4), certify=mode)
+
+
+def test_a_closed_background_certifier_leaves_statements_unchanged(spark, kv, catalog4):
+    from superop.runtime import SuperOpSession
+    q = KV_4WAY.replace("min(v) / 0", "min(v)").replace("w > 0", "w > 3")
+    so = SuperOpSession(spark, recheck_locally(catalog4), gate="ungated", certify="background")
+    so.rewrite("SELECT 1")
+    so.close()
+    r = so.rewrite(q)
+    assert not r.changed and r.sql == q and r.error is None
+    assert not so.certifier.pending(instance_of_sql(q, {**SCHEMA, **KV}).key)
