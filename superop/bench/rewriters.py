@@ -74,14 +74,15 @@ HAND_BUILT = "bench-default"     # --catalog value for the hand-built catalog (h
 
 def runtime_session(spark, catalog: Union[None, str, dict] = None, data_dir: str = ".superop/bench-data",
                     log: Optional[str] = None, mine_kw: Optional[dict] = None,
-                    keys: Optional[str] = None) -> tuple[SuperOpSession, dict]:
+                    keys: Optional[str] = None, certify: str = "auto") -> tuple[SuperOpSession, dict]:
     """The production runtime (:class:`SuperOpSession`, a fresh decision cache) with
     ``catalog`` (file or MLflow URI); by default the catalog the nightly job mines from
     ``log`` (the bundled log), mined once and cached under ``data_dir`` (bench/mined.py).
     ``catalog="bench-default"`` is the hand-built :func:`default_catalog`, for harness tests
     only. ``keys``: a file of declared keys the session vouches for
     (``SuperOpSession(keys=...)``: a schema file with a ``"$keys"`` entry, or a bare keys
-    mapping) — keyed rules apply only with it. Returns the session and what describes it."""
+    mapping) — keyed rules apply only with it. ``certify``: the session's first-sight mode
+    (``SuperOpSession(certify=...)``). Returns the session and what describes it."""
     if catalog == HAND_BUILT:
         cat, desc = default_catalog(), ("bench-default (hand-built DU/DJ/MJ rules, templates proved by "
                                         "superop.verify at start-up; harness tests only)")
@@ -94,8 +95,8 @@ def runtime_session(spark, catalog: Union[None, str, dict] = None, data_dir: str
         cat, desc = str(m.path), m.describe()
     # the hand-built catalog is made here, unsigned: re-checked with z3 and signed in this process
     so = SuperOpSession(spark, recheck_locally(cat) if isinstance(cat, dict) and "signature" not in cat else cat,
-                        keys=keys)
-    info = {"catalog": desc, "catalog_version": so.catalog.get("version"),
+                        keys=keys, certify=certify)
+    info = {"catalog": desc, "catalog_version": so.catalog.get("version"), "certify": certify,
             "keys": keys, "declared_keys": {t: [k.text() for k in ks] for t, ks in so.keys.items()},
             "catalog_checksum": so.catalog.get("checksum"),
             "rules": [r["id"] for r in so.catalog.get("rules", [])]}
@@ -104,9 +105,9 @@ def runtime_session(spark, catalog: Union[None, str, dict] = None, data_dir: str
 
 def runtime_rewriter(spark, catalog: Union[None, str, dict] = None, data_dir: str = ".superop/bench-data",
                      log: Optional[str] = None, mine_kw: Optional[dict] = None,
-                     keys: Optional[str] = None) -> Rewriter:
+                     keys: Optional[str] = None, certify: str = "auto") -> Rewriter:
     """The production rewriter (``SuperOpSession.rewrite``) of :func:`runtime_session`."""
-    so, info = runtime_session(spark, catalog, data_dir, log, mine_kw, keys)
+    so, info = runtime_session(spark, catalog, data_dir, log, mine_kw, keys, certify)
 
     def fn(sql: str) -> Rewrite:
         t0 = time.perf_counter()
@@ -125,9 +126,9 @@ def runtime_rewriter(spark, catalog: Union[None, str, dict] = None, data_dir: st
 
 def make_rewriter(spark, kind: str = "runtime", catalog: Optional[str] = None,
                   data_dir: str = ".superop/bench-data", log: Optional[str] = None,
-                  keys: Optional[str] = None) -> Rewriter:
+                  keys: Optional[str] = None, certify: str = "auto") -> Rewriter:
     if kind == "runtime":
-        return runtime_rewriter(spark, catalog, data_dir, log, keys=keys)
+        return runtime_rewriter(spark, catalog, data_dir, log, keys=keys, certify=certify)
     if kind == "identity":
         return identity_rewriter()
     raise SuperopError(f"unknown rewriter {kind!r} (runtime | identity)")

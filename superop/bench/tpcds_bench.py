@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from ..errors import SuperopError
 from ..ir.schema import load_keys_file
+from ..runtime.confs import CERTIFY_MODES
 from ..runtime.merge_flags import MERGE_FLAGS, session_with
 from ..storage import atomic_write_json, atomic_write_text
 from ..workloads.tpcds import parse_query_names, register_tpcds
@@ -129,6 +130,9 @@ def register_cli(bs, common: Callable, run: Callable) -> None:
                         "the data): a schema JSON with a \"$keys\" entry (`superop workload "
                         "tpcds-schema` writes one) or a bare keys mapping; keyed rules apply "
                         "only with it")
+    t.add_argument("--certify", choices=CERTIFY_MODES, default="auto",
+                   help="first sight of an instance the catalog does not cover (default auto: the "
+                        "statement waits for its proof; background: it runs unchanged meanwhile)")
     t.add_argument("--no-peer", action="store_true",
                    help="do not time the peer side (Spark with its merge settings on)")
     t.add_argument("--power", action="store_true",
@@ -211,6 +215,7 @@ def run_tpcds_cmd(args) -> int:
     """The command function of ``superop bench tpcds`` (shared options of ``bench tpch``)."""
     names = parse_query_names(args.queries)
     keys = getattr(args, "keys", None)
+    certify = getattr(args, "certify", "auto")
     if keys:
         load_keys_file(keys)           # a bad file fails here, before Spark starts
     if getattr(args, "power", False) and args.rewriter != "runtime":
@@ -224,7 +229,7 @@ def run_tpcds_cmd(args) -> int:
         info: dict = {}
 
         def make_session():
-            so, i = runtime_session(spark, args.catalog, args.data_dir, args.log, keys=keys)
+            so, i = runtime_session(spark, args.catalog, args.data_dir, args.log, keys=keys, certify=certify)
             info.update(i)
             return so
         qs = all_queries()
@@ -234,7 +239,7 @@ def run_tpcds_cmd(args) -> int:
         kind, md_of = "tpcds_power", power_markdown
     else:
         doc = run_tpcds(spark, lambda: make_rewriter(spark, args.rewriter, args.catalog, args.data_dir,
-                                                     args.log, keys=keys),
+                                                     args.log, keys=keys, certify=certify),
                         sf=args.sf, queries=names, repeat=args.repeat, warmup=args.warmup,
                         data_dir=args.data_dir, progress=progress, peer=not getattr(args, "no_peer", False))
         kind, md_of = "tpcds", tpcds_markdown

@@ -65,3 +65,18 @@ def test_power_needs_the_runtime(tmp_path, capsys):
     rc = main(["bench", "tpcds", "--power", "--rewriter", "identity", "--queries", "q9",
                "--out", str(tmp_path), "--no-mlflow", "--quiet"])
     assert rc == 2 and "--power times superop's runtime" in capsys.readouterr().err
+
+
+def test_the_first_sight_mode_reaches_the_session(spark):
+    """``--certify background``: the superop side's session never waits for a proof; an
+    unknown mode is refused by the command line before Spark starts."""
+    import pytest
+
+    from superop.bench.rewriters import runtime_session
+    from superop.cli import main
+    from superop.rules_out.catalog import make_catalog
+    so, info = runtime_session(spark, make_catalog([], version="none"), certify="background")
+    assert info["certify"] == "background" and so.certifier is not None and so.certifier.background
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "tpcds", "--certify", "later", "--queries", "q9"])
+    assert e.value.code == 2
