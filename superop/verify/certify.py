@@ -5,8 +5,10 @@ re-check a certificate by re-running it on its inputs (memoized per process).
 """
 from __future__ import annotations
 
+import functools
+import threading
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import z3
 
@@ -26,6 +28,20 @@ from .emitted_claim import BOUNDED, claim_of
 from .result import UNSUPPORTED, VERIFIED, Result
 from .streamability import check_streamability, find_match
 from .template_proofs import prove_instance
+
+
+# Z3's Python API works in one global context: checks from two threads (a session's
+# background first sight and a caller's own check) must not interleave in it
+Z3_LOCK = threading.RLock()
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _serialized(fn: _F) -> _F:
+    @functools.wraps(fn)
+    def locked(*args: Any, **kw: Any) -> Any:
+        with Z3_LOCK:
+            return fn(*args, **kw)
+    return locked  # type: ignore[return-value]
 
 
 def _z3_version() -> str:
@@ -110,6 +126,7 @@ def _streamability(sql: str, schema: dict) -> Optional[dict]:
         return None
 
 
+@_serialized
 def check_and_certify(sql: str, schema: dict, program=None, K: int = 4, timeout_ms: int = 20000, *,
                       form: str = "", output_types: Optional[list] = None,
                       input_types: Optional[dict] = None) -> dict:
@@ -201,6 +218,7 @@ def inductive_certificate(result: Result, instance, timeout_ms: int = 20000,
 _EMITTED: dict = {}      # instance name, program hash -> the emitted-SQL record (a pure function of both)
 
 
+@_serialized
 def prove_and_certify(instance, timeout_ms: int = 20000, **params) -> dict:
     """Prove a template instance and certify the result, with the check of the SQL the
     runtime emits for it. ``instance``: a family's ``ProofInstance``, an instance name
@@ -237,6 +255,7 @@ def _remember(cert: dict) -> dict:
     return cert
 
 
+@_serialized
 def recheck_detail(cert: dict, require_runtime: bool = False) -> tuple[bool, str]:
     """(holds, why). A certificate holds iff its structure holds (:func:`structural_check`)
     and re-running the check on its inputs gives ``verified`` again (memoized per process
