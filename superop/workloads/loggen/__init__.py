@@ -11,9 +11,9 @@ What is planted
   inner / left / right, WinMagic, self EXISTS semi / anti, two cross-joined global
   aggregates, a ranked view joined to itself one rank back, a pivot join of two uses of
   one aggregate); every shape of Table 2 of the super-operator paper; σ/π/ρ
-  decorations in varying orders on every abstract edge. A 3-way Diamond Join is planted
-  too: the family's template takes two inputs, so its truth is a near-miss
-  (``too_many_branches``) plus the inner two-input diamond as a variant.
+  decorations in varying orders on every abstract edge. A 3-way inner Diamond Join is
+  planted too, as an n-way variant (an outer n-way tree's truth would be a near-miss,
+  ``too_many_branches``, plus its inner two-input diamond as a variant).
   A variant is identified by ``(family, join_kind, shape)`` where ``shape`` is the paper's
   post-order string as :func:`superop.ir.shape` writes it. Each variant is instantiated by
   several distinct *templates* (different aggregates, columns, aliases, predicate columns)
