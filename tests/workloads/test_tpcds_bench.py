@@ -46,7 +46,8 @@ def test_bench_tpcds_keys_flag_reaches_the_session(tmp_path, monkeypatch):
     seen: list = []
 
     class FakeSession:
-        def __init__(self, spark, catalog, keys=None):
+        def __init__(self, spark, catalog, keys=None, certify="auto"):
+            assert certify == "auto"      # the command's default first-sight mode
             self.catalog, self.keys = {"version": "t", "rules": []}, session_keys(keys)
             seen.append(self.keys)
 
