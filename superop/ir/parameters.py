@@ -9,7 +9,9 @@ parametric form with them.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
+
+from sqlglot import exp
 
 _INT = re.compile(r"^\d+$")
 _DEC = re.compile(r"^(\d+)\.(\d+)$")
@@ -48,3 +50,72 @@ def parameter_type(name: str) -> Optional[tuple[str, Optional[int]]]:
     if m.group(2) == "bigint":
         return "int", 64
     return "real", None
+
+
+# Integer arithmetic of parameters alone (``:p2_int + :p3_int``, TPC-DS q39's month + 1):
+# Spark raises on its overflow (ANSI) wherever it is evaluated, and a program may evaluate
+# it where the original does not (on a row a HAVING-like filter drops). A parametric
+# certificate therefore assumes it does not overflow (the verifier adds that premise) and
+# the runtime binds only literals for which it does not (:func:`arithmetic_in_range`).
+_INT_RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
+
+
+def is_parameter_arithmetic(e: Any) -> bool:
+    """Is ``e`` (sqlglot) +, -, * or unary minus over parameters and integer literals only,
+    with at least one parameter?"""
+    if not isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Neg)):
+        return False
+    placeholders = 0
+    for n in e.walk():
+        if isinstance(n, exp.Placeholder):
+            placeholders += 1
+        elif isinstance(n, exp.Literal):
+            if n.is_string or not _INT.match(n.this):
+                return False
+        elif not isinstance(n, (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren)):
+            return False
+    return placeholders > 0
+
+
+def _int_value(e: Any, values: dict[str, str]) -> Optional[tuple[int, int]]:
+    """(value, width) of an integer leaf or operation, None when out of its type's range or
+    not an integer (a decimal parameter: no overflow modelled)."""
+    if isinstance(e, exp.Paren):
+        return _int_value(e.this, values)
+    if isinstance(e, exp.Placeholder):
+        typ = parameter_type(str(e.this or ""))
+        text = values.get(str(e.this or ""))
+        if typ is None or typ[1] is None or text is None or not _INT.match(text):
+            return None
+        return int(text), typ[1]
+    if isinstance(e, exp.Literal):
+        t = literal_type(e.this)
+        return (int(e.this), 32 if t == "int" else 64) if t in ("int", "bigint") else None
+    if isinstance(e, exp.Neg):
+        x = _int_value(e.this, values)
+        return _in_range(-x[0], x[1]) if x is not None else None
+    a, b = _int_value(e.this, values), _int_value(e.expression, values)
+    if a is None or b is None:
+        return None
+    op = {exp.Add: lambda x, y: x + y, exp.Sub: lambda x, y: x - y, exp.Mul: lambda x, y: x * y}[type(e)]
+    return _in_range(op(a[0], b[0]), max(a[1], b[1]))
+
+
+def _in_range(v: int, width: int) -> Optional[tuple[int, int]]:
+    lo, hi = _INT_RANGE[width]
+    return (v, width) if lo <= v <= hi else None
+
+
+def arithmetic_in_range(tree: Any, values: dict[str, str]) -> bool:
+    """Does every integer arithmetic of parameters alone in ``tree`` stay in its Spark
+    type's range (int, or bigint when an operand is) with the parameters bound to
+    ``values`` (name -> literal text)? A decimal operand: not an integer operation, True."""
+    for e in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Neg):
+        if not is_parameter_arithmetic(e):
+            continue
+        leaves = [n for n in e.walk() if isinstance(n, (exp.Placeholder, exp.Literal))]
+        integral = all(isinstance(n, exp.Literal) or (parameter_type(str(n.this or "")) or ("", None))[1]
+                       for n in leaves)
+        if integral and _int_value(e, values) is None:
+            return False
+    return True

@@ -176,8 +176,12 @@ def binds(par: Parametric, inst: Instance, prog: Program, proof: Proof, program_
     certified program (hash ``program_hash``) bound is ``prog`` (the match's program in the
     query) and the program built for ``inst`` alone, its source prefilter bound is
     ``inst``'s, and the SQL compiled from it (with the certificate's column types) bound is
-    the SQL compiled from ``prog``. Nothing the runtime runs then depends on a literal's
-    value other than through the parameter the certificate quantifies over."""
+    the SQL compiled from ``prog``; and the certificate's premise holds for the bound
+    literals (integer arithmetic of parameters alone does not overflow). Nothing the runtime
+    runs then depends on a literal's value other than through the parameter the certificate
+    quantifies over."""
+    if not par.arithmetic_in_range():      # the certificate's premise on its parameters
+        return False
     try:
         general, general_pf = _built(par.instance)
         own, own_pf = _built(inst)

@@ -31,7 +31,7 @@ from typing import Callable, Optional
 
 from ..families import Match
 from ..families.identity import Instance
-from ..families.parametric import parametric_of, undecidable_parametric
+from ..families.parametric import parametric_of, slow_parametric
 from ..ir.nodes import Node
 from .confs import certify_mode
 
@@ -76,7 +76,7 @@ class FirstSight:
         """A verified certificate of ``inst``'s parametric form (when ``parametric``) or of
         ``inst`` itself, else None (in the background mode also while its check runs:
         :meth:`pending` says so)."""
-        par = parametric_of(inst) if parametric and not undecidable_parametric(inst) else None
+        par = parametric_of(inst) if parametric and not slow_parametric(inst) else None
         targets = ([par.instance] if par is not None else []) + [inst]
         if self.background:
             return self._decided(targets, m, form)

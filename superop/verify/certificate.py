@@ -66,6 +66,9 @@ BOUNDED_ASSUMPTIONS = [
 TIE_ASSUMPTION = ("rows tied on a max_by/min_by ordering value: the same bag for EVERY order in which ties are "
                   "resolved, the query and the program reading the same order (Spark reads one order per "
                   "aggregate node): the program returns a result the query could have returned")
+# added when the instance computes integer arithmetic of parameters alone (superop.ir.parameters)
+PARAMETER_ARITHMETIC_ASSUMPTION = ("integer arithmetic of the parameters alone (e.g. :p2_int + :p3_int) does not "
+                                   "overflow its type: the runtime binds only literals for which it does not")
 # added when the program folds stddev_samp / var_samp (superop.verify.folds)
 MOMENT_ASSUMPTION = ("stddev_samp/var_samp: proved computed from the same (count, sum, sum of squares) of the "
                      "same non-NULL values on both sides; the statistic itself is an uninterpreted function of "

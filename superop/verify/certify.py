@@ -10,7 +10,9 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Optional, TypeVar
 
+import sqlglot
 import z3
+from sqlglot import exp
 
 from .. import families
 from ..dsl import Program
@@ -19,8 +21,11 @@ from ..families.coverage import covers_of, match_of, runtime_program
 from ..families.identity import Instance, instance_of_sql
 from ..families.instances import find, find_by, form_of
 from ..ir import lower, shape
+from ..ir.dialect import DIALECT
 from ..ir.keys import KEYS_ENTRY
-from .certificate import (BOUNDED_ASSUMPTIONS, GIVEN, MOMENT_ASSUMPTION, RUNTIME, TIE_ASSUMPTION, now,
+from ..ir.parameters import is_parameter_arithmetic
+from .certificate import (BOUNDED_ASSUMPTIONS, GIVEN, MOMENT_ASSUMPTION, PARAMETER_ARITHMETIC_ASSUMPTION,
+                          RUNTIME, TIE_ASSUMPTION, now,
                           produced_by, structural_check)
 from .check import check_rewrite, check_sql
 from .emitted import check_emitted
@@ -89,7 +94,8 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
                   f"has the same outcome as the SQL sub-plan on every input table of at most {result.K} rows"),
         "assumptions": BOUNDED_ASSUMPTIONS + _key_assumptions(schema) + ([TIE_ASSUMPTION] if any(
             a.func in ("max_by", "min_by") for a in program.accumulators) else []) + ([MOMENT_ASSUMPTION] if any(
-                a.func in ("stddev_samp", "var_samp") for a in program.accumulators) else []),
+                a.func in ("stddev_samp", "var_samp") for a in program.accumulators) else [])
+                       + ([PARAMETER_ARITHMETIC_ASSUMPTION] if _parameter_arithmetic(sql) else []),
         "inputs": inputs, "inputs_sha256": sha256_of(inputs),
     }
     if covers and covers.get("premises"):
@@ -104,6 +110,15 @@ def bounded_certificate(sql: str, schema: dict, program, result: Result, timeout
     if result.status != VERIFIED:
         cert["reason"] = result.reason
     return cert
+
+
+def _parameter_arithmetic(sql: str) -> bool:
+    """Does ``sql`` compute integer arithmetic of parameters alone (a premise of its proof)?"""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return False
+    return any(is_parameter_arithmetic(e) for e in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Neg))
 
 
 def _key_assumptions(schema: dict) -> list[str]:

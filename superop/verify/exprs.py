@@ -34,7 +34,7 @@ import z3
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
-from ..ir.parameters import parameter_type
+from ..ir.parameters import is_parameter_arithmetic, parameter_type
 from .result import Unsupported
 from .values import (
     EPOCH,
@@ -341,9 +341,9 @@ def ev(e: exp.Expression, ctx: Ctx) -> V:
     if isinstance(e, exp.Is):
         return _ev_is(e, ctx)
     if type(e) in (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod):
-        return arith(type(e), ev(e.this, ctx), ev(e.expression, ctx))
+        return _premised(e, arith(type(e), ev(e.this, ctx), ev(e.expression, ctx)))
     if isinstance(e, (exp.Neg, exp.Abs)):
-        return _ev_sign(e, ctx)
+        return _premised(e, _ev_sign(e, ctx))
     if isinstance(e, (exp.Greatest, exp.Least)):
         return _ev_extremum(e, ctx)
     if isinstance(e, exp.Case):
@@ -387,6 +387,16 @@ def _ev_literal(e: exp.Literal) -> V:
             return const(z3.RealVal(txt), "real")
         except Exception:
             raise Unsupported(f"literal {txt}") from None
+
+
+def _premised(e: exp.Expression, v: V) -> V:
+    """Integer arithmetic of parameters alone does not overflow: a premise of a parametric
+    certificate (``superop.ir.parameters.arithmetic_in_range``, which the runtime checks
+    on the literals it binds), added as a side fact of the encoding."""
+    enc = current()
+    if enc is not _DEFAULT and is_parameter_arithmetic(e):
+        enc.side.append(z3.Not(v.err))
+    return v
 
 
 def _ev_parameter(e: exp.Placeholder) -> V:
