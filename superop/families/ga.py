@@ -32,6 +32,7 @@ from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape
+from .kit.keyedfilter import premise_of, refusal
 from .kit.family import GLOBAL_PRODUCT, Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment
 from .kit.planting import ExampleKit, ExampleSpec, Relation
 from .kit.program import AggBranch, Accs, conj, is_true
@@ -50,6 +51,12 @@ class GAReason(ReasonCode):
         "the global aggregates are joined on a condition (only a product of their rows is an instance)",
         "Combine the global aggregates with CROSS JOIN (each has one row) and move the join condition into a WHERE "
         "above.")
+    FILTER_JOIN_NOT_ON_KEY = (
+        "filter_join_not_on_key",
+        "one global aggregate's input is another's joined, in addition, to a table on a column that is not a "
+        "declared key of it (the join may repeat rows, so it is no filter on one shared input)",
+        "Declare the joined column a key of its table (the schema's $keys, SuperOpSession(keys=...)) if it is "
+        "unique and NOT NULL.")
 
 
 def is_product(j: Join) -> bool:
@@ -91,13 +98,16 @@ class GlobalAggregateDiamond(Family):
         if any(p.n_aggs > 1 for p in paths):
             return near(Reason.STACKED_AGGREGATES)
         if len({id(p.stop) for p in paths}) > 1:
-            return near(Reason.DIFFERENT_INPUTS)
+            why = refusal([p.agg.child for p in glob if p.agg is not None])
+            return near(GAReason.FILTER_JOIN_NOT_ON_KEY, why) if why else near(Reason.DIFFERENT_INPUTS)
         for j in shape.joins:
             if j.kind not in ("cross", "inner"):
                 return near(Reason.JOIN_KIND_UNSUPPORTED, j.kind)
             if not is_product(j):
                 return near(GAReason.JOIN_CONDITION)
-        return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths))
+        prem = premise_of(paths[0].stop)     # a keyed filter join read as a filter (kit.keyedfilter)
+        return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths),
+                     premises=(prem,) if prem is not None else ())
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
