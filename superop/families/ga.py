@@ -32,7 +32,7 @@ from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape
-from .kit.keyedfilter import premise_of, refusal
+from .kit.keyedfilter import PREMISE_TEXT, premise_of, refusal
 from .kit.family import GLOBAL_PRODUCT, Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment
 from .kit.planting import ExampleKit, ExampleSpec, Relation
 from .kit.program import AggBranch, Accs, conj, is_true
@@ -80,6 +80,7 @@ class GlobalAggregateDiamond(Family):
     reasons = (Reason, GAReason)
     proof_shape = GLOBAL_PRODUCT
     PROVED_BRANCHES = tuple(range(2, 9))       # TPC-DS q90: 2, q28: 6, q88: 8
+    KEYED_BRANCHES = (2, 3)                    # TPC-DS q61: 2 (a keyed filter join, kit.keyedfilter)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -165,11 +166,15 @@ class GlobalAggregateDiamond(Family):
                    + " CROSS JOIN ".join(f"({symbolic.global_branch(i, f'x{i}', distinct)}) u{i}"
                                          for i in range(1, n + 1)))
             aggs = STREAMING_FOLDS + ((symbolic.DISTINCT_FOLD,) if distinct else ())
-            out.append(ProofInstance(
-                f"GA/{n}" + ("/distinct" if distinct else ""), sql, symbolic.SCHEMA,
-                Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n)),
-                fns, symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
-                + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ())))
+            assumptions = (symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
+                           + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ()))
+            for keyed in ((False, True) if n in self.KEYED_BRANCHES and not distinct else (False,)):
+                out.append(ProofInstance(
+                    f"GA/{n}" + ("/distinct" if distinct else "") + ("/keyed-filter" if keyed else ""), sql,
+                    symbolic.SCHEMA,
+                    Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n),
+                                premises=(PREMISE_TEXT,) if keyed else ()),
+                    fns, assumptions + (KEYED_ASSUMPTIONS if keyed else ())))
         return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------
@@ -209,6 +214,14 @@ class GlobalAggregateDiamond(Family):
         if rng.random() < 0.5:
             return f"SELECT x.{m1}, y.{m2} FROM ({x}) x JOIN ({y}) y ON {cmp}"
         return f"SELECT x.{m1}, y.{m2} FROM ({x}) x CROSS JOIN ({y}) y WHERE {cmp}"
+
+
+KEYED_ASSUMPTIONS = (
+    "premise: the canonical form (superop.families.kit.keyedfilter) read a keyed inner join as a filter on a "
+    "left join on a declared key of the joined table; this proof stands for the global aggregates over that "
+    "shared source (any source: the input table here), the step itself is the lemma "
+    "superop.verify.keyed_filter proves (bounded, two tables, the key declared), recorded with it",
+)
 
 
 def _global_branch(kit: ExampleKit, below: str, above: str, measure: str, tag: str) -> str:

@@ -24,7 +24,7 @@ tables, the key assumed; without it Z3 finds a counterexample).
 Admitted (everything else is left as written): a product (cross joins, joins without a
 condition) of two or more inputs, each a σ/π/ρ edge over a global aggregate (no GROUP BY)
 whose own input is a chain of filters over a tree of inner joins (conditions: equalities
-and conjuncts); one input — the *base* — joins the fewest tables; every other input joins
+and conjuncts) or over one scan; one input — the *base* — joins the fewest tables; every other input joins
 the same tables (same table, same qualifier), with the same conditions, plus ONE table
 ``P`` (a scan) joined by one equality ``fk = pk`` (``fk`` of another table), its other
 conditions reading ``P`` only, deterministic, without sub-queries; every such input joins
@@ -39,7 +39,7 @@ from typing import Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import walk_edge
-from ...ir.functions import is_nondeterministic_expr
+from ...ir.functions import Determinism, risky_calls
 from ...ir.lowering.exprs import conjuncts
 from ...ir.nodes import Aggregate, Join, Node, Scan, Select, replace, walk
 from .diamond import PlanContext
@@ -99,7 +99,7 @@ def _region(n: Node) -> Optional[_Region]:
     while isinstance(n, Select):
         conds += conjuncts(n.predicate)
         n = n.child
-    if not isinstance(n, Join):
+    if not isinstance(n, (Join, Scan)):
         return None
     leaves: list[Node] = []
     equis: dict[frozenset[str], tuple[exp.Expr, exp.Expr]] = {}
@@ -116,9 +116,15 @@ def _region(n: Node) -> Optional[_Region]:
         return True
     if not go(n):
         return None
-    if any(c.find(exp.Select, exp.Subquery) is not None or is_nondeterministic_expr(c) for c in conds):
+    if any(c.find(exp.Select, exp.Subquery) is not None or _nondeterministic(c) for c in conds):
         return None
     return _Region(leaves, equis, {c.sql(): c for c in conds if c != exp.true()})
+
+
+def _nondeterministic(c: exp.Expr) -> bool:
+    """A call whose value may differ per call (a UDF of unknown determinism is left to the
+    matching path's safety check, which blocks it on a match)."""
+    return any(d is Determinism.NONDETERMINISTIC for d, _ in risky_calls(c))
 
 
 def _leaf_id(n: Node) -> Optional[tuple]:
