@@ -188,7 +188,7 @@ def _product_uses(j: Join, ctx: PlanContext) -> Optional[list[_Use]]:
     out = []
     for lf in leaves:
         a = walk_edge(lf, ctx.shared_ids).bottom
-        if not isinstance(a, Aggregate) or a.keys or ctx.is_shared(a) or ctx.is_shared(a.child):
+        if not isinstance(a, Aggregate) or a.keys or ctx.is_shared(a):
             return None
         out.append(_Use(a, a.child))
     return out
