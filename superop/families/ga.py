@@ -1,6 +1,8 @@
 """Global-aggregate diamond (GA): n ≥ 2 global aggregates (no GROUP BY) of ONE shared input,
 combined by a cross join (``CROSS JOIN``, comma joins, ``JOIN … ON TRUE`` or an inner join
-without a condition) — TPC-DS q28 (6 branches), q88 (8), q90 (2).
+without a condition) — TPC-DS q28 (6 branches), q88 (8), q90 (2); and, under a declared
+key, inputs that differ by one keyed inner join read as a filter on one left join
+(:mod:`.kit.keyedfilter`, TPC-DS q61: the match carries the premise).
 
     × CrossJoin (a tree of cross / unconditioned inner joins, flattened)
     ├── e_{n+1} [σπρ]* ── γ GroupBy#1 () ── e1 [σπρ]* ── Spool

@@ -20,6 +20,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sqlglot import exp
+
 from .. import families
 from ..families.kit.keyedfilter import PREMISE_TEXT, premise_of
 from ..ir.lower import lower
@@ -50,7 +52,6 @@ def _inputs(plan: Node) -> list[Aggregate]:
 
 
 def _columns(inp: Node, names: list[str]) -> Node:
-    from sqlglot import exp
     fields = {f.name: f for f in inp.fields}
     return Project(inp, tuple((exp.column(n, fields[n].qualifier) if fields[n].qualifier else exp.column(n), n)
                               for n in names))
