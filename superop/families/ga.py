@@ -1,6 +1,8 @@
 """Global-aggregate diamond (GA): n ≥ 2 global aggregates (no GROUP BY) of ONE shared input,
 combined by a cross join (``CROSS JOIN``, comma joins, ``JOIN … ON TRUE`` or an inner join
-without a condition) — TPC-DS q28 (6 branches), q88 (8), q90 (2).
+without a condition) — TPC-DS q28 (6 branches), q88 (8), q90 (2); and, under a declared
+key, inputs that differ by one keyed inner join read as a filter on one left join
+(:mod:`.kit.keyedfilter`, TPC-DS q61: the match carries the premise).
 
     × CrossJoin (a tree of cross / unconditioned inner joins, flattened)
     ├── e_{n+1} [σπρ]* ── γ GroupBy#1 () ── e1 [σπρ]* ── Spool
@@ -32,6 +34,7 @@ from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
 from .kit.diamond import Shape
+from .kit.keyedfilter import PREMISE_TEXT, premise_of, refusal
 from .kit.family import GLOBAL_PRODUCT, Family, ProofInstance, Slot, Streamability, branches_prefilter, shape_segment
 from .kit.planting import ExampleKit, ExampleSpec, Relation
 from .kit.program import AggBranch, Accs, conj, is_true
@@ -50,6 +53,12 @@ class GAReason(ReasonCode):
         "the global aggregates are joined on a condition (only a product of their rows is an instance)",
         "Combine the global aggregates with CROSS JOIN (each has one row) and move the join condition into a WHERE "
         "above.")
+    FILTER_JOIN_NOT_ON_KEY = (
+        "filter_join_not_on_key",
+        "one global aggregate's input is another's joined, in addition, to a table on a column that is not a "
+        "declared key of it (the join may repeat rows, so it is no filter on one shared input)",
+        "Declare the joined column a key of its table (the schema's $keys, SuperOpSession(keys=...)) if it is "
+        "unique and NOT NULL.")
 
 
 def is_product(j: Join) -> bool:
@@ -73,6 +82,7 @@ class GlobalAggregateDiamond(Family):
     reasons = (Reason, GAReason)
     proof_shape = GLOBAL_PRODUCT
     PROVED_BRANCHES = tuple(range(2, 9))       # TPC-DS q90: 2, q28: 6, q88: 8
+    KEYED_BRANCHES = (2, 3)                    # TPC-DS q61: 2 (a keyed filter join, kit.keyedfilter)
 
     # -- pattern ------------------------------------------------------------------------
     def recognize(self, shape: Shape) -> Optional[Match | NearMiss]:
@@ -91,13 +101,16 @@ class GlobalAggregateDiamond(Family):
         if any(p.n_aggs > 1 for p in paths):
             return near(Reason.STACKED_AGGREGATES)
         if len({id(p.stop) for p in paths}) > 1:
-            return near(Reason.DIFFERENT_INPUTS)
+            why = refusal([p.agg.child for p in glob if p.agg is not None])
+            return near(GAReason.FILTER_JOIN_NOT_ON_KEY, why) if why else near(Reason.DIFFERENT_INPUTS)
         for j in shape.joins:
             if j.kind not in ("cross", "inner"):
                 return near(Reason.JOIN_KIND_UNSUPPORTED, j.kind)
             if not is_product(j):
                 return near(GAReason.JOIN_CONDITION)
-        return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths))
+        prem = premise_of(paths[0].stop)     # a keyed filter join read as a filter (kit.keyedfilter)
+        return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths),
+                     premises=(prem,) if prem is not None else ())
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -155,11 +168,15 @@ class GlobalAggregateDiamond(Family):
                    + " CROSS JOIN ".join(f"({symbolic.global_branch(i, f'x{i}', distinct)}) u{i}"
                                          for i in range(1, n + 1)))
             aggs = STREAMING_FOLDS + ((symbolic.DISTINCT_FOLD,) if distinct else ())
-            out.append(ProofInstance(
-                f"GA/{n}" + ("/distinct" if distinct else ""), sql, symbolic.SCHEMA,
-                Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n)),
-                fns, symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
-                + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ())))
+            assumptions = (symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (symbolic.SUBSET_OF_FOLDS,)
+                           + (symbolic.DISTINCT_ASSUMPTIONS if distinct else ()))
+            for keyed in ((False, True) if n in self.KEYED_BRANCHES and not distinct else (False,)):
+                out.append(ProofInstance(
+                    f"GA/{n}" + ("/distinct" if distinct else "") + ("/keyed-filter" if keyed else ""), sql,
+                    symbolic.SCHEMA,
+                    Covers.make(self.name, branches=n, aggregates=aggs, edges=[EDGE_OPS] * (2 * n),
+                                premises=(PREMISE_TEXT,) if keyed else ()),
+                    fns, assumptions + (KEYED_ASSUMPTIONS if keyed else ())))
         return tuple(out)
 
     # -- examples for the log generator ------------------------------------------------------
@@ -199,6 +216,14 @@ class GlobalAggregateDiamond(Family):
         if rng.random() < 0.5:
             return f"SELECT x.{m1}, y.{m2} FROM ({x}) x JOIN ({y}) y ON {cmp}"
         return f"SELECT x.{m1}, y.{m2} FROM ({x}) x CROSS JOIN ({y}) y WHERE {cmp}"
+
+
+KEYED_ASSUMPTIONS = (
+    "premise: the canonical form (superop.families.kit.keyedfilter) read a keyed inner join as a filter on a "
+    "left join on a declared key of the joined table; this proof stands for the global aggregates over that "
+    "shared source (any source: the input table here), the step itself is the lemma "
+    "superop.verify.keyed_filter proves (bounded, two tables, the key declared), recorded with it",
+)
 
 
 def _global_branch(kit: ExampleKit, below: str, above: str, measure: str, tag: str) -> str:

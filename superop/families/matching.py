@@ -21,6 +21,7 @@ from ..ir.nodes import Node, walk
 from ..ir.safety import BlockReason, Blocker, blocking_reason
 from ..dsl import Program, sort_distinct
 from .kit.diamond import PlanContext, keys_implied, shape_at
+from .kit.keyedfilter import keyed_filters
 from .kit.regroup import regroup
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
 from . import registry
@@ -105,16 +106,24 @@ def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]:
     return blocking_reason(interior, source)
 
 
+def canonical(plan: Node) -> Node:
+    """The canonical form the families are matched on: :func:`regroup`, then keyed filter
+    joins of cross-joined global aggregates read as filters on one input
+    (:func:`.kit.keyedfilter.keyed_filters`, under a declared key)."""
+    return keyed_filters(regroup(plan))
+
+
 def scan(plan: Node) -> list[Finding]:
     """Every match and near-miss of the plan, top-down; a match claims the nodes it
     replaces (its source stays open: a diamond inside another's shared input is found
     too). Mining reports these; the runtime applies the matches a rule admits.
 
-    The plan is first brought into canonical form (:func:`regroup`: uses of a shared
-    aggregate as one sub-tree of joins, their filters on them); the findings are nodes of
-    ``regroup(plan)`` — the plan a caller applies them to (the same object when nothing
+    The plan is first brought into canonical form (:func:`canonical`: uses of a shared
+    aggregate as one sub-tree of joins, their filters on them; keyed filter joins of
+    global aggregates as filters on one input); the findings are nodes of
+    ``canonical(plan)`` (``families.regroup``) — the plan a caller applies them to (the same object when nothing
     moves, and ``regroup`` of a canonical plan is that plan)."""
-    plan = regroup(plan)
+    plan = canonical(plan)
     ctx = PlanContext(plan)
     out: list[Finding] = []
     claimed: set[int] = set()
@@ -133,8 +142,8 @@ def scan(plan: Node) -> list[Finding]:
 def first_match(plan: Node, finished: bool = False) -> Optional[Match]:
     """The top-most instance in ``plan`` (recognized by a family's pattern; with
     ``finished`` also through the join premise and the template); a node of
-    ``regroup(plan)``."""
-    plan = regroup(plan)
+    ``canonical(plan)``."""
+    plan = canonical(plan)
     ctx = PlanContext(plan)
     for n in reversed(list(walk(plan))):
         f = match_at(n, ctx) if finished else recognize_at(n, ctx)

@@ -51,6 +51,7 @@ from ..ir.nodes import (
 from . import encode as _encode
 from .bags import bags_differ, concrete_rel
 from .check import new_solver
+from .neighbours import declared_key_constraints
 from .exprs import Ctx, ev
 from .plan_encoder import PlanEncoder
 from .relations import Table
@@ -251,6 +252,11 @@ def _encode_pair(plan_a: Node, plan_b: Node, K: int, abstract: bool):
         return scans, tables, atoms, rel_a, rel_b, bags_differ(rel_a, rel_b), used()
 
 
+def _key_constraints(scans: dict[str, Scan], tables: dict[str, Table]) -> list:
+    """Every table's declared keys (unique and NOT NULL; dependencies) on its rows."""
+    return [c for name, t in tables.items() for c in declared_key_constraints(scans[name].keys, t.rows, t.col_index)]
+
+
 def _bounded_solver(tables: dict[str, Table], differ, timeout_ms: int) -> RestartingSolver:
     s = new_solver(timeout_ms)
     s.add(differ)
@@ -262,9 +268,11 @@ def _bounded_solver(tables: dict[str, Table], differ, timeout_ms: int) -> Restar
 
 
 def check_plans_equivalent(plan_a: Node, plan_b: Node, K: int = DEFAULT_K,
-                           timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
+                           timeout_ms: int = DEFAULT_TIMEOUT_MS, *, declared_keys: bool = False) -> Result:
     """Bounded bag equivalence of two IR plans over the same base tables (module doc).
-    Never raises for unmodelled input: returns ``unsupported``."""
+    ``declared_keys``: only tables satisfying their scans' declared keys
+    (:mod:`superop.ir.keys`) are considered. Never raises for unmodelled input: returns
+    ``unsupported``."""
     t0 = time.perf_counter()
     left = lambda: timeout_ms - (time.perf_counter() - t0) * 1000  # noqa: E731
     done = lambda status, reason, **kw: Result(status, method="bounded", K=K,  # noqa: E731
@@ -273,11 +281,15 @@ def check_plans_equivalent(plan_a: Node, plan_b: Node, K: int = DEFAULT_K,
         return done(UNSUPPORTED, "a plan evaluates a nondeterministic expression")
     try:
         scans, tables, atoms, ra, rb, differ, abstracted = _encode_pair(plan_a, plan_b, K, True)
+        if declared_keys:
+            differ = z3.And(differ, *_key_constraints(scans, tables))
         s = _bounded_solver(tables, differ, timeout_ms)
         r = s.check()
         if r != z3.unsat and abstracted and left() > 0:
             # the nonlinear abstraction may have invented a difference: decide exactly
             scans, tables, atoms, ra, rb, differ, _ = _encode_pair(plan_a, plan_b, K, False)
+            if declared_keys:
+                differ = z3.And(differ, *_key_constraints(scans, tables))
             s = _bounded_solver(tables, differ, int(left()))
             r = s.check()
     except (Unsupported, z3.Z3Exception) as why:

@@ -21,6 +21,7 @@ from ..dsl.identity import program_sha256, sha256_of
 from ..families.instances import find_by, match_of, program_of
 from ..families.kit.family import ProofInstance
 from .exprs import encoding
+from .keyed_filter import LEMMAS
 from .program_encoder import GUARDED
 from .proof_engine import Models, Obligation, ProofSetupError, Unmodelled, prove_all, unmodelled
 from .proof_shapes import shape_of
@@ -87,6 +88,17 @@ def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Opt
     reason = (f"all {len(obs)} obligations proved for every table size" if status == VERIFIED
               else f"obligations not proved: {', '.join(failed)}")
     det = _details(inst, prog, obs, emit_outputs)
+    # a premise whose canonical form has a lemma of its own (superop.verify.keyed_filter):
+    # the claim holds only with it
+    for text in inst.covers.premises:
+        if text in LEMMAS:
+            lem = LEMMAS[text]()
+            det.setdefault("lemmas", []).append({"premise": text, "status": lem.status, "method": lem.method,
+                                                 "K": lem.K, "reason": lem.reason, **lem.details})
+            if lem.status != VERIFIED and status == VERIFIED:
+                status, reason = lem.status, f"the lemma of premise {text!r} is {lem.status}: {lem.reason}"
+            elif status == VERIFIED:
+                reason += f"; the lemma of premise {text!r}: {lem.reason} (bounded, K={lem.K})"
     det["program_sha256"] = program_sha256(prog)
     r = Result(status, method="inductive", K=None, seconds=time.perf_counter() - t0, reason=reason,
                details=det)
