@@ -92,12 +92,15 @@ def test_tpcds_q61_is_mined_as_a_keyed_ga_candidate():
 
 
 def test_lemma_needs_the_key():
-    """The canonical step, bounded K=4 over two tables: verified with the key declared,
-    refuted without it (a repeated key repeats rows of the left join)."""
+    """The canonical step, bounded K=4 over two tables with uninterpreted filters: verified
+    with the key declared; without it not verified, and refuted with concrete filters (a
+    repeated key repeats rows of the left join)."""
     from superop.verify.keyed_filter import prove_lemma
     assert prove_lemma(K=4).status == "verified"
-    r = prove_lemma(K=2, declared_keys=False)
+    assert prove_lemma(K=2, declared_keys=False).status != "verified"
+    r = prove_lemma(K=2, declared_keys=False, concrete=True)
     assert r.status == "refuted" and r.counterexample is not None
+    assert prove_lemma(K=3, concrete=True).status == "verified"
 
 
 @pytest.fixture(scope="module")
