@@ -9,7 +9,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from ..nodes import Aggregate, Join, Node, Opaque, Rename, Select
+from ..nodes import Aggregate, Join, Node, Opaque, Rename, Select, walk
 from .base import Unsupported
 from .from_items import FromLowering
 from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_within, nondeterministic,
@@ -153,7 +153,8 @@ class SubqueryLowering(FromLowering):
         exposes a sub-plan a family can rewrite under the semi join's set semantics; an IN
         list over one base table (``i_item_id IN (SELECT i_item_id FROM item WHERE ..)``)
         stays an expression, as every family's matching has always seen it. Only a
-        sub-query that lowers fully becomes a node (else nothing changes)."""
+        sub-query that lowers fully (no Opaque part, also none from a CTE it reads: q14's
+        ``cross_items`` holds an INTERSECT) becomes a node (else nothing changes)."""
         if not isinstance(c, exp.In) or c.args.get("query") is None or has_query(c.this):
             return None
         sub = c.args["query"]
@@ -172,7 +173,8 @@ class SubqueryLowering(FromLowering):
             return None
         n_reasons = len(self.reasons)
         node = self.query(sub, ctes)
-        if isinstance(node, Opaque) or len(self.reasons) != n_reasons or len(node.fields) != 1:
+        if len(self.reasons) != n_reasons or len(node.fields) != 1 \
+                or any(isinstance(n, Opaque) for n in walk(node)):
             del self.reasons[n_reasons:]
             return None
         return node
