@@ -47,8 +47,12 @@ def _matches(sql, schema=S):
 def test_q95_is_one_self_exists_instance():
     """ws_wh, read by both IN sub-queries (directly and joined with web_returns), is one
     instance: web_sales semi joined with itself on the order and ``<>`` of the warehouse."""
-    found = families.scan(lower(queries()["q95"], TPCDS_SCHEMA).plan)
+    from superop.mining.detect import detect
+    plan = lower(queries()["q95"], TPCDS_SCHEMA).plan
+    found = families.scan(plan)
     assert [(type(f).__name__, f.family, f.join_kind) for f in found] == [("Match", "EX", "semi")]
+    # mining reports it (the same matching path)
+    assert [(str(f.status), f.family, f.join_kind) for f in detect(plan)] == [("candidate", "EX", "semi")]
     prog = found[0].program
     assert prog.keys == ("ws_order_number",)
     assert sorted((a.func, a.arg.name) for a in prog.accumulators) == [("max", "ws_warehouse_sk"),
