@@ -15,7 +15,11 @@ the key's partition state instead of joining every row with every row of its key
 MIN/MAX ignore NULLs and a comparison with NULL is never TRUE, so a NULL ``l.u`` or a key
 without a non-NULL ``v`` gives FALSE exactly as the join does; a NULL key never joins (the
 template guards it). The decorrelated EXISTS is first sunk onto the input it reads
-(:mod:`.kit.sink`: ``σ(T) ⋉ t2 = σ(T[t1 := t1 ⋉ t2])``).
+(:mod:`.kit.sink`: ``σ(T) ⋉ t2 = σ(T[t1 := t1 ⋉ t2])``). The PAIRS of an inner self-join on the
+same ON clause read only for existence (TPC-DS q95: ``o IN (SELECT o FROM ws_wh)``, ``ws_wh``
+every pair of an order's lines from different warehouses) are that semi join too
+(:mod:`.kit.existence`: ``DISTINCT π_A(A ⋈ B) = DISTINCT (A ⋉ B)`` under a semi join's right
+side).
 
 Forms: the window form (default; ``MIN(w) OVER (PARTITION BY o)``) and ``grouped`` — the
 same program laid out as a semi / anti join of the rows with ``GROUP BY o`` (one partial

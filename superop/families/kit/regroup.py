@@ -41,6 +41,7 @@ from ...ir.generate import translate_columns
 from ...ir.lowering.exprs import conjuncts
 from ...ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll, walk
 from .diamond import PlanContext, field_type, find_field, join_tree
+from .existence import existence
 from .sink import sink
 
 # ON-clause conjunct reading only one side: may it filter that side's input instead?
@@ -199,11 +200,12 @@ def _region_at(j: Join, ctx: PlanContext) -> Optional[_Region]:
 # the rewrite
 # ---------------------------------------------------------------------------
 def regroup(plan: Node) -> Node:
-    """``plan`` in the canonical form the families are matched on: self-joins of
+    """``plan`` in the canonical form the families are matched on: self-joins read for
+    existence only as semi joins (:func:`.existence.existence`), self-joins of
     decorrelated sub-queries sunk onto the input they read (:func:`.sink.sink`), then every
     join region over uses of a shared aggregate regrouped (see the module doc); ``plan``
     itself when nothing changes."""
-    return _regroup(sink(plan))
+    return _regroup(sink(existence(plan)))
 
 
 def _regroup(plan: Node) -> Node:

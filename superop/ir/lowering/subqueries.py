@@ -1,6 +1,7 @@
-"""Sub-queries: uncorrelated ones stay expressions; correlated ones become joins only
-where the rewrite is exact ([NOT] EXISTS / IN -> semi/anti join, a scalar aggregate
-that is NULL over an empty group -> LEFT join on the correlation keys)."""
+"""Sub-queries: uncorrelated ones stay expressions (except ``x IN (SELECT y ...)`` over a
+CTE or a join, a semi join); correlated ones become joins only where the rewrite is exact
+([NOT] EXISTS / IN -> semi/anti join, a scalar aggregate that is NULL over an empty group
+-> LEFT join on the correlation keys)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,7 +9,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from ..nodes import Aggregate, Join, Node, Rename, Select
+from ..nodes import Aggregate, Join, Node, Opaque, Rename, Select, walk
 from .base import Unsupported
 from .from_items import FromLowering
 from .exprs import (CMP, and_all, conjoin, conjuncts, has_agg, has_query, is_within, nondeterministic,
@@ -64,14 +65,20 @@ class SubqueryLowering(FromLowering):
         * ``expr <op> (correlated scalar aggregate)`` becomes a LEFT join with the
           aggregate grouped by the correlation keys (only when the aggregate is NULL
           over an empty group, so an unmatched row sees NULL either way);
-        * uncorrelated sub-queries stay expressions; other correlated ones -> Opaque.
+        * a top-level uncorrelated ``x IN (SELECT y FROM ...)`` whose sub-query reads a CTE
+          or a join becomes a semi join on ``x = y`` (:meth:`_in_join`);
+        * other uncorrelated sub-queries stay expressions; other correlated ones -> Opaque.
         """
         plain: list[exp.Expr] = []
         semis: list[exp.Expr] = []
         scalars: list[exp.Expr] = []
+        ins: list[tuple[exp.Expr, Node]] = []
         for c in conjuncts(pred):
             subs = outermost_queries(c) if not isinstance(c, exp.Query) else [c]
-            if not any(outer_columns(q) for q in subs):
+            sub_node = self._in_subquery(c, ctes) if not any(outer_columns(q) for q in subs) else None
+            if sub_node is not None:
+                ins.append((c, sub_node))
+            elif not any(outer_columns(q) for q in subs):
                 self._check_subqueries(c, "WHERE")
                 plain.append(c)
             elif self._semi_form(c) is not None:
@@ -83,6 +90,8 @@ class SubqueryLowering(FromLowering):
         node, rest = self._push_join_preds(node, plain)
         if rest:
             node = Select(node, conjoin([r.copy() for r in rest]))
+        for c, sub_node in ins:
+            node = self._in_join(node, c, sub_node)
         for c in semis:
             node = self._semi_join(node, c, ctes)
         if scalars:
@@ -132,6 +141,54 @@ class SubqueryLowering(FromLowering):
             if len(sub.expressions) != 1 or any(is_within(o, sub.expressions[0]) for o in outer):
                 return None
         return SemiForm("anti" if neg else "semi", sub, lhs)
+
+    def _in_subquery(self, c: exp.Expr, ctes: dict[str, Node]) -> Optional[Node]:
+        """The lowered sub-query of an uncorrelated ``x IN (SELECT y FROM ...)`` conjunct that
+        becomes a semi join, else None (the conjunct stays an expression).
+
+        In a WHERE conjunct ``x IN (SELECT y ...)`` keeps a row exactly when some ``y``
+        equals ``x`` (FALSE and NULL are both filtered): a semi join on ``x = y``, which is
+        also how Spark plans it. Done only when the sub-query reads a CTE or a join (TPC-DS
+        q95: the pairs of a self-join CTE; q14, q23: shared CTEs) — there the semi join
+        exposes a sub-plan a family can rewrite under the semi join's set semantics; an IN
+        list over one base table (``i_item_id IN (SELECT i_item_id FROM item WHERE ..)``)
+        stays an expression, as every family's matching has always seen it. Only a
+        sub-query that lowers fully (no Opaque part, also none from a CTE it reads: q14's
+        ``cross_items`` holds an INTERSECT) becomes a node (else nothing changes)."""
+        if not isinstance(c, exp.In) or c.args.get("query") is None or has_query(c.this):
+            return None
+        sub = c.args["query"]
+        while isinstance(sub, exp.Subquery):
+            sub = sub.this
+        if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 \
+                or isinstance(sub.expressions[0], exp.Star):
+            return None
+        frm = sub.args.get("from_") or sub.args.get("from")
+        if frm is None:
+            return None
+        tables = [frm.this] + [j.this for j in sub.args.get("joins") or []]
+        reads_cte = any(isinstance(t, exp.Table) and len(t.parts) == 1 and self.norm(t.name) in ctes
+                        for t in tables)
+        if not (reads_cte or len(tables) > 1):
+            return None
+        n_reasons = len(self.reasons)
+        node = self.query(sub, ctes)
+        if len(self.reasons) != n_reasons or len(node.fields) != 1 \
+                or any(isinstance(n, Opaque) for n in walk(node)):
+            del self.reasons[n_reasons:]
+            return None
+        return node
+
+    def _in_join(self, node: Node, c: exp.Expr, sub: Node) -> Node:
+        """``node ⋉ ρ_fresh(sub) ON x = y`` for the conjunct ``x IN (SELECT y ...)``."""
+        assert isinstance(c, exp.In)
+        fresh = self._fresh()
+        right = Rename(sub, tuple((f, f.name) for f in sub.fields), fresh)
+        lhs = c.this
+        if not all_resolve(node.fields, lhs):
+            raise Unsupported("IN sub-query operand does not resolve")
+        (f,) = right.fields
+        return Join(node, right, "semi", ((lhs.copy(), exp.column(f.name, fresh)),), None)
 
     def _semi_join(self, node: Node, c: exp.Expr, ctes: dict[str, Node]) -> Node:
         form = self._semi_form(c)
