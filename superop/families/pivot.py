@@ -351,7 +351,7 @@ class PivotJoin(PivotExamples, Family):
         """Algorithms 2-3 at every join of the tree: its condition implies equality of every
         remaining key (K) between its two sides — or of the keys that determine the rest
         (the match's declared-key premise, :func:`determined_keys`)."""
-        determined = frozenset(c for p in m.premises for c in p.determined)
+        determined = frozenset(c for p in m.determines for c in p.determined)
         failure = tree_premise_failure(m, determined)
         if failure and failure[0] == Reason.JOIN_ON_SUBSET_OF_KEYS:
             return failure[0], failure[1] + " (no declared key determines them)"
@@ -360,7 +360,7 @@ class PivotJoin(PivotExamples, Family):
     def key_premise(self, m: Match) -> Optional[KeyPremise]:
         """The root join's premise (the verifier decides it with Z3; matching decides every
         join's with union-find in :meth:`premise_failure`)."""
-        return root_key_premise(m, frozenset(c for p in m.premises for c in p.determined))
+        return root_key_premise(m, frozenset(c for p in m.determines for c in p.determined))
 
     # -- abstract edges -------------------------------------------------------------------
     def layout(self, branches: int, side: object = None) -> tuple[Slot, ...]:
@@ -408,7 +408,7 @@ class PivotJoin(PivotExamples, Family):
         emits = join_tree_emits(m.root, inputs, keys, equated)
         return Program(keys=tuple(keys), output=m.root.names, accumulators=tuple(accs.accs),
                        flags=tuple(accs.flags), partition_emits=tuple(emits), memory=STREAMING,
-                       requires=m.premises)
+                       requires=m.determines)
 
     def prefilter(self, m: Match, program: Program) -> Optional[exp.Expr]:
         """The rows some use reads: ``Y IN (c1, ..)`` when each use is one ``y = c`` on the
@@ -517,9 +517,9 @@ def determined_keys(m: Match) -> Optional[Determines]:
 
 def _equated(m: Match, keys: Sequence[str]) -> Optional[list[str]]:
     """The program's keys the joins equate (None: all of them — no premise)."""
-    if not m.premises:
+    if not m.determines:
         return None
-    determined = {c for p in m.premises for c in p.determined}
+    determined = {c for p in m.determines for c in p.determined}
     return [k for k in keys if k not in determined]
 
 

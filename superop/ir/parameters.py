@@ -92,13 +92,14 @@ def _int_value(e: Any, values: dict[str, str]) -> Optional[tuple[int, int]]:
         t = literal_type(e.this)
         return (int(e.this), 32 if t == "int" else 64) if t in ("int", "bigint") else None
     if isinstance(e, exp.Neg):
-        x = _int_value(e.this, values)
-        return _in_range(-x[0], x[1]) if x is not None else None
+        inner = _int_value(e.this, values)
+        return _in_range(-inner[0], inner[1]) if inner is not None else None
     a, b = _int_value(e.this, values), _int_value(e.expression, values)
     if a is None or b is None:
         return None
-    op = {exp.Add: lambda x, y: x + y, exp.Sub: lambda x, y: x - y, exp.Mul: lambda x, y: x * y}[type(e)]
-    return _in_range(op(a[0], b[0]), max(a[1], b[1]))
+    lhs, rhs = a[0], b[0]
+    v = lhs + rhs if isinstance(e, exp.Add) else (lhs - rhs if isinstance(e, exp.Sub) else lhs * rhs)
+    return _in_range(v, max(a[1], b[1]))
 
 
 def _in_range(v: int, width: int) -> Optional[tuple[int, int]]:

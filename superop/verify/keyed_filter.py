@@ -99,7 +99,8 @@ def prove_lemma(K: int = LEMMA_K, timeout_ms: int = 120000, declared_keys: bool 
 
 
 def _details(checks: list[Result], declared_keys: bool, sql: str) -> dict:
-    return {"lemma": PREMISE_TEXT, "sql": sql, "schema": LEMMA_SCHEMA if sql == LEMMA_SQL else CONCRETE_SCHEMA, "declared_keys": declared_keys,
+    schema = LEMMA_SCHEMA if sql == LEMMA_SQL else CONCRETE_SCHEMA
+    return {"lemma": PREMISE_TEXT, "sql": sql, "schema": schema, "declared_keys": declared_keys,
             "assumptions": list(ASSUMPTIONS), "checks": [{"status": r.status, "reason": r.reason} for r in checks]}
 
 

@@ -26,7 +26,7 @@ where an expression is nondeterministic.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from sqlglot import exp
 
@@ -81,7 +81,7 @@ def _reads_as_set(p: Node, n: Node, out: set[int]) -> bool:
     return isinstance(p, _SET_PRESERVING) and id(p) in out
 
 
-def _refs(e: Optional[exp.Expr], fields: tuple, into: set[int]) -> bool:
+def _refs(e: Optional[exp.Expr], fields: tuple[Any, ...], into: set[int]) -> bool:
     """Add the positions in ``fields`` of the columns ``e`` reads; False when one does not
     resolve (or ``e`` is nondeterministic)."""
     if e is None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from sqlglot import exp
 
@@ -127,7 +127,7 @@ def _nondeterministic(c: exp.Expr) -> bool:
     return any(d is Determinism.NONDETERMINISTIC for d, _ in risky_calls(c))
 
 
-def _leaf_id(n: Node) -> Optional[tuple]:
+def _leaf_id(n: Node) -> Optional[tuple[Any, ...]]:
     return (n.identity or (n.table,), n.qualifier, n.columns) if isinstance(n, Scan) else None
 
 

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional, Protocol, Union
 
 from ...ir.analysis import Edge
 from ...ir.dependencies import Determines
 from ...ir.nodes import JOIN_KINDS, Aggregate, Join, Node
 from ...ir.reasons import ReasonCode as ReasonCode  # re-exported: the families' reason base
+
+
+class Premise(Protocol):
+    """What a match relies on about its input beyond the plan (a declared key's functional
+    dependency, :class:`~superop.ir.dependencies.Determines`; a keyed filter join,
+    :class:`.keyedfilter.KeyedFilter`): its text in covers records and explanations."""
+    def text(self) -> str: ...
+
+    def pretty(self) -> str: ...
+
+    def reads(self) -> tuple[str, ...]: ...
 
 if TYPE_CHECKING:
     from ...dsl import Program
@@ -145,7 +156,12 @@ class Match:
     program: Optional["Program"] = None  # the template's program, once matching built it
     # declared-key premises the match relies on (superop.ir.keys): grouping keys the joins
     # do not equate, determined by the ones they do
-    premises: tuple[Determines, ...] = ()
+    premises: tuple[Premise, ...] = ()
+
+    @property
+    def determines(self) -> tuple[Determines, ...]:
+        """The premises that are declared-key dependencies (what a program may require)."""
+        return tuple(p for p in self.premises if isinstance(p, Determines))
 
     @property
     def join(self) -> Optional[Join]:
