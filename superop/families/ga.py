@@ -29,7 +29,6 @@ from typing import Any, Optional, Sequence
 
 from sqlglot import exp
 
-from ..ir.nodes import Join
 from ..dsl import AGG_FUNCS, STREAMING, PartitionEmit, Program
 from .kit import symbolic
 from .kit.covers import EDGE_OPS, STREAMING_FOLDS, Covers
@@ -59,14 +58,6 @@ class GAReason(ReasonCode):
         "declared key of it (the join may repeat rows, so it is no filter on one shared input)",
         "Declare the joined column a key of its table (the schema's $keys, SuperOpSession(keys=...)) if it is "
         "unique and NOT NULL.")
-
-
-def is_product(j: Join) -> bool:
-    """A join that pairs every left row with every right row: CROSS JOIN, a comma join,
-    or an inner join without a condition / ON TRUE."""
-    if j.kind == "cross":
-        return True
-    return j.kind == "inner" and not j.equi and (j.residual is None or j.residual == exp.true())
 
 
 class GlobalAggregateDiamond(Family):
@@ -106,7 +97,7 @@ class GlobalAggregateDiamond(Family):
         for j in shape.joins:
             if j.kind not in ("cross", "inner"):
                 return near(Reason.JOIN_KIND_UNSUPPORTED, j.kind)
-            if not is_product(j):
+            if not j.is_product:
                 return near(GAReason.JOIN_CONDITION)
         prem = premise_of(paths[0].stop)     # a keyed filter join read as a filter (kit.keyedfilter)
         return Match(self.name, shape.root, paths[0].stop, tuple(p.branch for p in paths),

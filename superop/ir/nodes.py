@@ -417,6 +417,13 @@ class Join(Node):
             return self.left.fields
         return self.left.fields + self.right.fields
 
+    @property
+    def is_product(self) -> bool:
+        """Pairs every left row with every right row: CROSS JOIN, a comma join, or an
+        inner join without a condition / ON TRUE."""
+        return self.kind == "cross" or (self.kind == "inner" and not self.equi
+                                        and (self.residual is None or self.residual == exp.true()))
+
     def with_children(self, children: Sequence["Node"]) -> "Node":
         return Join(children[0], children[1], self.kind, self.equi, self.residual)
 

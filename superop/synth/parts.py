@@ -151,7 +151,7 @@ def analyze(plan: Node) -> Parts:
     product = False
     if isinstance(core, UnionAll):
         tops = list(core.inputs)
-    elif isinstance(core, Join) and _is_product(core):
+    elif isinstance(core, Join) and core.is_product:
         # a product (cross / unconditioned inner joins, flattened): only of global
         # aggregates, one row each, is it a one-partition program
         tops, product = _product_leaves(core), True
@@ -200,14 +200,9 @@ def analyze(plan: Node) -> Parts:
     return Parts(family, core, root_map, rp.predicate, paths, sources, plan.names, product)
 
 
-def _is_product(j: Join) -> bool:
-    return j.kind == "cross" or (j.kind == "inner" and not j.equi
-                                 and (j.residual is None or j.residual == exp.true()))
-
-
 def _product_leaves(j: Join) -> list[Node]:
     """The inputs of a tree of product joins, left to right (the root's field order)."""
     out: list[Node] = []
     for c in (j.left, j.right):
-        out += _product_leaves(c) if isinstance(c, Join) and _is_product(c) else [c]
+        out += _product_leaves(c) if isinstance(c, Join) and c.is_product else [c]
     return out

@@ -179,7 +179,7 @@ def _product_uses(j: Join, ctx: PlanContext) -> Optional[list[_Use]]:
     leaves: list[Node] = []
 
     def go(x: Node) -> None:
-        if isinstance(x, Join) and _is_product(x) and not ctx.is_shared(x):
+        if isinstance(x, Join) and x.is_product and not ctx.is_shared(x):
             go(x.left)
             go(x.right)
         else:
@@ -192,10 +192,6 @@ def _product_uses(j: Join, ctx: PlanContext) -> Optional[list[_Use]]:
             return None
         out.append(_Use(a, a.child))
     return out
-
-
-def _is_product(j: Join) -> bool:
-    return j.kind == "cross" or (j.kind == "inner" and not j.equi and (j.residual is None or j.residual == exp.true()))
 
 
 def refusal(uses: Sequence[Node]) -> Optional[str]:
@@ -246,7 +242,7 @@ def keyed_filters(plan: Node) -> Node:
     mapping: dict[int, Node] = {}
     done: set[int] = set()
     for n in walk(plan):
-        if not isinstance(n, Join) or not _is_product(n) or id(n) in done:
+        if not isinstance(n, Join) or not n.is_product or id(n) in done:
             continue
         uses = _product_uses(n, ctx)
         if uses is None:
