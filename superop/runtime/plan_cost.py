@@ -7,8 +7,9 @@ stored, see :class:`TableStats`), and — when ``spark.sql.cbo.enabled`` — the
 Spark estimates for a filter or an aggregate. Rows then flow bottom-up through the
 physical operators (a filter keeps a default fraction of its rows unless Spark's CBO
 says otherwise; a partial aggregate emits at most a few copies of each group before
-its exchange; a join emits about as many rows as its larger side) and each operator
-adds what it does with them:
+its exchange; a join emits about as many rows as its larger side, except a self-join of
+one relation's rows on the same columns, which emits its pairs: |L|·|R| / max(NDV), see
+:meth:`_Estimator._self_join_pairs`) and each operator adds what it does with them:
 
 ========================  ============================================================
 feature                   what
@@ -143,7 +144,10 @@ def selectivity(cond: str, c: CostConstants = CONSTANTS) -> float:
 class _Est:
     rows: float
     cols: list            # attribute ids in output order
-    group_keys: Optional[tuple] = None
+    raw: bool = False     # the rows of one scan, through filters and projections only
+
+
+_JOIN_SOURCE = re.compile(r"Location: \w+\(\d+ paths?\)\[([^\],]+)")
 
 
 class _Estimator:
@@ -157,6 +161,7 @@ class _Estimator:
         self.missing: list[str] = []
         self.groups: dict[frozenset, float] = {}
         self.scan_table: dict[str, tuple[str, str]] = {}   # attr id -> (table, column)
+        self.scan_source: dict[str, tuple[str, str]] = {}  # attr id -> (table or files, column)
         self.exchange_rows: dict[str, float] = {}
         # logical statistics, by what identifies the physical node
         self.rel_by_id: dict[str, Node] = {}
@@ -198,7 +203,7 @@ class _Estimator:
                 m = re.search(r"limit=(\d+)", n.text)
                 rows = min(rows, float(m.group(1))) if m else rows
                 self.f["sort_rows"] += first.rows
-            return _Est(rows, cols)
+            return _Est(rows, cols, raw=first.raw and name == "Project")
         if name == SHUFFLE:
             self.f["stages"] += 1
             self.f["shuffle_bytes"] += first.rows * self.w(first.cols)
@@ -265,9 +270,13 @@ class _Estimator:
                 self.width[i] = type_width(types[nm.lower()])
         tm = re.match(r"^\w+(?: \w+)? ([\w.`]+)\[", body)
         table = tm.group(1) if tm else None
+        loc = _JOIN_SOURCE.search(body)
+        source = table or (loc.group(1) if loc else None)
         for i, nm in zip(ids, names):
             if table:
                 self.scan_table[i] = (table, nm)
+            if source:
+                self.scan_source[i] = (source, nm.lower())
         rel = next((self.rel_by_id[i] for i in ids if i in self.rel_by_id), None)
         rows = None
         if table and self.stats is not None:
@@ -290,7 +299,7 @@ class _Estimator:
             if not m2:
                 self.notes.append(f"no statistics for {n.name}: 1 row assumed")
         self.f["scan_bytes"] += rows * self.w(ids)
-        return _Est(rows, ids)
+        return _Est(rows, ids, raw=True)
 
     def _groups(self, keys: list[str], rows: float) -> float:
         k = frozenset(keys)
@@ -352,7 +361,36 @@ class _Estimator:
         if n.name in ("BroadcastNestedLoopJoin", "CartesianProduct") and "Inner" not in t \
                 and "Outer" not in t:
             return _Est(left.rows * right.rows, left.cols + right.cols)
-        return _Est(max(left.rows, right.rows), left.cols + right.cols)
+        rows = max(left.rows, right.rows)
+        pairs = self._self_join_pairs(n, left, right)
+        return _Est(max(rows, pairs or 0.0), left.cols + right.cols)
+
+    def _self_join_pairs(self, n: Node, left: _Est, right: _Est) -> Optional[float]:
+        """The pairs of an inner equi-join of one relation's rows with themselves on the same
+        columns (``ws1.order = ws2.order``, both sides scans through filters and projections):
+        |L|·|R| / max(NDV), times the residual condition's selectivity; the NDV is the one an
+        aggregate on the same keys gets (ANALYZE, CBO, else ``group_ratio`` of the rows).
+        Every other join keeps the larger side's rows: without statistics a foreign-key join
+        cannot be told from a many-to-many one, and an aggregate's or a window's output may
+        well be unique on the keys. A self-join on a column that is the table's key is
+        priced too high here unless ANALYZE gave its NDV."""
+        if n.name not in ("SortMergeJoin", "ShuffledHashJoin", "BroadcastHashJoin") or ", Inner" not in n.text:
+            return None
+        parts = split_top(n.args)
+        if len(parts) < 3:
+            return None
+        lk, rk = attr_ids(parts[0]), attr_ids(parts[1])
+        if not lk or len(lk) != len(rk):
+            return None
+        if any(a not in self.scan_source or self.scan_source.get(a) != self.scan_source.get(b)
+               for a, b in zip(lk, rk)):
+            return None
+        if not (left.raw and right.raw):
+            return None
+        ndv = max(self._groups(lk, left.rows), self._groups(rk, right.rows), 1.0)
+        residual = next((p for p in parts[3:] if attr_ids(p)), None)
+        sel = selectivity(residual, self.c) if residual else 1.0
+        return left.rows * right.rows / ndv * sel
 
 
 def estimate(info: PlanInfo, stats: Optional[TableStats] = None,

@@ -129,6 +129,53 @@ AdaptiveSparkPlan isFinalPlan=false
     assert f["join_rows"] == 10_000 + 100 and f["window_rows"] == 0
 
 
+_SELF_JOIN = """== Optimized Logical Plan ==
+Join Inner, (o#1 = o#5), Statistics(sizeInBytes=1.0 MiB)
+:- Relation [w#0,o#1] parquet, Statistics(sizeInBytes=1.0 MiB, rowCount=1.00E+4)
++- Relation [w#4,o#5] parquet, Statistics(sizeInBytes=1.0 MiB, rowCount=1.00E+4)
+
+== Physical Plan ==
+AdaptiveSparkPlan isFinalPlan=false
++- Exchange hashpartitioning(o#1, 4), ENSURE_REQUIREMENTS, [plan_id=1]
+   +- Project [o#1]
+      +- BroadcastHashJoin [{lk}], [{rk}], Inner, BuildRight, NOT (w#0 = w#4), false, false
+         :- Filter isnotnull(o#1)
+         :  +- FileScan parquet [w#0,o#1] Location: InMemoryFileIndex(1 paths)[file:/d/sales.parquet]
+         +- BroadcastExchange HashedRelationBroadcastMode(List(input[1, bigint, false]),false), [plan_id=2]
+            +- FileScan parquet [w#4,o#5] Location: InMemoryFileIndex(1 paths)[file:/d/{right}.parquet]
+"""
+
+
+def _shuffled_rows(text: str) -> float:
+    f = estimate(parse_explain(text)).features
+    return f["shuffle_bytes"] / (CONSTANTS.row_overhead + CONSTANTS.default_width)   # one column, no ReadSchema
+
+
+def test_a_self_join_on_a_non_unique_column_emits_its_pairs():
+    """A relation's rows joined with themselves on the same column (q95's ``ws_wh``) emit
+    |L|·|R| / NDV pairs (NDV unknown: ``group_ratio`` of the rows) times the residual's
+    selectivity; a join of two relations, or on other columns, keeps the larger side."""
+    c = CONSTANTS
+    pairs = 10_000 * 10_000 / (10_000 * c.group_ratio) * (1 - c.sel_eq)
+    assert _shuffled_rows(_SELF_JOIN.format(lk="o#1", rk="o#5", right="sales")) == pytest.approx(pairs)
+    assert pairs > 10_000
+    assert _shuffled_rows(_SELF_JOIN.format(lk="o#1", rk="o#5", right="returns")) == 10_000
+    assert _shuffled_rows(_SELF_JOIN.format(lk="o#1", rk="w#4", right="sales")) == 10_000
+
+
+def test_a_self_join_of_an_aggregate_keeps_the_larger_side():
+    """An aggregate's rows may be unique on the join keys (γ_k(t) ⋈ γ_k(t) is one row per
+    key): no pair blow-up is priced when a side is not a scan's rows."""
+    text = _SELF_JOIN.format(lk="o#1", rk="o#5", right="sales").replace(
+        "+- BroadcastExchange HashedRelationBroadcastMode(List(input[1, bigint, false]),false), [plan_id=2]\n"
+        "            +- FileScan",
+        "+- BroadcastExchange HashedRelationBroadcastMode(List(input[1, bigint, false]),false), [plan_id=2]\n"
+        "            +- HashAggregate(keys=[w#4, o#5], functions=[], output=[w#4, o#5])\n"
+        "               +- FileScan")
+    assert "HashAggregate" in text
+    assert _shuffled_rows(text) == 10_000
+
+
 def test_default_selectivity():
     c = CONSTANTS
     assert selectivity("isnotnull(a#1)") == 1.0
