@@ -14,6 +14,7 @@ super-operator families (``superop.families``), on top of these analyses.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -119,7 +120,9 @@ def capture_parameters(edge: Edge) -> EdgeParams:
     the bottom's columns."""
     bottom = edge.bottom
     fields = bottom.fields
-    exprs: list[exp.Expr] = [_bottom_col(f, fields) for f in fields]
+    counts = Counter(f.name for f in fields)
+    # unqualified when the name is unique at the bottom (always true for scans)
+    exprs: list[exp.Expr] = [exp.column(f.name) if counts[f.name] == 1 else f.column() for f in fields]
     preds: list[exp.Expr] = []
     for op in reversed(edge.ops):
         child_fields = op.children[0].fields
@@ -137,9 +140,3 @@ def capture_parameters(edge: Edge) -> EdgeParams:
         pred = p if pred is None else exp.and_(pred, p, copy=False)
     return EdgeParams(tuple(zip(edge.top.fields, exprs)), pred, fields)
 
-
-def _bottom_col(f: Field, fields: Sequence[Field]) -> exp.Column:
-    # Unqualified when the name is unique at the bottom (always true for scans).
-    if sum(1 for g in fields if g.name == f.name) == 1:
-        return exp.column(f.name)
-    return f.column()

@@ -77,6 +77,15 @@ class Node:
 
     @property
     def fields(self) -> tuple[Field, ...]:
+        """The output columns, computed once per node (nodes are immutable; matching traces
+        columns through deep plans and asks every node for them many times)."""
+        f = self.__dict__.get("_fields_cache")
+        if f is None:
+            f = self._fields()
+            object.__setattr__(self, "_fields_cache", f)
+        return f
+
+    def _fields(self) -> tuple[Field, ...]:
         raise NotImplementedError
 
     @property
@@ -161,8 +170,7 @@ class Scan(Node):
     def children(self) -> tuple["Node", ...]:
         return ()
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, c) for c, _ in self.columns)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -181,8 +189,7 @@ class Opaque(Node):
     def children(self) -> tuple["Node", ...]:
         return ()
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(None, n) for n in self.output)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -202,8 +209,7 @@ class Select(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -221,8 +227,7 @@ class Project(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -241,8 +246,7 @@ class Rename(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, new) for _, new in self.mapping)
 
     @property
@@ -272,8 +276,7 @@ class Aggregate(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -303,8 +306,7 @@ class GroupingAggregate(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, n) for _, n in self.items)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -343,8 +345,7 @@ class Sort(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -362,8 +363,7 @@ class Limit(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return self.child.fields
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -381,8 +381,7 @@ class Window(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.child,)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return self.child.fields + tuple(Field(self.qualifier, n) for _, n in self.items)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":
@@ -411,8 +410,7 @@ class Join(Node):
     def children(self) -> tuple["Node", ...]:
         return (self.left, self.right)
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         if self.kind in ("semi", "anti"):
             return self.left.fields
         return self.left.fields + self.right.fields
@@ -439,8 +437,7 @@ class UnionAll(Node):
     def children(self) -> tuple["Node", ...]:
         return self.inputs
 
-    @property
-    def fields(self) -> tuple[Field, ...]:
+    def _fields(self) -> tuple[Field, ...]:
         return tuple(Field(self.qualifier, f.name) for f in self.inputs[0].fields)
 
     def with_children(self, children: Sequence["Node"]) -> "Node":

@@ -69,9 +69,8 @@ class Opaque(N.Opaque):
     unqualified names only). Named ``Opaque`` so the IR generator treats it as one."""
     qfields: tuple = ()
 
-    @property
-    def fields(self):
-        return self.qfields or super().fields
+    def _fields(self):
+        return self.qfields or super()._fields()
 
 
 @dataclass

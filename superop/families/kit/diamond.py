@@ -17,6 +17,7 @@ tracing of Algorithms 1-4).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -366,10 +367,34 @@ def keys_implied(join: Join, pairs: Sequence[tuple[frozenset[int], frozenset[int
     return [any(uf.find(f"L{x}") == uf.find(f"R{y}") for x in ls for y in rs) for ls, rs in pairs]
 
 
+# (id(top), id(stop)) -> (top, stop, what each position of top carries): the premises ask
+# about every key of every join of a match, per rule; nodes are immutable, and holding
+# both nodes keeps their ids from being reused while the entry lives
+_CARRIED: dict[tuple[int, int], tuple[Node, Node, tuple[Optional[int], ...]]] = {}
+_CARRIED_MAX = 4096
+_CARRIED_LOCK = threading.Lock()
+
+
+def carried(top: Node, stop: Node) -> tuple[Optional[int], ...]:
+    """Per output position of ``top``: the field of ``stop`` it carries unchanged
+    (:func:`trace`), None where it carries none."""
+    key = (id(top), id(stop))
+    with _CARRIED_LOCK:
+        hit = _CARRIED.get(key)
+    if hit is not None and hit[0] is top and hit[1] is stop:
+        return hit[2]
+    out = tuple(trace(top, i, stop) for i in range(len(top.fields)))
+    with _CARRIED_LOCK:
+        if len(_CARRIED) >= _CARRIED_MAX:
+            _CARRIED.clear()
+        _CARRIED[key] = (top, stop, out)
+    return out
+
+
 def positions_carrying(top: Node, src: int, stop: Node) -> frozenset[int]:
     """Every output position of ``top`` that carries ``stop``'s field ``src`` unchanged
     (TraverseUp of Algorithm 4, decided by tracing each position down)."""
-    return frozenset(i for i in range(len(top.fields)) if trace(top, i, stop) == src)
+    return frozenset(i for i, s in enumerate(carried(top, stop)) if s == src)
 
 
 def agg_paths_check(paths: Sequence[Path]) -> tuple[Optional[Reason], tuple[int, ...]]:
