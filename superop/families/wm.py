@@ -48,8 +48,9 @@ from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
 from .kit.program import Accs, accumulator_funcs, agg_calls
 from .kit.records import CatalogNames, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side
 
-# the join kinds whose template emits only rows (each row once, with its group's values)
-ROW_JOINS = ("inner", "left", "right")
+# the join kinds whose template emits only rows (each row once, with its group's values);
+# a cross join is the keyless one: every row with a global aggregate's one row
+ROW_JOINS = ("inner", "left", "right", "cross")
 
 
 class WMReason(ReasonCode):
@@ -146,7 +147,9 @@ class WinMagic(Family):
         """WM/<kind>/agg-<side>: every constant-state fold of ``t`` per ``k`` below a σ
         ``p1`` (any columns), filtered by ``q1`` and projected by ``g1`` above, joined back
         to the rows of ``t`` filtered by ``p`` and projected by ``f``, the residual
-        ``theta`` reading both — for each join kind whose template emits rows only."""
+        ``theta`` reading both — for each join kind whose template emits rows only;
+        WM/cross/agg-<side>: the same folds without a key (a global aggregate, its HAVING
+        ``q1`` may drop its one row) cross-joined to the rows."""
         return tuple(_instance(kind, side) for kind in self.join_kinds for side in (Side.LEFT, Side.RIGHT)
                      if not emits_aggregate_alone(kind, side))
 
@@ -211,6 +214,8 @@ def _instance(kind: str, side: Side) -> ProofInstance:
     covers = Covers.make("WM", join_kinds=[kind], branches=2, agg_side=side.value, aggregates=STREAMING_FOLDS,
                          edges=[EDGE_OPS, EDGE_OPS, EDGE_OPS])
     rows = "SELECT k, f(k, a, b) AS x FROM t WHERE p(k, a, b)"
+    if kind == "cross":
+        return _keyless_instance(side, covers, rows)
     agg = symbolic.aggregate_branch(1, "y")
     join = JOIN_SQL[kind]
     if side is Side.LEFT:
@@ -224,6 +229,24 @@ def _instance(kind: str, side: Side) -> ProofInstance:
                              "the row emits read the partition's final aggregates (buffering), so a σ below "
                              "the aggregate on any column is a guard of its accumulators",
                              "theta reads the aggregate's projection and the row"))
+
+
+
+def _keyless_instance(side: Side, covers: Covers, rows: str) -> ProofInstance:
+    """WM/cross/agg-<side>: a global aggregate's one row beside every row (``AGG(x) OVER ()``)."""
+    agg = symbolic.global_branch(1, "y")
+    if side is Side.LEFT:
+        sql = f"SELECT m.y, o.k, o.x FROM ({agg}) m CROSS JOIN ({rows}) o"
+    else:
+        sql = f"SELECT o.k, o.x, m.y FROM ({rows}) o CROSS JOIN ({agg}) m"
+    fns = {"p": "bool", "f": "int", **symbolic.global_branch_functions(1)}
+    return ProofInstance(f"WM/cross/agg-{side.value}", sql, symbolic.SCHEMA, covers, fns,
+                         symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (
+                             symbolic.SUBSET_OF_FOLDS,
+                             "the row emits read the one partition's final aggregates (buffering), so a σ "
+                             "below the aggregate on any column is a guard of its accumulators",
+                             "a HAVING above the global aggregate (q1) may drop its one row: then no row "
+                             "is emitted"))
 
 
 WM = WinMagic()
