@@ -122,9 +122,11 @@ class WinMagic(Family):
     # -- streamability, template, code generation -------------------------------------------
     def streamability(self, m: Match) -> Streamability:
         keys = sorted(m.key_names)
-        return Streamability(f"one exchange on {keys}: each row reads its partition's final aggregates "
-                             "(a window over the whole partition, buffering)",
-                             {"keys": keys, "join_kind": m.join_kind, "memory": BUFFERING})
+        why = (f"one exchange on {keys}: each row reads its partition's final aggregates (a window over the "
+               "whole partition, buffering)" if keys else
+               "one partition (no key): each row reads the global aggregate's final values (a window over the "
+               "whole input, buffering)")
+        return Streamability(why, {"keys": keys, "join_kind": m.join_kind, "memory": BUFFERING})
 
     def build_program(self, m: Match) -> Program:
         """The join-back template, its row emits reading the partition's final state."""

@@ -53,9 +53,8 @@ def _forced_push(plan: Node) -> Node:
     premises (the refuted variant)."""
     (j,) = [n for n in walk(plan) if isinstance(n, Join) and n.kind == "cross"]
     agg_left = isinstance(j.left, Aggregate)
-    agg, other = (j.left, j.right) if agg_left else (j.right, j.left)
-    assert isinstance(agg, Aggregate)
-    pushed = push_product(agg, other, agg_left)
+    grouped, other = (j.left, j.right) if agg_left else (j.right, j.left)
+    pushed = push_product(grouped, other, agg_left)
     if pushed is None:
         raise ValueError("the product does not push")
     return replace(plan, {id(j): pushed})

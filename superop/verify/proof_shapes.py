@@ -236,7 +236,15 @@ SHAPES: dict[str, type] = {UNION: GroupsProof, JOIN: JoinedGroupsProof, JOIN_BAC
                            SELF_EXISTS: ExistsProof}
 
 
-def shape_of(family: str) -> type[TemplateProof]:
+def shape_of(family: str) -> type:
     """The proof of ``family``'s template, by the shape the family declares (the generic
     engine when it declares none: its proofs are refused after the induction is set up)."""
     return SHAPES.get(families.get(family).proof_shape, TemplateProof)
+
+
+def models_of(shape: type, program: Program) -> Models:
+    """What the proof of ``shape`` models for ``program`` (a shape may model a keyless
+    program too: :meth:`TemplateProof.models_for`)."""
+    if issubclass(shape, TemplateProof):
+        return shape.models_for(program)
+    return getattr(shape, "models", Models())

@@ -19,9 +19,12 @@ rows repeats the groups on the left but folds each group's rows twice on the rig
 first variant.
 
 G is one row when it is ``γ_∅`` under projections and renames only (no filter: a HAVING
-may drop the one row; no LIMIT). The step is done only under parents that read the
-product's columns by name (through filters: a projection, an aggregate, a ρ), because G's
-columns come out of the GROUP BY under its qualifier; the column names must stay unique.
+may drop the one row; no LIMIT). The GROUP BY may sit under a ρ (a DataFrame's alias:
+``groups.crossJoin(value)``), whose names and qualifier the pushed GROUP BY takes. The step
+is done only where it makes a self-join — R and G's aggregate read (through σ/π/ρ) the
+same node — and only under parents that read the product's columns by name (through
+filters: a projection, an aggregate, a ρ), because G's columns come out of the GROUP BY
+under its qualifier; the column names must stay unique.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from ...ir.analysis import walk_edge
 from ...ir.nodes import Aggregate, Join, Node, Project, Rename, Select, resolve_field, walk
 from .diamond import PlanContext
 
@@ -61,12 +65,17 @@ def _one_pass(plan: Node) -> Node:
     return memo[id(plan)]
 
 
-def push_product(agg: Aggregate, one_row: Node, agg_left: bool) -> Optional[Aggregate]:
-    """``γ_{K; items, MAX(g)…}(R × G)`` for the product ``γ_K(R) × G`` (``agg_left``: the
-    aggregate is the left input), its columns in the product's order, or None when a
-    column would not resolve as before or two columns share a name. No premise is checked
-    here (:func:`one_row_products` checks them; the lemma's refuted variant calls this on
-    a global outer aggregate)."""
+def push_product(grouped: Node, one_row: Node, agg_left: bool) -> Optional[Aggregate]:
+    """``γ_{K; items, MAX(g)…}(R × G)`` for the product ``γ_K(R) × G`` (``grouped``: the
+    GROUP BY, or a ρ over it — its names and qualifier are the new GROUP BY's, the items it
+    drops dropped; ``agg_left``: it is the left input), its columns in the product's order,
+    or None when a column would not resolve as before or two columns share a name. No
+    premise is checked here (:func:`one_row_products` checks them; the lemma's refuted
+    variant calls this on a global outer aggregate)."""
+    ren = grouped if isinstance(grouped, Rename) else None
+    agg = ren.child if ren is not None else grouped
+    if not isinstance(agg, Aggregate):
+        return None
     r = agg.child
     prod = Join(r, one_row, "cross") if agg_left else Join(one_row, r, "cross")
     offset = 0 if agg_left else len(one_row.fields)
@@ -77,13 +86,16 @@ def push_product(agg: Aggregate, one_row: Node, agg_left: bool) -> Optional[Aggr
                     return None
             except KeyError:
                 return None
-    carried = [(exp.Max(this=f.column()), f.name) for f in one_row.fields]
     items = [(e.copy(), n) for e, n in agg.items]
+    if ren is not None:
+        items = [(agg.items[agg.fields.index(f)][0].copy(), new) for f, new in ren.mapping]
+    carried = [(exp.Max(this=f.column()), f.name) for f in one_row.fields]
     names = [n for _, n in items] + [n for _, n in carried]
     if len(set(names)) != len(names):
         return None
     ordered = items + carried if agg_left else carried + items
-    return Aggregate(prod, tuple(k.copy() for k in agg.keys), tuple(ordered), agg.qualifier)
+    return Aggregate(prod, tuple(k.copy() for k in agg.keys), tuple(ordered),
+                     ren.qualifier if ren is not None else agg.qualifier)
 
 
 def is_one_row(n: Node) -> bool:
@@ -99,11 +111,23 @@ def _pushed(j: Node, ctx: Optional[PlanContext]) -> Optional[Aggregate]:
     (None: ``j`` is a rebuilt copy of a node checked so)."""
     if not isinstance(j, Join) or not j.is_product or (ctx is not None and not _read_by_name(j, ctx)):
         return None
-    for agg, other, agg_left in ((j.left, j.right, True), (j.right, j.left, False)):
+    for grouped, other, agg_left in ((j.left, j.right, True), (j.right, j.left, False)):
+        agg = grouped.child if isinstance(grouped, Rename) else grouped
         if type(agg) is Aggregate and agg.keys and is_one_row(other) \
-                and (ctx is None or not ctx.is_shared(agg)):
-            return push_product(agg, other, agg_left)
+                and (ctx is None or (not (ctx.is_shared(agg) or ctx.is_shared(grouped))
+                                     and _self_product(agg, other, ctx))):
+            return push_product(grouped, other, agg_left)
     return None
+
+
+def _self_product(agg: Aggregate, one_row: Node, ctx: PlanContext) -> bool:
+    """Do the GROUP BY and the one-row aggregate read (through σ/π/ρ) the same node? Only
+    there the push makes a family's instance (a join-back); elsewhere the plan stays."""
+    g = one_row
+    while isinstance(g, (Project, Rename)):
+        g = g.child
+    assert isinstance(g, Aggregate)
+    return walk_edge(agg.child, ctx.shared_ids).bottom is walk_edge(g.child, ctx.shared_ids).bottom
 
 
 def _read_by_name(j: Node, ctx: PlanContext) -> bool:
