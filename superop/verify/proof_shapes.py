@@ -28,7 +28,8 @@ import z3
 
 from .. import families
 from ..dsl import STREAMING, Program
-from ..families.kit.family import GLOBAL_PRODUCT, ProofInstance, JOIN, JOIN_BACK, NEIGHBOURS, SELF_EXISTS, UNION
+from ..families import Match
+from ..families.kit.family import GLOBAL_PRODUCT, JOIN, JOIN_BACK, NEIGHBOURS, SELF_EXISTS, UNION, ProofInstance
 from ..ir.nodes import Join
 from .bags import outcomes_differ
 from .exists_proofs import ExistsProof

@@ -89,7 +89,7 @@ def push_product(grouped: Node, one_row: Node, agg_left: bool) -> Optional[Aggre
     items = [(e.copy(), n) for e, n in agg.items]
     if ren is not None:
         items = [(agg.items[agg.fields.index(f)][0].copy(), new) for f, new in ren.mapping]
-    carried = [(exp.Max(this=f.column()), f.name) for f in one_row.fields]
+    carried: list[tuple[exp.Expr, str]] = [(exp.Max(this=f.column()), f.name) for f in one_row.fields]
     names = [n for _, n in items] + [n for _, n in carried]
     if len(set(names)) != len(names):
         return None
