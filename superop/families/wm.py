@@ -10,6 +10,15 @@ partition instead of an aggregate, a join and a second read of the input:
 TPC-DS q1, q30, q81 (a row of a CTE against 1.2 × its store's / state's average), q32, q92
 (a sale against 1.3 × its item's average), q6 (an item against 1.2 × its category's average).
 
+Without keys: a GLOBAL aggregate (its one row, over any input) cross-joined to the rows of
+its own input runs as ``AGG(x) OVER ()`` — TPC-DS q24a/q24b, whose HAVING compares with an
+uncorrelated global aggregate of the same CTE (the lowering reads it from a product with the
+groups, the canonical form pushes that product below the GROUP BY: :mod:`.kit.onerow`):
+
+    ... GROUP BY k HAVING SUM(x) > (SELECT 0.05 * AVG(x) FROM t)
+    -- canonical: γ_{k; SUM(x), MAX(_v)}(σ(t) × ρ(γ_∅(t))), then σ(SUM(x) > _v)
+    -- runs as:   the GROUP BY over σ(t) with 0.05 * AVG(x) OVER () beside each row
+
     ⋈ Join (inner; left with the rows on the left; right with the rows on the right)
     ├── e2 [σπρ]* ── γ GroupBy (any fold) ── e1 [σπρ]* ── Spool
     └── e3 [σπρ]* ── Spool
@@ -27,7 +36,8 @@ the MIN on non-keys, a computed argument).
 
 Where the aggregate side is preserved by the join (a left join with the aggregate on the
 left, full, semi, anti), the template emits the aggregate side alone: not WinMagic
-(``aggregate_side_emitted``; Min & Join reports its own near-miss first).
+(``aggregate_side_emitted``; Min & Join reports its own near-miss first). A global aggregate
+joined other than by a cross join (an ON condition) is the near-miss ``global_aggregate``.
 """
 from __future__ import annotations
 
