@@ -210,3 +210,22 @@ def test_a_global_outer_aggregate_is_a_product_of_global_aggregates(proof_catalo
     r = rewrite_structural(Rewriter(proof_catalog), sql, SCHEMA)
     assert r.applied == ["global-aggregate-diamond-2way"], r.explanation
     assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(sql).collect())
+
+
+def test_a_cached_decision_renders_the_window_for_new_literals(spark, tables, twin_catalog):
+    """q24a and q24b are one template (the colour is a literal): the decision made for one
+    serves the other, re-generated on the canonical plan the decision was made on — the
+    window form, as a fresh decision writes it, not the product as lowered."""
+    from superop.runtime import SuperOpSession
+    q = ("WITH t AS (SELECT a, d, c, SUM(s) AS tot FROM ops GROUP BY a, d, c) SELECT a, d, SUM(tot) AS paid "
+         "FROM t WHERE d = 'x' GROUP BY a, d HAVING SUM(tot) > (SELECT 0.05 * AVG(tot) FROM t)")
+    so = SuperOpSession(spark, twin_catalog, gate="exchanges")
+    fresh = SuperOpSession(spark, twin_catalog, gate=False, cache=False)
+    r1 = so.rewrite(q)
+    assert r1.changed and r1.applied == ["winmagic-cross"] and "OVER ()" in r1.sql, r1.explanation
+    for d in ("y", "z"):
+        qd = q.replace("d = 'x'", f"d = '{d}'")
+        r = so.rewrite(qd)
+        assert r.timings_ms.get("cache_hit") == 1.0 and r.applied == ["winmagic-cross"], r.explanation
+        assert r.sql == fresh.rewrite(qd).sql and "OVER ()" in r.sql
+        assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(qd).collect())
