@@ -229,3 +229,31 @@ def test_a_cached_decision_renders_the_window_for_new_literals(spark, tables, tw
         assert r.timings_ms.get("cache_hit") == 1.0 and r.applied == ["winmagic-cross"], r.explanation
         assert r.sql == fresh.rewrite(qd).sql and "OVER ()" in r.sql
         assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(qd).collect())
+
+
+# the lowered HAVING (a product above the GROUP BY) and its canonical form (the product
+# pushed below where it makes a self-join) regenerate SQL that Spark runs with the
+# original's rows; (query, pushed)
+PUSHED = [
+    ("SELECT a, SUM(s) AS t FROM ops WHERE b > 0 GROUP BY a HAVING SUM(s) > (SELECT 0.5 * AVG(s) FROM ops)", True),
+    ("SELECT d, COUNT(*) AS n FROM ops GROUP BY d HAVING COUNT(*) >= (SELECT COUNT(*) FROM ops WHERE c > 0) / 3",
+     True),
+    ("SELECT a, SUM(s) AS t FROM ops GROUP BY a HAVING SUM(s) > (SELECT AVG(tier) FROM accounts)", False),
+    # written as a join: the WHERE relating both sides is its condition, not a product
+    ("SELECT x.a, x.t, y.m FROM (SELECT a, SUM(s) AS t FROM ops GROUP BY a) AS x "
+     "CROSS JOIN (SELECT MIN(s) AS m FROM ops WHERE b > 0) AS y WHERE x.t >= y.m", False),
+]
+
+
+@pytest.mark.parametrize("sql,pushed", PUSHED)
+def test_lowered_and_canonical_forms_run_with_the_original_rows(sql, pushed, tables, ops_empty, spark):
+    from superop.ir import to_sql
+    for table in ("ops", "ops_empty"):
+        q = sql.replace("FROM ops", f"FROM {table}")
+        plan = lower(q, ops_empty if table == "ops_empty" else tables).plan
+        want = bag(spark.sql(q).collect())
+        assert bag(spark.sql(to_sql(plan)).collect()) == want, q
+        assert bag(spark.sql(to_sql(families.regroup(plan))).collect()) == want, q
+    canon = families.regroup(lower(sql, tables).plan)
+    below = [n for n in walk(canon) if isinstance(n, Aggregate) and any(isinstance(c, Join) for c in n.children)]
+    assert bool(below) == pushed
