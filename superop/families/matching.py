@@ -22,6 +22,7 @@ from ..ir.safety import BlockReason, Blocker, blocking_reason
 from ..dsl import Program, sort_distinct
 from .kit.diamond import PlanContext, keys_implied, shape_at
 from .kit.keyedfilter import keyed_filters
+from .kit.onerow import one_row_products
 from .kit.regroup import regroup
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
 from . import registry
@@ -107,10 +108,11 @@ def unsafe_reason(interior: Iterable[Node], source: Node) -> Optional[Blocker]:
 
 
 def canonical(plan: Node) -> Node:
-    """The canonical form the families are matched on: :func:`regroup`, then keyed filter
-    joins of cross-joined global aggregates read as filters on one input
-    (:func:`.kit.keyedfilter.keyed_filters`, under a declared key)."""
-    return keyed_filters(regroup(plan))
+    """The canonical form the families are matched on: products with a one-row aggregate
+    pushed below the GROUP BY they join (:func:`.kit.onerow.one_row_products`), then
+    :func:`regroup`, then keyed filter joins of cross-joined global aggregates read as
+    filters on one input (:func:`.kit.keyedfilter.keyed_filters`, under a declared key)."""
+    return keyed_filters(regroup(one_row_products(plan)))
 
 
 def scan(plan: Node) -> list[Finding]:

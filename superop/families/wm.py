@@ -10,6 +10,15 @@ partition instead of an aggregate, a join and a second read of the input:
 TPC-DS q1, q30, q81 (a row of a CTE against 1.2 × its store's / state's average), q32, q92
 (a sale against 1.3 × its item's average), q6 (an item against 1.2 × its category's average).
 
+Without keys: a GLOBAL aggregate (its one row, over any input) cross-joined to the rows of
+its own input runs as ``AGG(x) OVER ()`` — TPC-DS q24a/q24b, whose HAVING compares with an
+uncorrelated global aggregate of the same CTE (the lowering reads it from a product with the
+groups, the canonical form pushes that product below the GROUP BY: :mod:`.kit.onerow`):
+
+    ... GROUP BY k HAVING SUM(x) > (SELECT 0.05 * AVG(x) FROM t)
+    -- canonical: γ_{k; SUM(x), MAX(_v)}(σ(t) × ρ(γ_∅(t))), then σ(SUM(x) > _v)
+    -- runs as:   the GROUP BY over σ(t) with 0.05 * AVG(x) OVER () beside each row
+
     ⋈ Join (inner; left with the rows on the left; right with the rows on the right)
     ├── e2 [σπρ]* ── γ GroupBy (any fold) ── e1 [σπρ]* ── Spool
     └── e3 [σπρ]* ── Spool
@@ -27,7 +36,8 @@ the MIN on non-keys, a computed argument).
 
 Where the aggregate side is preserved by the join (a left join with the aggregate on the
 left, full, semi, anti), the template emits the aggregate side alone: not WinMagic
-(``aggregate_side_emitted``; Min & Join reports its own near-miss first).
+(``aggregate_side_emitted``; Min & Join reports its own near-miss first). A global aggregate
+joined other than by a cross join (an ON condition) is the near-miss ``global_aggregate``.
 """
 from __future__ import annotations
 
@@ -48,8 +58,9 @@ from .kit.planting import JOIN_SQL, ExampleKit, ExampleSpec
 from .kit.program import Accs, accumulator_funcs, agg_calls
 from .kit.records import CatalogNames, KeyPremise, Match, NearMiss, Reason, ReasonCode, Side
 
-# the join kinds whose template emits only rows (each row once, with its group's values)
-ROW_JOINS = ("inner", "left", "right")
+# the join kinds whose template emits only rows (each row once, with its group's values);
+# a cross join is the keyless one: every row with a global aggregate's one row
+ROW_JOINS = ("inner", "left", "right", "cross")
 
 
 class WMReason(ReasonCode):
@@ -121,9 +132,11 @@ class WinMagic(Family):
     # -- streamability, template, code generation -------------------------------------------
     def streamability(self, m: Match) -> Streamability:
         keys = sorted(m.key_names)
-        return Streamability(f"one exchange on {keys}: each row reads its partition's final aggregates "
-                             "(a window over the whole partition, buffering)",
-                             {"keys": keys, "join_kind": m.join_kind, "memory": BUFFERING})
+        why = (f"one exchange on {keys}: each row reads its partition's final aggregates (a window over the "
+               "whole partition, buffering)" if keys else
+               "one partition (no key): each row reads the global aggregate's final values (a window over the "
+               "whole input, buffering)")
+        return Streamability(why, {"keys": keys, "join_kind": m.join_kind, "memory": BUFFERING})
 
     def build_program(self, m: Match) -> Program:
         """The join-back template, its row emits reading the partition's final state."""
@@ -146,7 +159,9 @@ class WinMagic(Family):
         """WM/<kind>/agg-<side>: every constant-state fold of ``t`` per ``k`` below a σ
         ``p1`` (any columns), filtered by ``q1`` and projected by ``g1`` above, joined back
         to the rows of ``t`` filtered by ``p`` and projected by ``f``, the residual
-        ``theta`` reading both — for each join kind whose template emits rows only."""
+        ``theta`` reading both — for each join kind whose template emits rows only;
+        WM/cross/agg-<side>: the same folds without a key (a global aggregate, its HAVING
+        ``q1`` may drop its one row) cross-joined to the rows."""
         return tuple(_instance(kind, side) for kind in self.join_kinds for side in (Side.LEFT, Side.RIGHT)
                      if not emits_aggregate_alone(kind, side))
 
@@ -211,6 +226,8 @@ def _instance(kind: str, side: Side) -> ProofInstance:
     covers = Covers.make("WM", join_kinds=[kind], branches=2, agg_side=side.value, aggregates=STREAMING_FOLDS,
                          edges=[EDGE_OPS, EDGE_OPS, EDGE_OPS])
     rows = "SELECT k, f(k, a, b) AS x FROM t WHERE p(k, a, b)"
+    if kind == "cross":
+        return _keyless_instance(side, covers, rows)
     agg = symbolic.aggregate_branch(1, "y")
     join = JOIN_SQL[kind]
     if side is Side.LEFT:
@@ -224,6 +241,24 @@ def _instance(kind: str, side: Side) -> ProofInstance:
                              "the row emits read the partition's final aggregates (buffering), so a σ below "
                              "the aggregate on any column is a guard of its accumulators",
                              "theta reads the aggregate's projection and the row"))
+
+
+
+def _keyless_instance(side: Side, covers: Covers, rows: str) -> ProofInstance:
+    """WM/cross/agg-<side>: a global aggregate's one row beside every row (``AGG(x) OVER ()``)."""
+    agg = symbolic.global_branch(1, "y")
+    if side is Side.LEFT:
+        sql = f"SELECT m.y, o.k, o.x FROM ({agg}) m CROSS JOIN ({rows}) o"
+    else:
+        sql = f"SELECT o.k, o.x, m.y FROM ({rows}) o CROSS JOIN ({agg}) m"
+    fns = {"p": "bool", "f": "int", **symbolic.global_branch_functions(1)}
+    return ProofInstance(f"WM/cross/agg-{side.value}", sql, symbolic.SCHEMA, covers, fns,
+                         symbolic.COMMON_ASSUMPTIONS[1:] + symbolic.GLOBAL_ASSUMPTIONS + (
+                             symbolic.SUBSET_OF_FOLDS,
+                             "the row emits read the one partition's final aggregates (buffering), so a σ "
+                             "below the aggregate on any column is a guard of its accumulators",
+                             "a HAVING above the global aggregate (q1) may drop its one row: then no row "
+                             "is emitted"))
 
 
 WM = WinMagic()

@@ -54,7 +54,7 @@ FORMAT = "superop-rule-catalog"
 FORMAT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("catalog.schema.json")
 OPTIONAL_OPS = EDGE_OPS
-JOIN_KINDS_ORDER = tuple(k for k in JOIN_KINDS if k != "cross")   # the IR's order
+JOIN_KINDS_ORDER = JOIN_KINDS   # the IR's order (cross: WinMagic's keyless join-back)
 _MLFLOW_SCHEMES = ("models:/", "runs:/", "mlflow-artifacts:/", "mlflow-artifacts:")
 
 

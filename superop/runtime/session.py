@@ -339,11 +339,14 @@ class SuperOpSession:
         if want is None:           # the original query with Spark's merge settings
             return sql
         low = lower(sql, self._schema_for(sql))
-        matches = prepare(self.rewriter.match(low.plan))
+        # the canonical plan, as when deciding: matches are nodes of it (applied to the plan
+        # as lowered, a match of a canonical step's output replaces nothing)
+        plan = families.regroup(low.plan)
+        matches = prepare(self.rewriter.match(plan))
         if not matches:
             return None
         names = [f.name for f in self.spark.sql(sql).schema.fields]
-        for c in candidates_for(self.rewriter, low.plan, matches, names=names, types_of=self._types_of,
+        for c in candidates_for(self.rewriter, plan, matches, names=names, types_of=self._types_of,
                                 limit=self.max_alternatives):
             if c.label == want:
                 return c.sql

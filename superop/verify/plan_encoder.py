@@ -47,8 +47,8 @@ def row_ctx(fields, vals) -> Ctx:
 # join semantics, shared with the template proofs
 # ---------------------------------------------------------------------------
 def pair_rows(kind: str, L: Sequence, R: Sequence, M) -> list:
-    """The matched pairs an inner/outer join outputs (none for semi/anti)."""
-    if kind not in ("inner", "left", "right", "full"):
+    """The matched pairs an inner/outer/cross join outputs (none for semi/anti)."""
+    if kind not in ("inner", "left", "right", "full", "cross"):
         return []
     return [(M[i][j], list(lv) + list(rv)) for i, (_, lv) in enumerate(L) for j, (_, rv) in enumerate(R)]
 

@@ -185,8 +185,14 @@ class TemplateProof:
     models = Models()          # what the shape models beyond one keyed partition's fold
     global_groups = False      # every group exists, also over no row (aggregates without a key)
 
+    @classmethod
+    def models_for(cls, program: Program) -> Models:
+        """What the shape models for ``program`` (a shape may model a keyless program too)."""
+        return cls.models
+
     def __init__(self, inst: ProofInstance, d: Match, program: Program, emit_outputs: str):
         self.inst, self.d, self.p = inst, d, program
+        self.models = self.models_for(program)
         why = unmodelled(program, self.models)
         if why:
             raise Unsupported(why)

@@ -27,8 +27,9 @@ from typing import Optional
 import z3
 
 from .. import families
-from ..dsl import STREAMING
-from ..families.kit.family import GLOBAL_PRODUCT, JOIN, JOIN_BACK, NEIGHBOURS, SELF_EXISTS, UNION
+from ..dsl import STREAMING, Program
+from ..families import Match
+from ..families.kit.family import GLOBAL_PRODUCT, JOIN, JOIN_BACK, NEIGHBOURS, SELF_EXISTS, UNION, ProofInstance
 from ..ir.nodes import Join
 from .bags import outcomes_differ
 from .exists_proofs import ExistsProof
@@ -109,6 +110,17 @@ class RowJoinProof(TemplateProof):
     """One aggregate's groups joined back to the input rows, the aggregate on side
     ``agg_pos`` (0: left) of the join."""
     tracks_matches = True
+
+    @classmethod
+    def models_for(cls, program: Program) -> Models:
+        # a global aggregate cross-joined to the rows (WM/cross): the one partition, present
+        # over an empty input
+        return Models(keyless=True) if not program.keys else cls.models
+
+    def __init__(self, inst: ProofInstance, d: Match, program: Program, emit_outputs: str) -> None:
+        # keyless: the global aggregate's one row exists over no row
+        self.global_groups = not program.keys
+        super().__init__(inst, d, program, emit_outputs)
 
     @property
     def agg_pos(self) -> Optional[int]:
@@ -229,3 +241,11 @@ def shape_of(family: str) -> type:
     """The proof of ``family``'s template, by the shape the family declares (the generic
     engine when it declares none: its proofs are refused after the induction is set up)."""
     return SHAPES.get(families.get(family).proof_shape, TemplateProof)
+
+
+def models_of(shape: type, program: Program) -> Models:
+    """What the proof of ``shape`` models for ``program`` (a shape may model a keyless
+    program too: :meth:`TemplateProof.models_for`)."""
+    if issubclass(shape, TemplateProof):
+        return shape.models_for(program)
+    return getattr(shape, "models", Models())

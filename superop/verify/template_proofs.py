@@ -23,8 +23,8 @@ from ..families.kit.family import ProofInstance
 from .exprs import encoding
 from .keyed_filter import LEMMAS
 from .program_encoder import GUARDED
-from .proof_engine import Models, Obligation, ProofSetupError, Unmodelled, prove_all, unmodelled
-from .proof_shapes import shape_of
+from .proof_engine import Obligation, ProofSetupError, Unmodelled, prove_all, unmodelled
+from .proof_shapes import models_of, shape_of
 from .result import REFUTED, UNKNOWN, UNSUPPORTED, VERIFIED, Result, Unsupported
 from .values import FALSE, V, fresh, int_width, kind_of_type
 
@@ -61,7 +61,7 @@ def prove_instance(inst: ProofInstance, timeout_ms: int = 20000, *, program: Opt
     prog = program
     try:
         prog = program if program is not None else program_of(inst)
-        why = unmodelled(prog, getattr(shape_of(inst.family), "models", Models()))
+        why = unmodelled(prog, models_of(shape_of(inst.family), prog))
         if why:     # no claim, either way, about what the proof does not model
             return Result(UNSUPPORTED, method="inductive", K=None, seconds=time.perf_counter() - t0,
                           reason=why, details=_details(inst, prog, [], emit_outputs))

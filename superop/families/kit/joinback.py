@@ -1,6 +1,7 @@
 """The join-back template: ONE aggregate of a shared input joined back to the rows of that
 input on the grouping keys (the paper's Fig. 6(c), SuperOp_MJ of Fig. 10), for every join
-kind and either aggregate side. Min & Join (its streaming MIN/MAX case) and WinMagic (any
+kind and either aggregate side; a global aggregate (no keys) cross-joined to the rows is
+the keyless case (one partition). Min & Join (its streaming MIN/MAX case) and WinMagic (any
 aggregate, buffering: a window over the whole partition) both build their programs here;
 each family decides which instances are its own and the memory class of its program.
 
@@ -68,7 +69,9 @@ def recognize_join_back(family: str, shape: Shape, join_kinds: Sequence[str]) ->
     keys = key_sources(agg, ap.stop)
     if keys is None:
         return near(Reason.COMPUTED_GROUPING_KEY)
-    if not keys:
+    if not keys and kind != "cross":
+        # a product with a global aggregate (its one row beside every row) is the keyless
+        # join-back; any other join of it has no key to partition on
         return near(Reason.GLOBAL_AGGREGATE)
     return Match(family, shape.root, ap.stop, (paths[0].branch, paths[1].branch), join_kind=kind,
                  agg_side=side, keys=keys)
@@ -102,7 +105,8 @@ def join_back_program(m: Match, memory: MemoryRule) -> Program:
     assert j is not None and m.agg_side is not None
     accs = Accs()
     s = m.agg_side
-    A = AggBranch(m.branches[s.pos], accs)
+    # no keys (a cross join): the one partition, whose aggregate row exists over no row
+    A = AggBranch(m.branches[s.pos], accs, global_ok=not m.keys)
     keys = A.keys
     rb = m.branches[s.other.pos]
     up = capture_parameters(rb.upper)
@@ -126,7 +130,7 @@ def join_back_program(m: Match, memory: MemoryRule) -> Program:
     def any_matched() -> exp.Expr:
         return _any_matched(A, m.branches[s.pos], keys, accs, phi_row, psi)
 
-    if kind in ("inner", "left", "right", "full"):
+    if kind in ("inner", "left", "right", "full", "cross"):
         row_emits.append(RowEmit(matched, tuple(out_both)))
     if row_preserved:
         # only rows that reach the join (pass the row edge's φ) are null-extended

@@ -9,7 +9,7 @@ from sqlglot import exp
 from ..nodes import (GROUPING_CONSTRUCTS, Aggregate, Field, GroupingAggregate, Node, Project, Rename,
                      Select, Sort, Window, grouping_keys, resolve_field)
 from .base import Unsupported
-from .exprs import (columns_outside_queries, has_agg, has_query, nondeterministic,
+from .exprs import (columns_outside_queries, conjoin, conjuncts, has_agg, has_query, nondeterministic,
                     replace_outside_queries, strip_alias, windows_outside_queries)
 from .scope import resolves_strict
 from .subqueries import Items, SubqueryLowering
@@ -43,7 +43,7 @@ class SelectLowering(SubqueryLowering):
         if is_agg:
             sets = grouping_sets_clause(group) if group is not None else None
             if sets is not None:
-                return self._grouping_sets(s, node, items, sets, having, order, windows)
+                return self._grouping_sets(s, node, items, sets, having, order, windows, ctes)
             keys: list[exp.Expr] = []
             if group is not None and group.args.get("all"):
                 # GROUP BY ALL: every select item without an aggregate is a key.
@@ -54,7 +54,7 @@ class SelectLowering(SubqueryLowering):
                 by: exp.Expr = items[int(k.this) - 1][0] if isinstance(k, exp.Literal) and not k.is_string else k
                 keys.append(by.copy())
             return self._grouped(s, node, items, keys, having, order, windows,
-                                 lambda child, its: Aggregate(child, tuple(keys), its))
+                                 lambda child, its: Aggregate(child, tuple(keys), its), ctes)
 
         if windows:
             node, items = self._windows(node, items)
@@ -85,9 +85,12 @@ class SelectLowering(SubqueryLowering):
 
     def _grouped(self, s: exp.Select, node: Node, items: Items, keys: Sequence[exp.Expr],
                  having: Optional[exp.Having], order: Optional[exp.Order], windows: Sequence[exp.Expr],
-                 make: Callable[[Node, tuple[tuple[exp.Expr, str], ...]], Node]) -> Node:
+                 make: Callable[[Node, tuple[tuple[exp.Expr, str], ...]], Node], ctes: dict[str, Node]) -> Node:
         """The rest of an aggregating SELECT block (HAVING, windows, DISTINCT, ORDER BY,
-        LIMIT) over the aggregate ``make(child, items)`` grouping by ``keys``."""
+        LIMIT) over the aggregate ``make(child, items)`` grouping by ``keys``. A HAVING
+        conjunct comparing with an uncorrelated global aggregate sub-query reads it from
+        that aggregate's one row, cross-joined to the groups and projected away after the
+        filter (:meth:`_global_comparisons`)."""
         out_names = [n for _, n in items]
         if windows:
             return self._aggregate_window(s, node, items, keys, having, order, make)
@@ -96,12 +99,17 @@ class SelectLowering(SubqueryLowering):
         ords = self._order_refs(order, agg_items, keys) if order is not None else None
         node = make(node, tuple(agg_items))
         if having_pred is not None:
-            node = Select(node, having_pred)
+            joined, preds = self._global_comparisons(node, conjuncts(having_pred), ctes)
+            if joined is node:
+                node = Select(node, having_pred)
+            else:
+                # the one-row aggregates are read by the filter only
+                node = Project(Select(joined, conjoin(preds)), tuple((f.column(), f.name) for f in node.fields))
         return self._finish(s, node, len(agg_items), ords, out_names)
 
     def _grouping_sets(self, s: exp.Select, node: Node, items: Items, group: exp.Group,
                        having: Optional[exp.Having], order: Optional[exp.Order],
-                       windows: Sequence[exp.Expr]) -> Node:
+                       windows: Sequence[exp.Expr], ctes: dict[str, Node]) -> Node:
         """GROUP BY ROLLUP / CUBE / GROUPING SETS over the lowered FROM/WHERE: one
         :class:`GroupingAggregate` carrying the clause as written; the rest of the block
         as over any aggregate (``grouping()`` calls are aggregate calls there)."""
@@ -113,7 +121,7 @@ class SelectLowering(SubqueryLowering):
             if not all(resolves_strict(node.fields, c) for c in cols):
                 raise Unsupported("GROUPING SETS key that is not an input column")
         return self._grouped(s, node, items, keys, having, order, windows,
-                             lambda c, its: GroupingAggregate(c, group, its))
+                             lambda c, its: GroupingAggregate(c, group, its), ctes)
 
     @staticmethod
     def _over_outputs(e: exp.Expr, items: Items) -> exp.Expr:

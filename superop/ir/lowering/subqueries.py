@@ -228,19 +228,57 @@ class SubqueryLowering(FromLowering):
 
     def _scalar_form(self, c: exp.Expr) -> Optional[ScalarForm]:
         """The parts of ``x <op> (SELECT agg ... WHERE inner = outer ...)``, else None."""
-        if not isinstance(c, CMP):
-            return None
-        subs = outermost_queries(c)
-        if len(subs) != 1 or not isinstance(subs[0], exp.Subquery):
-            return None
+        sub = _compared_subquery(c)
         # used as a value through arithmetic only (``1.2 * (SELECT avg ...)``): the LEFT
         # join's NULL for a row without a group is the sub-query's NULL over no row
-        p = subs[0].parent
-        while p is not c:
-            if not isinstance(p, _VALUE_OPS):
-                return None
-            p = p.parent
-        return self._scalar_sub_form(subs[0])
+        return self._scalar_sub_form(sub) if sub is not None else None
+
+    def _global_comparisons(self, node: Node, preds: list[exp.Expr], ctes: dict[str, Node]
+                            ) -> tuple[Node, list[exp.Expr]]:
+        """``node`` cross-joined with the one-row aggregate of every conjunct ``x <op>
+        (SELECT agg(..) FROM .. [WHERE ..])`` of ``preds`` (an uncorrelated global aggregate,
+        :meth:`_global_form`, used as a value through arithmetic only), and ``preds`` reading
+        its column instead of the sub-query (TPC-DS q24's HAVING).
+
+        Exact: a global aggregate has exactly ONE row, over any input (no "more than one
+        row" error, never empty), so ``node × ρ(γ_∅(..))`` keeps every row of ``node`` once,
+        with the sub-query's value — NULL where the sub-query is NULL — beside it; a cross
+        join (not LEFT ON TRUE: with one row on the right both keep every left row once; the
+        product is the shape the families read). Only a sub-query that lowers fully (no
+        Opaque part, also none from a CTE it reads) moves; anything else stays an
+        expression."""
+        out: list[exp.Expr] = []
+        for c in preds:
+            sub = _compared_subquery(c)
+            sel = self._global_form(sub) if sub is not None else None
+            agg = self._global_aggregate(sel, ctes) if sel is not None else None
+            if agg is None:
+                out.append(c)
+                continue
+            fresh = self._fresh()
+            node = Join(node, Rename(agg, tuple((f, f.name) for f in agg.fields), fresh), "cross", (), None)
+            c = c.copy()
+            (q,) = outermost_queries(c)
+            q.replace(exp.column(agg.fields[0].name, fresh))
+            out.append(c)
+        return node, out
+
+    def _global_aggregate(self, sel: exp.Select, ctes: dict[str, Node]) -> Optional[Aggregate]:
+        """``γ_∅`` of a global aggregate sub-query's one item over its FROM and WHERE, or
+        None when some part of it does not lower (the sub-query then stays as written)."""
+        n_reasons = len(self.reasons)
+        try:
+            where = sel.args.get("where")
+            inner = self._filtered_from(sel, conjuncts(where.this) if where is not None else [], ctes)
+        except Unsupported:
+            inner = None
+        item = sel.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        if inner is None or len(self.reasons) != n_reasons or any(isinstance(n, Opaque) for n in walk(inner)) \
+                or not all_resolve(inner.fields, item):
+            del self.reasons[n_reasons:]
+            return None
+        return Aggregate(inner, (), ((item.copy(), "_v"),))
 
     def _scalar_sub_form(self, sub: exp.Expr) -> Optional[ScalarForm]:
         """The parts of a correlated scalar aggregate sub-query that can become a
@@ -426,3 +464,19 @@ class SubqueryLowering(FromLowering):
             else:
                 q.replace(values[k])             # the item is a private copy (strip_alias)
         return Join(node, product, "cross", (), None), out
+
+
+def _compared_subquery(c: exp.Expr) -> Optional[exp.Subquery]:
+    """The one sub-query of a comparison ``c`` that reaches it as a value through
+    arithmetic only (``x > 1.2 * (SELECT ...)``), else None."""
+    if not isinstance(c, CMP):
+        return None
+    subs = outermost_queries(c)
+    if len(subs) != 1 or not isinstance(subs[0], exp.Subquery):
+        return None
+    p = subs[0].parent
+    while p is not c:
+        if not isinstance(p, _VALUE_OPS):
+            return None
+        p = p.parent
+    return subs[0]
