@@ -50,6 +50,8 @@ from ...ir.nodes import (
 from .records import Branch, Reason
 
 _MAX_TRACE = 10_000
+# the operators that read their input's columns by name, not by position
+BY_NAME = (Project, Aggregate, Rename)
 
 
 def find_field(fields: Sequence[Field], col: exp.Column) -> Optional[int]:
@@ -164,6 +166,14 @@ class PlanContext:
 
     def is_shared(self, n: Node) -> bool:
         return id(n) in self.shared_ids
+
+    def read_by_name(self, n: Node) -> bool:
+        """Does the one parent above ``n`` (through filters) read its columns by name (a
+        projection, an aggregate, a ρ)? Then a rewrite of ``n`` may reorder its columns."""
+        ps = self.parents.get(id(n), [])
+        if len(ps) != 1:
+            return False
+        return self.read_by_name(ps[0]) if isinstance(ps[0], Select) else isinstance(ps[0], BY_NAME)
 
 
 # ---------------------------------------------------------------------------

@@ -33,10 +33,9 @@ from typing import Optional
 from sqlglot import exp
 
 from ...ir.analysis import walk_edge
-from ...ir.nodes import Aggregate, Join, Node, Project, Rename, Select, resolve_field, walk
+from ...ir.nodes import Aggregate, Join, Node, Project, Rename, resolve_field, walk
 from .diamond import PlanContext
 
-_BY_NAME = (Project, Aggregate, Rename)
 
 
 def one_row_products(plan: Node) -> Node:
@@ -109,7 +108,7 @@ def _pushed(j: Node, ctx: Optional[PlanContext]) -> Optional[Aggregate]:
     """The product ``j`` pushed below its GROUP BY, or None; ``ctx``: the plan ``j`` is a
     node of, whose parents must read ``j`` by name and which must not share its GROUP BY
     (None: ``j`` is a rebuilt copy of a node checked so)."""
-    if not isinstance(j, Join) or not j.is_product or (ctx is not None and not _read_by_name(j, ctx)):
+    if not isinstance(j, Join) or not j.is_product or (ctx is not None and not ctx.read_by_name(j)):
         return None
     for grouped, other, agg_left in ((j.left, j.right, True), (j.right, j.left, False)):
         agg = grouped.child if isinstance(grouped, Rename) else grouped
@@ -129,13 +128,3 @@ def _self_product(agg: Aggregate, one_row: Node, ctx: PlanContext) -> bool:
     assert isinstance(g, Aggregate)
     return walk_edge(agg.child, ctx.shared_ids).bottom is walk_edge(g.child, ctx.shared_ids).bottom
 
-
-def _read_by_name(j: Node, ctx: PlanContext) -> bool:
-    """Do the parents above ``j`` (through filters) read its columns by name?"""
-    ps = ctx.parents.get(id(j), [])
-    if len(ps) != 1:
-        return False
-    p = ps[0]
-    if isinstance(p, Select):
-        return _read_by_name(p, ctx)
-    return isinstance(p, _BY_NAME)

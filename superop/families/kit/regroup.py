@@ -39,8 +39,8 @@ from ...ir.analysis import Edge, capture_parameters, walk_edge
 from ...ir.functions import is_nondeterministic_expr
 from ...ir.generate import translate_columns
 from ...ir.lowering.exprs import conjuncts
-from ...ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Select, UnionAll, walk
-from .diamond import PlanContext, field_type, find_field, join_tree
+from ...ir.nodes import Aggregate, Field, Join, Node, Rename, Select, UnionAll, walk
+from .diamond import BY_NAME, PlanContext, field_type, find_field, join_tree
 from .existence import existence
 from .sink import sink
 
@@ -51,7 +51,6 @@ _ON_PUSH = {"inner": (True, True), "left": (False, True), "right": (True, False)
 _WHERE_PUSH = {"inner": (True, True), "left": (True, False), "right": (False, True), "full": (False, False),
                "semi": (True, False), "anti": (True, False), "cross": (True, True)}
 # parents that read their input's columns by name (a new column order is invisible to them)
-_BY_NAME = (Project, Aggregate, Rename)
 
 
 def and_all(parts: Sequence[exp.Expr]) -> Optional[exp.Expr]:
@@ -350,7 +349,7 @@ def _regroup_inner(reg: _Region, ctx: PlanContext, leaves: list[Node],
     order = [i for u in units for i in u]
     if order != sorted(order):
         ps = ctx.parents.get(id(reg.top), [])
-        if not ps or not all(isinstance(p, _BY_NAME) for p in ps):
+        if not ps or not all(isinstance(p, BY_NAME) for p in ps):
             return None                       # a new column order would be visible
     scope_all = [(i, f) for i in range(len(reg.leaves)) for f in reg.leaves[i].fields]
     placed: list[tuple[_Conj, exp.Expr]] = []

@@ -40,7 +40,6 @@ from ...ir.nodes import Aggregate, Field, Join, Node, Project, Rename, Select, w
 from .diamond import PlanContext, field_type, find_field, find_field_strict
 
 _SINKS = ("left", "semi", "anti")
-_BY_NAME = (Project, Aggregate, Rename)
 _CHAIN = (Select, Project, Rename, Aggregate)
 
 
@@ -103,7 +102,7 @@ def _sink_join(j: Join, original: Node, ctx: PlanContext) -> Optional[Node]:
         target = _self_leaf(reg, bottom, ctx)
         if target is None:
             return None
-    if reordered and not _read_by_name(original, ctx):
+    if reordered and not ctx.read_by_name(original):
         return None
     on = _on_clause(j, reg, target)
     if on is None:
@@ -226,16 +225,6 @@ def _self_leaf(reg: _Region, bottom: Node, ctx: PlanContext) -> Optional[int]:
             if leaf is bottom or walk_edge(leaf, ctx.shared_ids).bottom is bottom]
     return hits[0] if len(hits) == 1 else None
 
-
-def _read_by_name(j: Node, ctx: PlanContext) -> bool:
-    """Do the parents above ``j`` (through filters) read its columns by name?"""
-    ps = ctx.parents.get(id(j), [])
-    if len(ps) != 1:
-        return False
-    p = ps[0]
-    if isinstance(p, Select):
-        return _read_by_name(p, ctx)
-    return isinstance(p, _BY_NAME)
 
 
 # ---------------------------------------------------------------------------
