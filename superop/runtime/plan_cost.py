@@ -24,7 +24,8 @@ feature                   what
 ``window_order_rows``     rows a Window with an ORDER BY evaluates (its sort on the order
                           keys after the partition keys, a frame per row)
 ``generate_rows``         rows a Generate (``inline``) explodes
-``stages``                shuffle and broadcast exchanges (scheduling, task start-up)
+``stages``                shuffle and broadcast exchanges and scalar sub-query jobs
+                          (scheduling, task start-up)
 ========================  ============================================================
 
 ``cost = QUERY_S + Σ constant × feature`` estimates seconds on the machine the constants
@@ -39,7 +40,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, Protocol
 
-from ..explain import BROADCAST, REUSED, SCANS, SHUFFLE, Node, PlanInfo
+from ..explain import BROADCAST, REUSED, SCANS, SHUFFLE, SUBQUERY, Node, PlanInfo
 from .calibration import CONSTANTS, FEATURES, CostConstants
 from .plan_text import ATTR, attr_ids, bracket, named_outputs, split_top, strip_parens, window_orders
 
@@ -212,6 +213,12 @@ class _Estimator:
         if name == BROADCAST:
             self.f["stages"] += 1
             self.f["broadcast_bytes"] += first.rows * self.w(first.cols)
+            return first
+        if name == SUBQUERY:
+            # a scalar sub-query runs as a job of its own before the query's (scheduled,
+            # its tasks started, its result collected): a stage's overhead. Copies Spark
+            # reuses are ReusedSubquery leaves, so each distinct plan is charged once.
+            self.f["stages"] += 1
             return first
         if name == REUSED:
             cols = attr_ids(bracket(n.text) or "")

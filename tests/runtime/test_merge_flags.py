@@ -20,6 +20,7 @@ from superop.runtime import SuperOpSession
 from superop.runtime.calibration import CONSTANTS
 from superop.runtime.merge_flags import FORM, MERGE_FLAGS, may_merge, session_with
 from superop.runtime.plan import analyze_plan
+from superop.runtime.plan_cost import estimate
 from superop.sparkutil import bag
 
 BIG = 50_000_000
@@ -82,6 +83,27 @@ def test_copies_of_one_subquery_plan_are_counted_once():
     assert [c.name for c in root.children] == ["Scan", "Subquery", "ReusedSubquery", "Subquery"]
     info = parse_explain("== Physical Plan ==\n" + text)
     assert (info.exchanges, info.reused_subqueries) == (2, 1)    # the range(999) one differs
+
+
+def test_each_scalar_subquery_job_is_priced_as_a_stage():
+    """A scalar sub-query runs as a job of its own: each distinct one costs a stage on top
+    of its exchange, a copy Spark reuses costs nothing (q9's 5 merged sub-queries against
+    the 1 that Spark's merge settings leave, against superop's one aggregate)."""
+    sub = ("   :  :- Subquery subquery#{i}, [id=#{j}]\n"
+           "   :  :     +- HashAggregate(keys=[], functions=[count(1)], output=[count(1)#{k}L])\n"
+           "   :  :        +- Exchange SinglePartition, ENSURE_REQUIREMENTS, [plan_id={j}]\n"
+           "   :  :           +- Range (0, {n}, step=1, splits=8)\n")
+    head = "Project [{cols}]\n"
+    tail = "+- Scan OneRowRelation[]\n"
+
+    def stages(*ns: int) -> float:
+        cols = ", ".join(f"Subquery subquery#{i}, [id=#{10 + i}].c AS x#{30 + i}" for i in range(len(ns)))
+        body = "".join(sub.format(i=i, j=10 + i, k=20 + i, n=n) for i, n in enumerate(ns))
+        info = parse_explain("== Physical Plan ==\n" + head.format(cols=cols) + body + tail)
+        return estimate(info).features["stages"]
+    assert stages(100) == 2                      # its exchange + its job
+    assert stages(100, 999) == 4
+    assert stages(100, 100, 999) == 4            # the copy is reused: no second job
 
 
 def test_the_flag_form_wins_when_it_pays_and_never_leaks(spark, big, empty_catalog):
