@@ -65,13 +65,18 @@ def bounded_certificate(o: Outcome, schema: dict, K: int, verify_timeout_s: floa
     if not o.verified:
         return None
     sql, sch = (o.sql, o.schema) if o.schema else (o.example_sql or o.sql, schema)
-    return certify_instance(sql, sch, _top(o, K), verify_timeout_s, min_bound, types, o.candidate, made,
+    return certify_instance(sql, sch, certificate_bound(o, K), verify_timeout_s, min_bound, types, o.candidate, made,
                             parametric_timeout_s)
 
 
-def _top(o: Outcome, K: int) -> int:
-    """At most the bound the synthesis stage verified at; lower only after a Z3 timeout."""
-    return min(K, int((o.verifier or {}).get("K") or K))
+def certificate_bound(o: Outcome, K: int) -> int:
+    """At most the bound the synthesis stage verified at; lower only after a Z3 timeout —
+    except where that bound is below the runtime's cover bound: a certificate there covers
+    nothing (every session would prove the instance again on first sight), so the job's K
+    is tried again, the parametric form with its own, longer limit (synthesis' timeout may
+    only mean the machine was busy)."""
+    synthesized = int((o.verifier or {}).get("K") or K)
+    return K if synthesized < cover_bound() <= K else min(K, synthesized)
 
 
 def certify_instance(sql: str, schema: dict, K: int, verify_timeout_s: float, min_bound: int = MIN_BOUND,
@@ -137,7 +142,7 @@ def instance_certificates(o: Outcome, K: int, verify_timeout_s: float, min_bound
             inst = json.loads(text)
         except ValueError:
             continue
-        cert = certify_instance(inst["sql"], inst["schema"], _top(o, K), verify_timeout_s, min_bound, types,
+        cert = certify_instance(inst["sql"], inst["schema"], certificate_bound(o, K), verify_timeout_s, min_bound, types,
                                 o.candidate, made, parametric_timeout_s)
         if cert is None or cert.get("instance") in seen:
             continue

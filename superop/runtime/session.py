@@ -416,7 +416,9 @@ class SuperOpSession:
                 why += " — no rule matches: " + " | ".join(trace)
             return (unchanged(sql, why, timings, **common),
                     Decision(False, explanation=why, literal_sensitive=sensitive, extra=common))
-        return self._chosen(sql, before, ok, ranked, timings, common, sensitive)
+        # only the merge-settings form was priced: the explanation still says why no rule matched
+        unmatched = trace if not matches else []
+        return self._chosen(sql, before, ok, ranked, timings, common, sensitive, unmatched)
 
     def _rank(self, cands: list, before: PlanInfo, stats, frame=None) -> tuple[list, list]:
         """Plan and price every candidate (a flag form in its own session clone): the
@@ -450,7 +452,7 @@ class SuperOpSession:
         return ranked, ok
 
     def _chosen(self, sql: str, before: PlanInfo, ok: list, ranked: list, timings: dict, common: dict,
-                sensitive: bool) -> tuple[RewriteResult, Decision]:
+                sensitive: bool, unmatched: list) -> tuple[RewriteResult, Decision]:
         """The best accepted candidate as the result and the cached decision."""
         if self.gate == "exchanges":
             best, v = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
@@ -471,6 +473,8 @@ class SuperOpSession:
             expl += "; ranked: " + ", ".join(
                 f"{r['label']}=" + (f"{r['predicted_speedup']:.2f}x" if r.get("predicted_speedup") else "n/a")
                 for r in ranked)
+        if unmatched:
+            expl += "; no rule matches: " + " | ".join(unmatched)
         extra = dict(common, exchanges_after=best.plan.exchanges, cost_after=best.plan.cost, conf=conf)
         applied = [m.rule_id for m in best.matches] + ([FORM] if conf else [])
         res = RewriteResult(sql=best.sql, applied=applied, changed=True,

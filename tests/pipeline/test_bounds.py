@@ -95,3 +95,22 @@ def test_the_parametric_form_is_checked_once_at_the_cover_bound_with_its_own_lim
     second = certs.certify_instance(DJ_LIT.replace("b > 0", "b > 7"), schema, K=4, verify_timeout_s=20, made=made)
     assert calls == [(True, 4, 20000)]
     assert first is second and first["status"] == "verified" and len(made) == 1
+
+
+def test_below_the_cover_bound_the_job_tries_its_own_bound_again(monkeypatch):
+    """Synthesis verified at 3 rows after a timeout at 4 (e.g. on a busy machine): a K=3
+    certificate covers nothing at run time, so the certificate stage tries K=4 again — the
+    parametric form with its own limit, then the instance, down to min_bound only after
+    another timeout. A bound synthesis reached at or above the cover bound is kept."""
+    import superop.pipeline.certificates as certs
+    calls: list = []
+    monkeypatch.setattr(certs, "check_and_certify", _recording(calls, times_out_parametric=False))
+    schema = {"ops": {"a": "int", "b": "int", "c": "int", "d": "int", "s": "int"}}
+    o = synthesize_at_bounds(ROW, S, [4, 3], 60, 20, _times_out_above(3, []))
+    assert o.verifier["K"] == 3
+    assert certs.certificate_bound(o, 4) == 4 and certs.certificate_bound(o, 3) == 3
+    o4 = synthesize_at_bounds(ROW, S, [4], 60, 20, _times_out_above(9, []))
+    assert o4.verifier["K"] == 4 and certs.certificate_bound(o4, 5) == 4
+    cert = certs.certify_instance(DJ_LIT, schema, K=certs.certificate_bound(o, 4), verify_timeout_s=20, parametric_timeout_s=90)
+    assert calls == [(True, 4, 90000)] and cert is not None and cert["K"] == 4
+
