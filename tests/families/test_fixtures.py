@@ -9,9 +9,18 @@ with the table (and so with the others) fails here.
   on a streamability reason does not), and the program the runtime will run is equivalent
   to the sub-plan (bounded, K=2);
 * runtime: the rule the rewriter applies (a catalog of the families' template proofs) and
-  the rewritten SQL, which returns the same bag of rows on Spark as the original.
+  the rewritten SQL, which returns the same bag of rows on Spark as the original;
+* the drop-in: every entry through ``enable`` and the unchanged call sites ``spark.sql(q)``
+  returns the rows it returned before ``enable``, with one decision record per call.
+
+Each entry's original rows are computed once (``original_bags``) and are the reference of
+both the rewritten SQL and the drop-in.
 """
 from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -19,12 +28,32 @@ from superop import families
 from superop.ir import lower
 from superop.mining.detect import detect
 from superop.rewrite.rewriter import Rewriter, rewrite_structural
+from superop.rules_out.signing import sign_catalog, signing_key
+from superop.runtime import disable, enable
+from superop.runtime.merge_flags import FORM
+from superop.runtime.report import format_report, read
 from superop.sparkutil import bag
 
 from ..runtime.runtime_fixtures import SCHEMA
 from .fixtures import all_entries
 
 ENTRIES = all_entries()
+# rand() differs from run to run: its rows are not compared (it is never rewritten either)
+RANDOM = {e.id for e in ENTRIES if "rand(" in e.sql.lower()}
+
+
+def _bags(spark) -> dict:
+    """Each entry's rows, four call sites at a time (as a multi-threaded application would
+    call ``spark.sql``: the drop-in and its session are shared by the threads)."""
+    with ThreadPoolExecutor(4) as pool:
+        return dict(zip((e.id for e in ENTRIES), pool.map(lambda e: bag(spark.sql(e.sql).collect()), ENTRIES)))
+
+
+@pytest.fixture(scope="module")
+def original_bags(spark, tables) -> dict:
+    """Every entry's rows on the tables of ``tables`` (NULLs, duplicates, empty groups),
+    before any rewrite: computed once for this module's runtime and drop-in tests."""
+    return _bags(spark)
 # near-miss reasons the verifier's streamability check decides too (the others are about the
 # matching context or the template: safety, duplicate names, template refusals)
 STREAM_REASONS = {"different_grouping_keys", "computed_grouping_key", "global_aggregate",
@@ -84,7 +113,7 @@ def test_verification_agrees(e):
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e.id for e in ENTRIES])
-def test_runtime(e, proof_catalog, tables, spark):
+def test_runtime(e, proof_catalog, tables, spark, original_bags):
     r = rewrite_structural(Rewriter(proof_catalog), e.sql, SCHEMA)
     if e.runtime == "unchanged":
         assert not r.changed and r.sql == e.sql, r.explanation
@@ -95,7 +124,7 @@ def test_runtime(e, proof_catalog, tables, spark):
     # the mining candidates are exactly what the runtime matched
     cands = [f for f in detect(_plan(e.sql)) if str(f.status) == "candidate"]
     assert len(cands) == len(r.applied)
-    assert bag(spark.sql(r.sql).collect()) == bag(spark.sql(e.sql).collect())
+    assert bag(spark.sql(r.sql).collect()) == original_bags[e.id]
 
 
 def test_no_application_is_uncovered(proof_catalog):
@@ -110,3 +139,36 @@ def test_no_application_is_uncovered(proof_catalog):
         uncovered += sum(1 for part in r.explanation.split("; ") if "covered by the" not in part) if r.changed else 0
     assert applied == sum(1 for e in ENTRIES if e.runtime != "unchanged") and uncovered == 0
     assert rw.uncovered_instances() == []
+
+
+def test_every_fixture_query_through_enable(spark, proof_catalog, tables, original_bags, tmp_path):
+    """Every fixture query through the drop-in: ``enable`` with the families' proof catalog,
+    then the unchanged call sites ``spark.sql(q)``. Each call is one decision record; every
+    query returns the rows it returned before ``enable``; what is rewritten is the rule the
+    fixture names. The decision log's summary is printed (``pytest -s``) as ``superop
+    runtime report`` prints it."""
+    before = original_bags
+    log = tmp_path / "decisions.jsonl"
+    # signed as the families' tests use it with the Rewriter (its pivot rules carry bounded
+    # certificates of proof instances, which a Z3 re-check for the runtime would not accept)
+    so = enable(spark, sign_catalog(proof_catalog, signing_key(), "tests (fresh proofs)"), decision_log=str(log))
+    try:
+        got = _bags(spark)
+    finally:
+        disable(spark)
+    assert {k: v for k, v in got.items() if k not in RANDOM} == {k: v for k, v in before.items() if k not in RANDOM}
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(recs) == len(ENTRIES)
+    by_text: dict = {}
+    for r in recs:
+        by_text.setdefault(r["text_hash"], []).append(r)
+    for e in ENTRIES:
+        r = by_text[hashlib.sha256(e.sql.encode("utf-8")).hexdigest()[:16]].pop()
+        if r["outcome"] == "rewritten":
+            # the fixture's rule, or Spark's own merge settings when the gate prices them higher
+            assert r["rules"] in ([e.runtime], [e.runtime, FORM], [FORM]), (e.id, r)
+        else:
+            assert r["outcome"] == "unchanged" and r["reason"], (e.id, r)
+        assert e.id not in RANDOM or r["outcome"] == "unchanged", (e.id, r)
+    assert so.counters["rewritten"] == sum(r["outcome"] == "rewritten" for r in recs) > 0
+    print("\n" + format_report(read(str(log)), "families fixtures through enable (cost gate)"))

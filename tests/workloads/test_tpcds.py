@@ -10,7 +10,8 @@ import pytest
 
 from superop.ir import GroupingAggregate, lower, to_sql, walk
 from superop.mining.normalize import normalize
-from superop.rules_out.trust import recheck_locally
+from superop.rules_out.signing import signing_key
+from superop.rules_out.trust import sign_fresh
 from superop.runtime.plan import planning_ms
 from superop.sparkutil import bag
 from superop.workloads.tpcds import TPCDS_KEYS, TPCDS_SCHEMA, parse_query_names, queries
@@ -28,9 +29,14 @@ def test_103_statements_of_99_queries():
 
 @pytest.fixture(scope="module")
 def so(tpcds_session, template_certificates):
+    """The families' template proofs of this run as the hand-built catalog, signed as the
+    nightly job signs proofs it just made (``sign_fresh``: the structural and coverage checks
+    of every certificate, no second Z3 run; the worker that did not prove them would re-run
+    every proof, and re-checking is tested in tests/rules_out/test_signing.py)."""
     from superop.bench.rewriters import default_catalog
     from superop.runtime import SuperOpSession
-    return SuperOpSession(tpcds_session, recheck_locally(default_catalog(template_certificates)))
+    return SuperOpSession(tpcds_session, sign_fresh(default_catalog(template_certificates), signing_key(),
+                                                    "tests (fresh proofs)"))
 
 
 # At SF 0.01 two statements divide by zero under Spark's default ANSI mode (a class whose
