@@ -142,8 +142,8 @@ def instance_certificates(o: Outcome, K: int, verify_timeout_s: float, min_bound
             inst = json.loads(text)
         except ValueError:
             continue
-        cert = certify_instance(inst["sql"], inst["schema"], certificate_bound(o, K), verify_timeout_s, min_bound, types,
-                                o.candidate, made, parametric_timeout_s)
+        cert = certify_instance(inst["sql"], inst["schema"], certificate_bound(o, K), verify_timeout_s, min_bound,
+                                types, o.candidate, made, parametric_timeout_s)
         if cert is None or cert.get("instance") in seen:
             continue
         seen.add(cert.get("instance"))

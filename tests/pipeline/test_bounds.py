@@ -111,6 +111,7 @@ def test_below_the_cover_bound_the_job_tries_its_own_bound_again(monkeypatch):
     assert certs.certificate_bound(o, 4) == 4 and certs.certificate_bound(o, 3) == 3
     o4 = synthesize_at_bounds(ROW, S, [4], 60, 20, _times_out_above(9, []))
     assert o4.verifier["K"] == 4 and certs.certificate_bound(o4, 5) == 4
-    cert = certs.certify_instance(DJ_LIT, schema, K=certs.certificate_bound(o, 4), verify_timeout_s=20, parametric_timeout_s=90)
+    cert = certs.certify_instance(DJ_LIT, schema, K=certs.certificate_bound(o, 4), verify_timeout_s=20,
+                                  parametric_timeout_s=90)
     assert calls == [(True, 4, 90000)] and cert is not None and cert["K"] == 4
 
