@@ -34,7 +34,7 @@ from ..ir.nodes import Node
 from ..rewrite.rewriter import RewriteResult, unchanged
 from .dataframe_classic import leaf_frame, lower_classic, replan
 from .dataframe_connect import connect_leaf_frame, lower_connect_frame
-from .plan import analyze_plan
+from .plan import analyze_plan, planned_frame
 from .tablestats import is_connect
 
 log = logging.getLogger("superop.runtime")
@@ -176,7 +176,9 @@ def optimize(so: Any, df: Any) -> Any:
                    "say which part (a rewrite could read the source instead); original kept")
             res = unchanged("", why, res.timings_ms, exchanges_before=res.exchanges_before)
         if res.changed:
-            new = frame.run(res.sql)
+            new = planned_frame(res)        # the DataFrame the gate planned, else plan it now
+            if new is None:
+                new = frame.run(res.sql)
             if _schema(new) != _schema(df):
                 why = "the rewritten DataFrame's schema differs from the original's; original kept"
                 res = unchanged("", why, res.timings_ms, exchanges_before=res.exchanges_before)

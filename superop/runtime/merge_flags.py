@@ -122,11 +122,12 @@ class FlagCandidate:
                 and canonical_plan(without.tree) == canonical_plan(self.plan.tree))
 
 
-def flag_candidates(spark, sql: str, before: PlanInfo, rewrites: list,
+def flag_candidates(spark, sql: str, before: Optional[PlanInfo], rewrites: list,
                     conf: Optional[dict] = None) -> list[FlagCandidate]:
     """The flag forms of ``sql``, planned in one clone: the original query, and the first
     of superop's ``rewrites`` (all its non-conflicting matches together; already planned,
-    its ``plan`` is compared) with the settings on."""
+    its ``plan`` is compared) with the settings on. ``before``: the original's plan, or None
+    when it is planned beside them (the gate sets each form's ``original`` then)."""
     conf = dict(MERGE_FLAGS if conf is None else conf)
     clone = session_with(spark, conf)
     out = [FlagCandidate(sql, FORM, conf, clone, [], before)]

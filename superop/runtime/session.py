@@ -66,12 +66,13 @@ from ..rules_out.signing import trusted_keys as read_trusted_keys
 from . import confs
 from .cache import PLAN_CONF, Decision, DecisionCache, ExactEntry, make_render, template_of, with_sentinels
 from .calibration import CONSTANTS, CostConstants
-from .cost import judge, plan_line
+from .cost import judge
 from .decisions import DecisionRecord, Operations
 from .first_sight import first_sight
 from .merge_flags import FORM, FlagCandidate, base_label, describe, flag_candidates, may_merge, session_with
-from .plan import analyze_plan
-from . import dataframe
+from .forms import FormJob, plan_forms
+from .plan import planned_frame, with_plan
+from . import dataframe, explaining
 from .reentry import working
 from .shadow import Shadow
 from .store import DecisionStore
@@ -389,16 +390,21 @@ class SuperOpSession:
             return unchanged(sql, why, timings), Decision(False, explanation=why,
                                                           literal_sensitive=instance_bound([], trace))
         stats = CatalogStats(self.spark) if self.analyze_tables else None
-        before = analyze_plan(self.spark, sql, stats, self.constants, df=None if frame is None else frame.df)
-        t2b = time.perf_counter()
-        timings["plan_original_ms"] = (t2b - t2) * 1e3
-        cands: list = candidates_for(self.rewriter, plan, matches, names=before.columns,
+        before_df = self.spark.sql(sql) if frame is None else frame.df      # analyzed, not planned
+        cands: list = candidates_for(self.rewriter, plan, matches, names=before_df.columns,
                                      types_of=types_of, limit=self.max_alternatives) if matches else []
         if flags:
-            cands += flag_candidates(self.spark, sql, before, cands)
+            cands += flag_candidates(self.spark, sql, None, cands)
         t3 = time.perf_counter()
-        timings["generate_ms"] = (t3 - t2b) * 1e3   # incl. Spark analysis for output types
-        ranked, ok = self._rank(cands, before, stats, frame)
+        timings["generate_ms"] = (t3 - t2) * 1e3   # incl. Spark analysis for output types
+        # the original and every form, planned side by side (forms.py)
+        forms = plan_forms([FormJob(self.spark, sql, lambda: before_df)] + [self._job(c, frame) for c in cands],
+                           stats, self.constants)
+        if forms[0].plan is None:
+            raise RuntimeError(f"the original query does not plan: {forms[0].error}")
+        before = forms[0].plan
+        timings["plan_original_ms"] = forms[0].ms
+        ranked, ok = self._rank(cands, forms[1:], before)
         timings["gate_ms"] = (time.perf_counter() - t3) * 1e3
         sensitive = before.estimate.uses_cbo or any(
             c.plan is not None and c.plan.estimate.uses_cbo for c in cands) or \
@@ -414,24 +420,32 @@ class SuperOpSession:
                 for r in ranked)
             if not matches and trace:     # only the merge-settings form was priced: say why no rule
                 why += " — no rule matches: " + " | ".join(trace)
-            return (unchanged(sql, why, timings, **common),
+            return (with_plan(unchanged(sql, why, timings, **common), before_df),
                     Decision(False, explanation=why, literal_sensitive=sensitive, extra=common))
         # only the merge-settings form was priced: the explanation still says why no rule matched
         unmatched = trace if not matches else []
         return self._chosen(sql, before, ok, ranked, timings, common, sensitive, unmatched)
 
-    def _rank(self, cands: list, before: PlanInfo, stats, frame=None) -> tuple[list, list]:
-        """Plan and price every candidate (a flag form in its own session clone): the
-        ranked records, and the (candidate, verdict) pairs the gate accepts."""
+    def _job(self, c, frame) -> FormJob:
+        """How to plan candidate ``c``: its SQL in its session (a flag form: a clone), or
+        through the DataFrame program's bound leaves."""
+        session = getattr(c, "session", self.spark)
+        if frame is None:
+            return FormJob(session, c.sql, lambda: session.sql(c.sql))
+        return FormJob(session, c.sql, lambda: frame.run(c.sql))
+
+    def _rank(self, cands: list, forms: list, before: PlanInfo) -> tuple[list, list]:
+        """Price every planned candidate: the ranked records, and the (candidate, verdict,
+        planned DataFrame) the gate accepts."""
         ranked, ok = [], []
-        for c in cands:
-            try:
-                c.plan = analyze_plan(getattr(c, "session", self.spark), c.sql, stats, self.constants,
-                                      df=None if frame is None else frame.run(c.sql))
-            except Exception as e:
-                log.warning("superop: candidate %s does not plan: %s", c.label, str(e).splitlines()[0])
-                ranked.append({"label": c.label, "error": str(e).splitlines()[0]})
+        for c, f in zip(cands, forms):
+            if isinstance(c, FlagCandidate):
+                c.original = before
+            if f.plan is None:
+                log.warning("superop: candidate %s does not plan: %s", c.label, f.error)
+                ranked.append({"label": c.label, "error": f.error})
                 continue
+            c.plan, df = f.plan, f.df
             same_schema = c.plan.columns == before.columns and c.plan.types == before.types
             v = judge(c.label, before.estimate, c.plan.estimate, self.constants)
             entry = {"label": c.label, "rules": [m.rule_id for m in c.matches],
@@ -447,7 +461,7 @@ class SuperOpSession:
                 entry["verdict"] = "Spark's merge settings leave this plan unchanged"
             elif self.gate == "ungated" or (self.gate == "exchanges" and c.plan.exchanges < before.exchanges) \
                     or (self.gate == "cost" and v.accepted):
-                ok.append((c, v))
+                ok.append((c, v, df))
             ranked.append(entry)
         return ranked, ok
 
@@ -455,9 +469,9 @@ class SuperOpSession:
                 sensitive: bool, unmatched: list) -> tuple[RewriteResult, Decision]:
         """The best accepted candidate as the result and the cached decision."""
         if self.gate == "exchanges":
-            best, v = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
+            best, v, df = min(ok, key=lambda cv: (cv[0].plan.exchanges, cv[0].plan.cost, -len(cv[0].matches)))
         else:   # a tie (3 digits) goes to superop's own rewrite, then to the form without settings
-            best, v = max(ok, key=lambda cv: (round(cv[1].speedup or 0.0, 3), len(cv[0].matches),
+            best, v, df = max(ok, key=lambda cv: (round(cv[1].speedup or 0.0, 3), len(cv[0].matches),
                                               -len(getattr(cv[0], "conf", ()))))
         conf = dict(getattr(best, "conf", {}))
         what = [m.describe() for m in best.matches] + ([describe(conf)] if conf else [])
@@ -477,8 +491,8 @@ class SuperOpSession:
             expl += "; no rule matches: " + " | ".join(unmatched)
         extra = dict(common, exchanges_after=best.plan.exchanges, cost_after=best.plan.cost, conf=conf)
         applied = [m.rule_id for m in best.matches] + ([FORM] if conf else [])
-        res = RewriteResult(sql=best.sql, applied=applied, changed=True,
-                            explanation=expl, original_sql=sql, timings_ms=timings, **extra)
+        res = with_plan(RewriteResult(sql=best.sql, applied=applied, changed=True, explanation=expl,
+                                      original_sql=sql, timings_ms=timings, **extra), df)
         return res, Decision(True, label=best.label, applied=tuple(res.applied), explanation=expl,
                              literal_sensitive=sensitive, extra=extra)
 
@@ -501,10 +515,14 @@ class SuperOpSession:
                 return df.collect() if collect else df
             r = self._decision(query, conf)
             t0 = time.perf_counter()
-            df, ran, outcome = None, "original", None
+            # the DataFrame the gate planned runs as it is (plan.PlannedResult); else plan it now
+            df, ran, outcome = None if r.changed else planned_frame(r), "original", None
             if r.changed:
                 try:
-                    df, ran = session_with(self.spark, r.conf).sql(r.sql), "rewritten"   # a flag form: in a clone
+                    df = planned_frame(r)
+                    if df is None:
+                        df = session_with(self.spark, r.conf).sql(r.sql)   # a flag form: in a clone
+                    ran = "rewritten"
                 except Exception as e:  # fail-safe
                     log.warning("superop: rewritten query failed (%s); running the original",
                                 str(e).splitlines()[0])
@@ -560,24 +578,8 @@ class SuperOpSession:
 
     def explain(self, sql: str) -> str:
         """The gate's decision and reason, and Spark's physical plans and the cost model's
-        estimate before and after."""
-        r = self.rewrite(sql)
-        with working():
-            stats = CatalogStats(self.spark) if self.analyze_tables else None   # as the decision saw it
-            b = analyze_plan(self.spark, sql, stats, self.constants)
-            lines = [f"superop: {'rewritten' if r.changed else 'unchanged'} — {r.explanation}",
-                     plan_line("before:", b)]
-            a: Optional[PlanInfo] = (analyze_plan(session_with(self.spark, r.conf), r.sql, stats, self.constants)
-                                     if r.changed else None)
-            if a is not None:
-                lines.append(plan_line("after: ", a))
-            for c in r.candidates or []:
-                if "error" not in c:
-                    lines.append(f"candidate {c['label']}: {c['verdict']}")
-            lines += ["", "== physical plan before ==", b.tree]
-            if a is not None:
-                lines += ["== physical plan after ==", a.tree, "== rewritten SQL ==", r.sql]
-            return "\n".join(lines)
+        estimate before and after (:func:`superop.runtime.explaining.explain_sql`)."""
+        return explaining.explain_sql(self, sql)
 
     # -- DataFrames (superop/runtime/dataframe.py) ---------------------------------------
     def optimize(self, df):

@@ -14,7 +14,8 @@ import pytest
 
 from superop.explain import explain_text, parse_explain, reuse_subqueries, parse_tree
 from superop.ir.dialect import parse_one
-from superop.rules_out.catalog import make_catalog
+from superop import families
+from superop.rules_out.catalog import make_catalog, make_rule
 from superop.rules_out.signing import sign_catalog, signing_key
 from superop.runtime import SuperOpSession
 from superop.runtime.calibration import CONSTANTS
@@ -146,6 +147,25 @@ def test_concurrent_queries_of_the_session_never_see_the_settings(spark, big, em
     t.join()
     assert not errors, errors
     assert set(seen) == {3}, seen
+
+
+def test_the_flag_forms_explanation_says_why_no_rule_matched(spark, big):
+    """Only Spark's merge settings were priced because the catalog's rule refused the
+    query (a 3-way GA rule that admits no σ on its edges): the explanation of the applied
+    settings still names the rule's refusal."""
+    from superop.verify.certify import prove_and_certify      # Z3: this test only
+    ga = families.get("GA")
+    cert = prove_and_certify(ga.proofs_for(("GA", 3, None, None))[0])
+    rule = make_rule("GA", rule_id="ga-rho-only", branches=3, certificates=[cert],
+                     edges=[("Rename",)] * len(ga.edge_decls(3)))
+    catalog = sign_catalog(make_catalog([rule], version="rho-only"), signing_key(), "tests")
+    product = ("SELECT x.n1, y.a2, z.s3 FROM (SELECT count(*) AS n1 FROM mf_big WHERE b < 10) x, "
+               "(SELECT avg(s) AS a2 FROM mf_big WHERE b >= 990) y, "
+               "(SELECT sum(c) AS s3 FROM mf_big WHERE b BETWEEN 400 AND 420) z")
+    r = SuperOpSession(spark, catalog, cache=False).rewrite(product)
+    assert r.changed and r.applied == [FORM], r.explanation
+    tail = r.explanation.split("; no rule matches: ", 1)
+    assert len(tail) == 2 and "ga-rho-only: Select on an edge" in tail[1], r.explanation
 
 
 def test_refused_when_it_does_not_pay_or_changes_nothing(spark, big, empty_catalog):

@@ -143,6 +143,27 @@ def test_sql_and_explain(spark, so):
     assert "== physical plan after ==" in text and "Exchange hashpartitioning" in text
 
 
+def test_the_dataframe_the_gate_planned_is_the_one_that_runs(spark, ops, catalog, monkeypatch):
+    """``sql`` runs the DataFrame the gate planned and priced: each form's text goes to
+    Spark once (no second parse and planning, no separate EXPLAIN), rewritten or kept."""
+    so = SuperOpSession(spark, catalog, gate="exchanges", cache=False)
+    rewritten = so.rewrite(DJ_Q).sql
+    real, seen = spark.sql, []
+    monkeypatch.setattr(spark, "sql", lambda q, *a, **k: (seen.append(q), real(q, *a, **k))[1])
+    df = so.sql(DJ_Q)
+    assert rewritten != DJ_Q and seen.count(rewritten) == 1 and seen.count(DJ_Q) == 1
+    assert not [q for q in seen if q.lstrip().upper().startswith("EXPLAIN")]
+    assert bag(df.collect()) == bag(real(DJ_Q).collect())
+    # kept by the gate (a broadcast join saves no shuffle): the original's planned DataFrame runs
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
+    try:
+        seen.clear()
+        kept = so.sql(MJ_Q)
+        assert seen.count(MJ_Q) == 1 and so.rewrite(MJ_Q).changed is False
+        assert bag(kept.collect()) == bag(real(MJ_Q).collect())
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+
 # ---------------------------------------------------------------------------
 # the native compiler and the generic executor against the reference interpreter
 # ---------------------------------------------------------------------------
