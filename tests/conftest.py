@@ -12,6 +12,12 @@ import pytest
 
 from .shared_fixtures import computed_once, run_dir
 
+# Every JVM the suite starts (the workers' Spark sessions, the event-log writers' child
+# applications, the standalone cluster's daemons and executors; ``java`` reads this variable)
+# runs minutes of tiny queries: JIT compilation with C1 alone, without C2 recompiling hot
+# code, costs less CPU than it saves on two cores. What Spark computes is the same.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+
 # The files that take longest (a worker's seconds, measured on 2 cores), first, in this order;
 # the others follow by number of tests. With ``-n 2 --dist loadfile`` a file runs whole on one
 # worker and xdist hands out files in collection order (once ``pytest_configure`` below turns
