@@ -12,6 +12,50 @@ import pytest
 
 from .shared_fixtures import computed_once, run_dir
 
+# Every JVM the suite starts (the workers' Spark sessions, the event-log writers' child
+# applications, the standalone cluster's daemons and executors; ``java`` reads this variable)
+# runs minutes of tiny queries: JIT compilation with C1 alone, without C2 recompiling hot
+# code, costs less CPU than it saves on two cores. What Spark computes is the same.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+
+# The files that take longest (a worker's seconds, measured on 2 cores), first, in this order;
+# the others follow by number of tests. With ``-n 2 --dist loadfile`` a file runs whole on one
+# worker and xdist hands out files in collection order (once ``pytest_configure`` below turns
+# off its reordering by test count, which sent files of one long test last, to run while the
+# other worker idled). The first two compute the run's shared values side by side (the
+# template proofs, the DataFrame twins' rows), before test_tpcds.py needs the proofs.
+HEAVY_FILES = (
+    "tests/families/test_fixtures.py",
+    "tests/families/test_dataframe_twins.py",
+    "tests/workloads/test_tpcds.py",
+    "tests/runtime/test_connect.py",
+    "tests/rules_out/test_nightly.py",
+    "tests/families/test_pivot.py",
+    "tests/families/test_dataframe_twins_connect.py",
+    "tests/families/test_ex_pairs.py",
+    "tests/families/test_nb.py",
+    "tests/ir/test_roundtrip.py",
+    "tests/runtime/test_traps.py",
+    "tests/ir/test_constructs.py",
+)
+
+
+def pytest_configure(config):
+    if getattr(config.option, "loadscopereorder", None) is not None:
+        config.option.loadscopereorder = False       # the order is pytest_collection_modifyitems'
+
+
+def pytest_collection_modifyitems(config, items):
+    """Heavy files first (:data:`HEAVY_FILES`), then by number of tests; a file's tests keep
+    their order. Every worker collects the same order, as xdist requires."""
+    def file_of(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+    counts: dict[str, int] = {}
+    for it in items:
+        counts[file_of(it)] = counts.get(file_of(it), 0) + 1
+    rank = {f: i for i, f in enumerate(HEAVY_FILES)}
+    items.sort(key=lambda it: (rank.get(file_of(it), len(rank)), -counts[file_of(it)], file_of(it)))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _key_store(tmp_path_factory):

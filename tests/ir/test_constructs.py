@@ -148,43 +148,43 @@ def _roundtrip(spark, schema, sql):
 
 
 @pytest.mark.parametrize("sql", CONSTRUCTS)
-def test_construct_roundtrip(spark, paper, sql, lowering_coverage):
-    low = _roundtrip(spark, paper, sql)
+def test_construct_roundtrip(paper_spark, paper, sql, lowering_coverage):
+    low = _roundtrip(paper_spark, paper, sql)
     lowering_coverage.setdefault("constructs", {})[sql] = low.fully_lowered
     assert low.fully_lowered, low.opaque_reasons
 
 
 @pytest.mark.parametrize("sql", OPAQUE)
-def test_opaque_roundtrip(spark, paper, sql):
-    low = _roundtrip(spark, paper, sql)
+def test_opaque_roundtrip(paper_spark, paper, sql):
+    low = _roundtrip(paper_spark, paper, sql)
     assert not low.fully_lowered
 
 
-def test_nondeterministic_projection_is_evaluated_once(spark, paper):
+def test_nondeterministic_projection_is_evaluated_once(paper_spark, paper):
     sql = "SELECT r1 = r2 AS same FROM (SELECT r AS r1, r AS r2 FROM (SELECT rand() AS r FROM ops) t) u"
-    rows = spark.sql(to_sql(lower(sql, paper).plan)).collect()
+    rows = paper_spark.sql(to_sql(lower(sql, paper).plan)).collect()
     assert len(rows) == 200 and all(r.same for r in rows)
 
 
-def test_paper_data_properties(spark, paper):
+def test_paper_data_properties(paper_spark, paper):
     """What the generator promises: NULLs in every column, duplicates, single-row keys,
     groups without a row that passes a filter."""
     from superop.workloads.paper import PAPER_SCHEMA
     assert paper == PAPER_SCHEMA
     for t, cols in PAPER_SCHEMA.items():
-        nulls = spark.sql("SELECT " + ", ".join(f"COUNT_IF({c} IS NULL) AS {c}" for c in cols)
+        nulls = paper_spark.sql("SELECT " + ", ".join(f"COUNT_IF({c} IS NULL) AS {c}" for c in cols)
                           + f" FROM {t}").first().asDict()
         assert all(n > 0 for n in nulls.values()), (t, nulls)
-        dup = spark.sql(f"SELECT COUNT(*) AS n FROM (SELECT *, COUNT(*) AS k FROM {t} "
+        dup = paper_spark.sql(f"SELECT COUNT(*) AS n FROM (SELECT *, COUNT(*) AS k FROM {t} "
                         f"GROUP BY ALL HAVING COUNT(*) > 1)").first().n
         assert dup > 0, t
-    assert spark.sql("SELECT COUNT(*) AS n FROM (SELECT a FROM ops GROUP BY a "
+    assert paper_spark.sql("SELECT COUNT(*) AS n FROM (SELECT a FROM ops GROUP BY a "
                      "HAVING COUNT(*) = 1)").first().n > 0
-    assert spark.sql("SELECT COUNT(*) AS n FROM (SELECT a FROM ops WHERE a IS NOT NULL GROUP BY a "
+    assert paper_spark.sql("SELECT COUNT(*) AS n FROM (SELECT a FROM ops WHERE a IS NOT NULL GROUP BY a "
                      "HAVING COUNT_IF(s < 100) = 0)").first().n > 0
-    assert spark.sql("SELECT COUNT(*) AS n FROM (SELECT a FROM ops WHERE a IS NOT NULL GROUP BY a "
+    assert paper_spark.sql("SELECT COUNT(*) AS n FROM (SELECT a FROM ops WHERE a IS NOT NULL GROUP BY a "
                      "HAVING COUNT_IF(s >= 100) = 0)").first().n > 0
-    assert spark.sql("SELECT COUNT(*) AS n FROM (SELECT mailboxguid FROM mailbox GROUP BY 1 "
+    assert paper_spark.sql("SELECT COUNT(*) AS n FROM (SELECT mailboxguid FROM mailbox GROUP BY 1 "
                      "HAVING COUNT_IF(eventname IN ('Ev1', 'Ev2', 'Ev3')) = 0)").first().n > 0
 
 
@@ -194,19 +194,19 @@ def test_paper_rows_are_deterministic():
     assert paper_rows(100, 3) != paper_rows(100, 4)
 
 
-def test_shared_nondeterministic_cte_is_evaluated_once(spark, paper):
+def test_shared_nondeterministic_cte_is_evaluated_once(paper_spark, paper):
     sql = ("WITH t AS (SELECT a, rand() AS r FROM ops) SELECT COUNT(*) AS n FROM t t1 "
            "JOIN t t2 ON t1.a <=> t2.a AND t1.r = t2.r")
     gen = to_sql(lower(sql, paper).plan)
     assert gen.startswith("WITH ")
     # Evaluated once, every row of t meets itself (at least 200 matches); evaluated
     # twice, equal random doubles (almost) never meet.
-    assert spark.sql(gen).first().n >= 200
+    assert paper_spark.sql(gen).first().n >= 200
 
 
-def test_lower_with_a_spark_session_as_schema(spark, paper):
+def test_lower_with_a_spark_session_as_schema(paper_spark, paper):
     sql = "SELECT a, COUNT(*) AS n FROM ops WHERE s < 100 GROUP BY a"
-    low = lower(sql, spark)
+    low = lower(sql, paper_spark)
     # same tree; the identities differ: the session resolves `ops` to its temp view
     assert low.fully_lowered and render(low.plan) == render(lower(sql, paper).plan)
     scan = next(n for n in walk(low.plan) if isinstance(n, Scan))

@@ -29,7 +29,7 @@ def test_tpch_roundtrip(spark, tpch, qid, lowering_coverage):
 
 
 @pytest.mark.parametrize("q", TABLE2_CORPUS, ids=[q.id for q in TABLE2_CORPUS])
-def test_corpus_roundtrip_and_shape(spark, paper, q, lowering_coverage):
+def test_corpus_roundtrip_and_shape(paper_spark, paper, q, lowering_coverage):
     low = lower(q.sql, paper)
     lowering_coverage.setdefault("paper corpus", {})[q.id] = low.fully_lowered
     assert shape(low.plan) == q.shape
@@ -37,9 +37,9 @@ def test_corpus_roundtrip_and_shape(spark, paper, q, lowering_coverage):
     assert isinstance(root, UnionAll if q.family == "DU" else Join)
     # The diamond's common input is one shared node (the paper's Spool).
     assert any(isinstance(n, Scan) for n in shared_nodes(root))
-    expected = bag_of(spark, q.sql)
+    expected = bag_of(paper_spark, q.sql)
     assert sum(expected.values()) > 0
-    assert bag_of(spark, to_sql(low.plan)) == expected
+    assert bag_of(paper_spark, to_sql(low.plan)) == expected
 
 
 def test_full_lowering_floor(capsys):
