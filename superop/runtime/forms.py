@@ -3,8 +3,10 @@ merge-settings forms — planned by Spark side by side.
 
 Planning is driver work (analysis, optimization, physical planning in the JVM, the
 ``EXPLAIN COST`` text read back) while the cluster and the driver's other cores idle, so
-the forms are planned in a few threads at once: a decision waits for its slowest form,
-not for the sum of them. Each form keeps the DataFrame it was planned through (the one
+the forms are planned in a few threads at once. Spark serializes part of one session's
+analysis (its catalog), so this is less than "the slowest form instead of the sum": six
+TPC-DS statements planned together took 2.8 s in one thread, 2.3 s in two, 1.9 s in four
+on 2 cores. Each form keeps the DataFrame it was planned through (the one
 that runs when the gate picks it, :class:`superop.runtime.plan.PlannedResult`)."""
 from __future__ import annotations
 
