@@ -22,10 +22,11 @@ soon as the last DataFrame made from it is garbage-collected (or by the server's
 timeout). One consequence for callers: the DataFrame of a query that runs in its flag form
 belongs to the clone, so a temporary view created from it lives in the clone.
 
-The forms are offered only when the query has at least two SELECTs that aggregate without a
-GROUP BY (:func:`may_merge`, read off the query's AST: no planning) — nothing the flags act
-on otherwise; aggregates inside a view's text are not seen. A form whose plan the settings
-leave unchanged is refused as such.
+The forms are offered only when the query has two different SELECTs that aggregate without a
+GROUP BY over the same tables (:func:`may_merge`, read off the query's AST: no planning) —
+MergeSubplans merges only plans with the same leaves, so nothing the flags act on otherwise;
+aggregates inside a view's text are not seen. A form whose plan the settings leave
+unchanged is refused as such.
 """
 from __future__ import annotations
 
@@ -61,19 +62,40 @@ def describe(conf: dict) -> str:
 
 
 def may_merge(ast: Optional[exp.Expression]) -> bool:
-    """Could the merge settings change this query's plan? Only when two SELECTs aggregate
-    without a GROUP BY (filter propagation merges non-grouping aggregates only)."""
+    """Could the merge settings change this query's plan? Only when two different SELECTs
+    aggregate without a GROUP BY over the same set of tables: filter propagation merges
+    non-grouping aggregates of one input only (a ranking window such as ``RANK() OVER`` is
+    not an aggregate; the same SELECT twice, a CTE read twice, is one plan Spark reuses)."""
     if ast is None:
         return False
-    n = 0
+    ctes = {c.alias_or_name.lower(): c.this for c in ast.find_all(exp.CTE)}
+    by_tables: dict[frozenset[str], set[str]] = {}
     for sel in ast.find_all(exp.Select):
-        if sel.args.get("group") is not None:
+        if sel.args.get("group") is not None or not _aggregates(sel):
             continue
-        if any(e.find(exp.AggFunc) is not None for e in sel.expressions):
-            n += 1
-            if n >= 2:
-                return True
+        seen = by_tables.setdefault(_tables(sel, ctes, ()), set())
+        seen.add(sel.sql())
+        if len(seen) >= 2:
+            return True
     return False
+
+
+def _aggregates(sel: exp.Select) -> bool:
+    """An aggregate of ``sel`` itself: not one of a nested SELECT, not a window's function."""
+    return any(not isinstance(agg.parent, exp.Window) and agg.find_ancestor(exp.Select) is sel
+               for e in sel.expressions for agg in e.find_all(exp.AggFunc))
+
+
+def _tables(q: exp.Expression, ctes: dict, inside: tuple[str, ...]) -> frozenset[str]:
+    """The tables ``q`` reads, a CTE's name read through to the tables of its body."""
+    out: set[str] = set()
+    for t in q.find_all(exp.Table):
+        name = t.name.lower()
+        if name in ctes and not t.db and name not in inside:
+            out |= _tables(ctes[name], ctes, inside + (name,))
+        else:
+            out.add(".".join(p.lower() for p in (t.catalog, t.db, t.name) if p))
+    return frozenset(out)
 
 
 def session_with(spark, conf: dict):
@@ -150,7 +172,13 @@ _EXPR_ID = re.compile(r"#\d+")
 _PLAN_ID = re.compile(r"plan_id=\d+")
 
 
+# a scan's metadata after its columns: Spark cuts each value at 100 characters, ids included,
+# so two plannings of one scan cut it at different places
+_SCAN_TAIL = re.compile(r"^(.*?\bFileScan \S+ \[[^\]]*\]).*$", re.MULTILINE)
+
+
 def canonical_plan(tree: str) -> str:
-    """A physical plan's text without expression and plan ids (two plannings of one
-    query give the same text)."""
-    return _PLAN_ID.sub("plan_id", _EXPR_ID.sub("#", tree))
+    """A physical plan's text without expression and plan ids and without the scans'
+    truncated metadata (two plannings of one query give the same text; what the merge
+    settings change — filters, projections, aggregates, sub-queries — stays)."""
+    return _SCAN_TAIL.sub(r"\1", _PLAN_ID.sub("plan_id", _EXPR_ID.sub("#", tree)))
