@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from superop.bench.peer import PEER
-from superop.bench.power import CONFIGS, power_markdown, run_power
+from superop.bench.power import CONFIGS, WARM, power_markdown, run_power
 from superop.bench.rewriters import runtime_rewriter, runtime_session
 from superop.bench.tpcds_bench import run_tpcds, tpcds_markdown
 from superop.rules_out.catalog import make_catalog
@@ -60,11 +60,32 @@ def test_the_power_run_alternates_three_configurations(tpcds_session, no_rules):
     assert all(f"| {c} |" in md for c in CONFIGS) and f"q9 ({FORM})" in md
 
 
+def test_the_warm_configuration_decides_before_its_round(tpcds_session, no_rules):
+    """--warm: a fourth configuration whose session decided every statement before the timed
+    pass (its own session: a fresh one per superop configuration)."""
+    made = []
+
+    def make():
+        so, _ = runtime_session(tpcds_session, no_rules)
+        made.append(so)
+        return so
+    doc = run_power(tpcds_session, make, queries(), NAMES, repeat=1, warmup=0, warm=True)
+    [rnd] = doc["rounds"]
+    assert doc["configs"] == list(CONFIGS) + [WARM] and rnd["order"] == doc["configs"] and len(made) == 2
+    assert rnd["decisions_warm"]["q9"]["applied"] == [FORM] and rnd["decisions"]["q9"]["applied"] == [FORM]
+    s = doc["summary"]
+    assert s["spark_over_superop_warm"] > 0 and s["median_decision_warm_s"] >= 0
+    md = power_markdown(dict(doc, params={"sf": 0.01}))
+    assert f"| {WARM} |" in md and f"Spark / {WARM}" in md
+
+
 def test_power_needs_the_runtime(tmp_path, capsys):
     from superop.cli import main
     rc = main(["bench", "tpcds", "--power", "--rewriter", "identity", "--queries", "q9",
                "--out", str(tmp_path), "--no-mlflow", "--quiet"])
     assert rc == 2 and "--power times superop's runtime" in capsys.readouterr().err
+    rc = main(["bench", "tpcds", "--warm", "--queries", "q9", "--out", str(tmp_path)])
+    assert rc == 2 and "--warm is a configuration of the power run" in capsys.readouterr().err
 
 
 def test_the_first_sight_mode_reaches_the_session(spark):
