@@ -163,11 +163,11 @@ def power_markdown(doc: dict) -> str:
         lines.append(f"| {cfg} | {f(med.get(cfg))} | {', '.join(f(x, 1) for x in tot)} | {f(r)} |")
     lines += ["", f"Spark / superop **{f(s.get('spark_over_superop'))}×**, Spark + flags / superop "
               f"**{f(s.get('flags_over_superop'))}×**, Spark / Spark + flags {f(s.get('spark_over_flags'))}×; "
-              f"superop's decisions (inside its time, cold cache every round): "
-              f"{f(s.get('median_decision_s'), 1)} s per run (median)." + (
+              f"superop's `sql()` calls (deciding with a cold cache every round, and Spark's analysis "
+              f"of the statement; inside its time): {f(s.get('median_decision_s'), 1)} s per run (median)." + (
                   f" {WARM} (every statement decided before the round, untimed; the timed run reads "
-                  f"the decisions): Spark / {WARM} **{f(s.get('spark_over_superop_warm'))}×**, its decision "
-                  f"look-ups {f(s.get('median_decision_warm_s'), 1)} s per run."
+                  f"the decisions): Spark / {WARM} **{f(s.get('spark_over_superop_warm'))}×**, its `sql()` "
+                  f"calls (a cached decision and Spark's analysis) {f(s.get('median_decision_warm_s'), 1)} s per run."
                   if s.get("spark_over_superop_warm") is not None else ""), "",
               "Statements superop ran in another form: " + (", ".join(
                   f"{q} ({', '.join(a)})" for q, a in sorted((s.get("changed") or {}).items())) or "none") + ".", ""]
