@@ -87,14 +87,16 @@ def _aggregates(sel: exp.Select) -> bool:
 
 
 def _tables(q: exp.Expression, ctes: dict, inside: tuple[str, ...]) -> frozenset[str]:
-    """The tables ``q`` reads, a CTE's name read through to the tables of its body."""
+    """The names of the tables ``q`` reads, a CTE's name read through to the tables of its
+    body. Names without their database: ``db.t`` and ``t`` may be one table, and offering
+    the form once too often costs a planning, never a missed merge."""
     out: set[str] = set()
     for t in q.find_all(exp.Table):
         name = t.name.lower()
         if name in ctes and not t.db and name not in inside:
             out |= _tables(ctes[name], ctes, inside + (name,))
         else:
-            out.add(".".join(p.lower() for p in (t.catalog, t.db, t.name) if p))
+            out.add(name)
     return frozenset(out)
 
 

@@ -63,7 +63,9 @@ def test_may_merge_reads_the_ast():
            # Spark merges the branches of a UNION ALL of global aggregates too
            "SELECT count(*) FROM t WHERE x > 1 UNION ALL SELECT count(*) FROM t WHERE x > 2",
            # a CTE is read through to its tables
-           "WITH c AS (SELECT x, y FROM t WHERE x > 0) SELECT (SELECT count(*) FROM c) n, (SELECT max(y) FROM t) m"]
+           "WITH c AS (SELECT x, y FROM t WHERE x > 0) SELECT (SELECT count(*) FROM c) n, (SELECT max(y) FROM t) m",
+           # `db.t` may be the current database's `t`
+           "SELECT (SELECT count(*) FROM db.t WHERE x = 1) n, (SELECT max(y) FROM t) m"]
     no = ["SELECT a, count(*) FROM t GROUP BY a",
           "SELECT * FROM (SELECT a, count(*) n FROM t GROUP BY a) x, (SELECT a, max(y) m FROM t GROUP BY a) y",
           "SELECT count(*) FROM t", "SELECT a FROM t WHERE y > (SELECT avg(y) FROM t)",
