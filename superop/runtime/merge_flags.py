@@ -38,6 +38,7 @@ from typing import Optional
 from sqlglot import exp
 
 from ..explain import PlanInfo
+from ..ir.dialect import parse_one
 from .tablestats import is_connect
 
 FORM = "spark-merge-flags"
@@ -100,6 +101,14 @@ def _tables(q: exp.Expression, ctes: dict, inside: tuple[str, ...]) -> frozenset
     return frozenset(out)
 
 
+def _may_merge_sql(sql: str) -> bool:
+    """:func:`may_merge` of SQL text; text that does not parse is offered (Spark decides)."""
+    try:
+        return may_merge(parse_one(sql))
+    except Exception:   # noqa: BLE001 - offering a form costs a planning, never a wrong result
+        return True
+
+
 def session_with(spark, conf: dict):
     """``spark`` itself when ``conf`` is empty; else a clone of it (settings, temporary
     views, functions, current database as they are now) with ``conf`` set. The caller's
@@ -155,7 +164,7 @@ def flag_candidates(spark, sql: str, before: Optional[PlanInfo], rewrites: list,
     conf = dict(MERGE_FLAGS if conf is None else conf)
     clone = session_with(spark, conf)
     out = [FlagCandidate(sql, FORM, conf, clone, [], before)]
-    if rewrites:
+    if rewrites and _may_merge_sql(rewrites[0].sql):     # a GA rewrite leaves one aggregate
         top = rewrites[0]
         out.append(FlagCandidate(top.sql, top.label + SUFFIX, conf, clone, list(top.matches),
                                  before, top))

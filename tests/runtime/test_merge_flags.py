@@ -201,6 +201,23 @@ def test_the_flag_forms_explanation_says_why_no_rule_matched(spark, big):
     assert len(tail) == 2 and "ga-rho-only: Select on an edge" in tail[1], r.explanation
 
 
+def test_a_rewrite_left_with_one_aggregate_is_not_offered_with_the_settings(spark, big):
+    """A GA rewrite leaves one aggregate: the settings have nothing to merge in it, so its
+    ``+spark-merge-flags`` form is not planned (the original's flag form still is)."""
+    from superop.verify.certify import prove_and_certify      # Z3: this test only
+    ga = families.get("GA")
+    cert = prove_and_certify(ga.proofs_for(("GA", 3, None, None))[0])
+    rule = make_rule("GA", rule_id="ga-3", branches=3, certificates=[cert])
+    catalog = sign_catalog(make_catalog([rule], version="ga-3"), signing_key(), "tests")
+    product = ("SELECT x.n1, y.a2, z.s3 FROM (SELECT count(*) AS n1 FROM mf_big WHERE b < 10) x, "
+               "(SELECT avg(s) AS a2 FROM mf_big WHERE b >= 990) y, "
+               "(SELECT sum(c) AS s3 FROM mf_big WHERE b BETWEEN 400 AND 420) z")
+    r = SuperOpSession(spark, catalog, cache=False).rewrite(product)
+    labels = [c.label if hasattr(c, "label") else str(c) for c in r.candidates]
+    assert r.changed and f"{FORM}=" in r.explanation, r.explanation
+    assert "ga-3" in " ".join(r.applied + labels) and "+" + FORM not in r.explanation, (r.explanation, labels)
+
+
 def test_refused_when_it_does_not_pay_or_changes_nothing(spark, big, empty_catalog):
     strict = SuperOpSession(spark, empty_catalog, cache=False,
                             cost_constants=replace(CONSTANTS, min_speedup=50.0))
