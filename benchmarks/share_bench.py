@@ -261,7 +261,7 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sf", type=float, default=1.0, help="TPC-DS scale factor (default 1)")
     ap.add_argument("--data-dir", help="parquet data (default .superop/bench-data/tpcds-sf<SF>)")
@@ -294,7 +294,12 @@ def main(argv=None) -> int:
     ap.add_argument("--driver-memory", default="8g", help="spark.driver.memory (default 8g)")
     ap.add_argument("--master", help="Spark master (default local[2])")
     ap.add_argument("--out", default="out/bench/share", help="output directory (default out/bench/share)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _run(args, argv) -> tuple:
+    """The batch alone and shared, ``--repeat`` times: the record so far, the query names,
+    the repeats and the cost model."""
     from superop.bench.report import code_version, machine_info, now, spark_info
     from superop.share.estimate import cost_model, parse_budget
     from superop.share.run import analyze
@@ -346,7 +351,11 @@ def main(argv=None) -> int:
             repeats.append(rep)
     finally:
         spark.stop()
-    # medians over repeats
+    return doc, names, repeats, cost
+
+
+def _summarize(doc: dict, repeats: list[dict[str, Any]], names: list[str], args, cost) -> tuple:
+    """Medians over the repeats into ``doc``; the last repeat's plan and results."""
     import statistics
     alone = {n: statistics.median(r["alone"][n] for r in repeats) for n in names}
     shared = {n: statistics.median(next(x.seconds for x in r["res"].runs if x.name == n) for r in repeats)
@@ -388,6 +397,13 @@ def main(argv=None) -> int:
         "warmup": args.warmup, "first_side": "shared" if args.shared_first else "alone",
         "cost_model": dataclasses.asdict(cost),
     }
+    return plan, res
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    doc, names, repeats, cost = _run(args, argv)
+    plan, res = _summarize(doc, repeats, names, args, cost)
     whats = {c.id: f"{c.kind} {c.template} over {', '.join(c.se.tables)}" for c in plan.ces}
     doc["decisions"] = [dict(d.to_json(), what=whats.get(d.ce, "")) for d in plan.decisions]
     doc["plan"] = plan.to_json()
