@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from .shared_fixtures import computed_once, run_dir
+from .shared_fixtures import computed_once, run_dir, started_once, stop_started
 
 # Every JVM the suite starts (the workers' Spark sessions, the event-log writers' child
 # applications, the standalone cluster's daemons and executors; ``java`` reads this variable)
 # runs minutes of tiny queries: JIT compilation with C1 alone, without C2 recompiling hot
-# code, costs less CPU than it saves on two cores. What Spark computes is the same.
-os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+# code, and the serial garbage collector, without G1's concurrent threads, cost less CPU
+# than they save on two cores. What Spark computes is the same.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 # The files that take longest (a worker's seconds, measured on 2 cores), first, in this order;
 # the others follow by number of tests. With ``-n 2 --dist loadfile`` a file runs whole on one
@@ -74,6 +75,10 @@ def spark(tmp_path_factory):
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
         "spark.sql.warehouse.dir": str(warehouse),
+        # the tests' queries read a few hundred rows: compiling each plan to Java (Janino,
+        # then the JIT) costs more CPU than running its operators interpreted; rows, plans
+        # and exchanges are the same (the operators are not wrapped in WholeStageCodegen)
+        "spark.sql.codegen.wholeStage": "false",
     })
     yield s
     s.stop()
@@ -147,14 +152,20 @@ def tpcds_session(spark, tpcds_dir):
 @pytest.fixture(scope="session")
 def seed_mlflow_db(tmp_path_factory):
     """``seed_mlflow_db(path) -> uri``: an empty MLflow SQLite store at ``path``, copied from
-    one created once per session. A new store runs MLflow's schema migrations (10-15 s on a
-    loaded 2-core machine); a copy starts at the current schema in milliseconds."""
+    one created once per run (by the first worker that needs one). A new store runs MLflow's
+    schema migrations (10-15 s on a loaded 2-core machine); a copy starts at the current
+    schema in milliseconds."""
     from mlflow.tracking import MlflowClient
 
     from superop.tracking import quiet_mlflow
     quiet_mlflow()
-    template = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{template}").search_experiments()
+
+    def make() -> str:
+        db = run_dir(tmp_path_factory) / "mlflow-template" / "mlflow.db"
+        db.parent.mkdir()
+        MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+        return str(db)
+    template = computed_once(tmp_path_factory, "mlflow_template", make)
 
     def seed(db: Path) -> str:
         db = Path(db)
@@ -172,26 +183,39 @@ def eventlog_writer(request, tmp_path_factory):
     """Real Spark event logs need a JVM of their own (``spark.eventLog.*`` cannot be set on
     the shared session): ``tests/mining/eventlog_writer.py`` runs one application per codec in
     a child process, the slowest setup of the suite. When a selected test needs the logs
-    (``eventlog_dir``), the child starts with the session and runs while the other tests do;
-    yields ``(process, output dir, stderr file)`` or None when no selected test needs it."""
+    (``eventlog_dir``), the child starts with the session and runs while the other tests do,
+    once per run (the first worker starts it, every worker can read what it writes); yields
+    its directory for ``shared_fixtures.wait_started``, or None when no selected test needs it."""
     if not any("eventlog_dir" in getattr(item, "fixturenames", ()) for item in request.session.items):
         yield None
         return
-    out = tmp_path_factory.mktemp("eventlogs")
-    err = tmp_path_factory.mktemp("eventlog-writer") / "stderr.txt"
-    with open(err, "w") as f:
-        proc = subprocess.Popen([sys.executable, str(EVENTLOG_WRITER), str(out)],
-                                stdout=subprocess.DEVNULL, stderr=f)
-    yield proc, out, err
-    if proc.poll() is None:      # the session ended before a test waited for it
-        proc.kill()
-        proc.wait()
+    d, proc = started_once(tmp_path_factory, "eventlogs", [sys.executable, str(EVENTLOG_WRITER)])
+    yield d
+    stop_started(proc)
+
+
+def _proofs() -> dict:
+    """Every symbolic instance's proof (``prove_instance``, as JSON) and every family's template
+    certificates (``template_certificates``), made in one process: the certificates' proofs
+    are the instances' (``prove_instance`` remembers what it proved in the process)."""
+    from superop.families.instances import all_instances
+    from superop.rules_out.builtin import template_certificates as certificates
+    from superop.verify.template_proofs import prove_instance
+    instances = {i.name: prove_instance(i).to_json() for i in all_instances()}
+    return {"instances": instances, "certificates": certificates()}
+
+
+@pytest.fixture(scope="session")
+def instance_proofs(tmp_path_factory) -> dict:
+    """``prove_instance`` of every family's symbolic instances (default timeout), by name, as
+    ``Result.to_json`` gives it: Z3 runs once per test run, whichever worker asks first."""
+    return computed_once(tmp_path_factory, "proofs", _proofs)["instances"]
 
 
 @pytest.fixture(scope="session")
 def template_certificates(tmp_path_factory):
     """Every family's template proofs (superop.rules_out.builtin.template_certificates), by
-    name: Z3 runs once per test run, whichever worker asks first; the families' proof catalog
-    and the benchmarks' built-in catalog are both made from them."""
-    from superop.rules_out.builtin import template_certificates as make
-    return computed_once(tmp_path_factory, "template_certificates", make)
+    name: Z3 runs once per test run, whichever worker asks first (with the instances' proofs,
+    ``instance_proofs``); the families' proof catalog and the benchmarks' built-in catalog
+    are both made from them."""
+    return computed_once(tmp_path_factory, "proofs", _proofs)["certificates"]

@@ -108,6 +108,19 @@ def twin_catalog(proof_catalog):
     return sign_catalog(proof_catalog, signing_key(), "tests (fresh proofs)")
 
 
+@pytest.fixture(scope="session")
+def entry_bags(spark, tables, tmp_path_factory) -> dict:
+    """Every fixture entry's rows (``twins_kit.json_bag``), by ``Entry.id``, on the tables of
+    ``tables`` (NULLs, duplicates, empty groups), before any rewrite: computed once per run
+    (whichever worker asks first), the reference of the entries' rewrites and of the drop-in
+    (``test_fixtures.py``) and of the DataFrame twins (``test_dataframe_twins.py``)."""
+    from pyspark.sql import functions as F
+
+    def make():
+        return {k: dict(b) for k, b in bags({e.id: spark.sql(e.sql) for e in all_entries()}, F).items()}
+    return {k: Counter(b) for k, b in computed_once(tmp_path_factory, "entry_bags", make).items()}
+
+
 @pytest.fixture(scope="module")
 def twin_bags(classic, tmp_path_factory) -> dict:
     """The bag of rows of every deterministic twin on the classic session (once per run):

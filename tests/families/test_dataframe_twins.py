@@ -21,16 +21,16 @@ from __future__ import annotations
 import pytest
 
 from ..fixtures.families.dataframes import TWINS
-from .twins_kit import ENTRIES, bags, check_match, check_optimize
+from .twins_kit import ENTRIES, check_match, check_optimize
 
 
 def test_every_entry_has_a_twin():
     assert set(TWINS) == {e.name for e in ENTRIES}
 
 
-def test_twins_return_their_sql_rows(classic, twin_bags):
+def test_twins_return_their_sql_rows(classic, twin_bags, entry_bags):
     spark, api = classic
-    sqls = bags({n: spark.sql(e.sql) for e in ENTRIES if (n := e.name) in twin_bags}, api.F)
+    sqls = {e.name: entry_bags[e.id] for e in ENTRIES}
     assert {n for n in twin_bags if twin_bags[n] != sqls[n]} == set()
     for e in ENTRIES:
         assert TWINS[e.name](api).columns == spark.sql(e.sql).columns, e.name

@@ -13,8 +13,9 @@ with the table (and so with the others) fails here.
 * the drop-in: every entry through ``enable`` and the unchanged call sites ``spark.sql(q)``
   returns the rows it returned before ``enable``, with one decision record per call.
 
-Each entry's original rows are computed once (``original_bags``) and are the reference of
-both the rewritten SQL and the drop-in.
+Each entry's original rows are computed once per run (``entry_bags`` of ``conftest.py``, rows
+as JSON) and are the reference of both the rewritten SQL and the drop-in (and of the
+DataFrame twins).
 """
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ from superop.rules_out.signing import sign_catalog, signing_key
 from superop.runtime import disable, enable
 from superop.runtime.merge_flags import FORM
 from superop.runtime.report import format_report, read
-from superop.sparkutil import bag
 
 from ..runtime.runtime_fixtures import SCHEMA
 from .fixtures import all_entries
+from .twins_kit import json_bag
 
 ENTRIES = all_entries()
 # rand() differs from run to run: its rows are not compared (it is never rewritten either)
@@ -43,17 +44,20 @@ RANDOM = {e.id for e in ENTRIES if "rand(" in e.sql.lower()}
 
 
 def _bags(spark) -> dict:
-    """Each entry's rows, four call sites at a time (as a multi-threaded application would
-    call ``spark.sql``: the drop-in and its session are shared by the threads)."""
+    """Each entry's rows (as ``entry_bags`` holds them), four call sites at a time (as a
+    multi-threaded application would call ``spark.sql``: the drop-in and its session are
+    shared by the threads)."""
+    from pyspark.sql import functions as F
     with ThreadPoolExecutor(4) as pool:
-        return dict(zip((e.id for e in ENTRIES), pool.map(lambda e: bag(spark.sql(e.sql).collect()), ENTRIES)))
+        return dict(zip((e.id for e in ENTRIES), pool.map(lambda e: json_bag(spark.sql(e.sql), F), ENTRIES)))
 
 
 @pytest.fixture(scope="module")
-def original_bags(spark, tables) -> dict:
+def original_bags(entry_bags) -> dict:
     """Every entry's rows on the tables of ``tables`` (NULLs, duplicates, empty groups),
-    before any rewrite: computed once for this module's runtime and drop-in tests."""
-    return _bags(spark)
+    before any rewrite (``entry_bags``): the reference of this module's runtime and drop-in
+    tests."""
+    return entry_bags
 # near-miss reasons the verifier's streamability check decides too (the others are about the
 # matching context or the template: safety, duplicate names, template refusals)
 STREAM_REASONS = {"different_grouping_keys", "computed_grouping_key", "global_aggregate",
@@ -124,7 +128,8 @@ def test_runtime(e, proof_catalog, tables, spark, original_bags):
     # the mining candidates are exactly what the runtime matched
     cands = [f for f in detect(_plan(e.sql)) if str(f.status) == "candidate"]
     assert len(cands) == len(r.applied)
-    assert bag(spark.sql(r.sql).collect()) == original_bags[e.id]
+    from pyspark.sql import functions as F
+    assert json_bag(spark.sql(r.sql), F) == original_bags[e.id]
 
 
 def test_no_application_is_uncovered(proof_catalog):

@@ -19,19 +19,23 @@ ENTRIES = all_entries()
 POSITIVE = [e for e in ENTRIES if e.runtime != "unchanged"]
 
 
-def bags(frames: dict, F) -> dict[str, Counter]:
-    """The bag of rows of every DataFrame in ``frames`` (rows as JSON, doubles rounded as
-    ``sparkutil.bag`` does), one small Spark job per frame, four at a time: Spark runs
-    concurrent jobs, and one union of every frame plans and runs twice as slowly."""
+def json_bag(df, F) -> Counter:
+    """The bag of rows of ``df``, each row as JSON (Spark's ``to_json``, so that a classic and
+    a Connect session give the same text), doubles rounded as ``sparkutil.bag`` does."""
     from pyspark.sql.types import DoubleType, FloatType
 
-    def bag(df) -> Counter:
-        d = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
-        cols = [F.round(F.col(f.name), 6) if isinstance(f.dataType, (DoubleType, FloatType)) else F.col(f.name)
-                for f in d.schema.fields]
-        return Counter(r[0] for r in d.select(F.to_json(F.struct(*cols))).collect())
+    d = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
+    cols = [F.round(F.col(f.name), 6) if isinstance(f.dataType, (DoubleType, FloatType)) else F.col(f.name)
+            for f in d.schema.fields]
+    return Counter(r[0] for r in d.select(F.to_json(F.struct(*cols))).collect())
+
+
+def bags(frames: dict, F) -> dict[str, Counter]:
+    """:func:`json_bag` of every DataFrame in ``frames``, one small Spark job per frame, four
+    at a time: Spark runs concurrent jobs, and one union of every frame plans and runs twice
+    as slowly."""
     with ThreadPoolExecutor(4) as pool:
-        return dict(zip(frames, pool.map(bag, frames.values())))
+        return dict(zip(frames, pool.map(lambda df: json_bag(df, F), frames.values())))
 
 
 # Positive entries whose DataFrame twin the families do not match although they match the

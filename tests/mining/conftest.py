@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ..shared_fixtures import wait_started
+
 HERE = Path(__file__).parent
 
 
@@ -49,7 +51,4 @@ def eventlog_dir(eventlog_writer, tmp_path_factory):
                            capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stderr[-2000:]
         return out
-    proc, out, err = eventlog_writer
-    rc = proc.wait(timeout=900)
-    assert rc == 0, err.read_text()[-2000:]
-    return out
+    return wait_started(eventlog_writer, timeout=900)

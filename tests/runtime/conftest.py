@@ -1,7 +1,6 @@
 """Fixtures of the runtime tests (data and the test catalog live in runtime_fixtures.py)."""
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from superop.rewrite.rewriter import Rewriter
 from superop.rules_out.catalog import make_catalog
 from superop.rules_out.signing import sign_catalog, signing_key
 
-from ..shared_fixtures import computed_once
+from ..shared_fixtures import computed_once, started_once, stop_started, wait_started
 from .runtime_fixtures import (
     ACCOUNTS_ROWS,
     ACCOUNTS_SCHEMA,
@@ -69,24 +68,18 @@ def _dataframe_job(request, tmp_path_factory):
     """The event-logged DataFrame job of ``dataframe_job.py`` needs a JVM of its own (the
     shared session cannot log events): when a selected test needs it
     (``dataframe_job_dir``), the child starts with the session and runs while the other
-    tests do. Yields (process, output dir, stderr file) or None."""
+    tests do, once per run (the first worker starts it, every worker can read what it
+    writes). Yields its directory for ``shared_fixtures.wait_started``, or None."""
     if not any("dataframe_job_dir" in getattr(item, "fixturenames", ()) for item in request.session.items):
         yield None
         return
-    out = tmp_path_factory.mktemp("dataframe-job")
-    err = tmp_path_factory.mktemp("dataframe-job-stderr") / "stderr.txt"
-    with open(err, "w") as f:
-        proc = subprocess.Popen([sys.executable, str(DATAFRAME_JOB), str(out)],
-                                stdout=subprocess.DEVNULL, stderr=f)
-    yield proc, out, err
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    d, proc = started_once(tmp_path_factory, "dataframe-job", [sys.executable, str(DATAFRAME_JOB)])
+    yield d
+    stop_started(proc)
 
 
 @pytest.fixture(scope="session")
 def dataframe_job_dir(_dataframe_job) -> Path:
-    proc, out, err = _dataframe_job
-    proc.wait(timeout=1200)
-    assert (out / "done").is_file(), Path(err).read_text()[-3000:]
+    out = wait_started(_dataframe_job, timeout=1200)
+    assert (out / "done").is_file()
     return out
