@@ -208,12 +208,19 @@ def test_cli_bench_wrapper_says_not_available_in_one_line(capsys, monkeypatch):
     assert "not available" in err and len(err.strip().splitlines()) == 1
 
 
-def test_tpch_bench_one_query(spark, tpch_dir):
+def test_tpch_bench_one_query(spark, tpch_dir, template_certificates):
     """TPC-H through the real rewriter (tiny SF from the conftest fixture): the pipeline runs,
     results are checked equal, unchanged queries are timed once. One query (Q13: a join and
-    two aggregations) exercises every step of the per-query loop; the 22 are `superop bench tpch`."""
+    two aggregations) exercises every step of the per-query loop; the 22 are `superop bench tpch`.
+    The hand-built catalog is made from this run's template proofs and signed as the nightly
+    job signs proofs it just made (the CLI's `--catalog bench-default`, which proves them
+    again, is tests/workloads/test_tpcds_bench.py's)."""
+    from superop.bench.rewriters import default_catalog
     from superop.bench.tpch_bench import run_tpch
-    doc = run_tpch(spark, lambda: runtime_rewriter(spark, "bench-default"), queries=[13], repeat=1,
+    from superop.rules_out.signing import signing_key
+    from superop.rules_out.trust import sign_fresh
+    cat = sign_fresh(default_catalog(template_certificates), signing_key(), "tests (fresh proofs)")
+    doc = run_tpch(spark, lambda: runtime_rewriter(spark, cat), queries=[13], repeat=1,
                    warmup=0, tpch_dir=tpch_dir, progress=Progress(enabled=False))
     assert [r["query"] for r in doc["results"]] == [13]
     for r in doc["results"]:
