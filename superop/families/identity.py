@@ -12,6 +12,10 @@ source, nothing of the query around it — canonicalized:
   table ``__source``; a family that recognizes its sub-plan by what the source computes (a
   neighbour self-join's ranked view) keeps that computation and is cut below it, where the
   source's chain of one-input operators stops;
+* an uncorrelated sub-query's value on the match (:mod:`superop.ir.subqueries`) is a
+  parameter that may be any number or NULL (``:q0_number``): the instance holds for every
+  value the sub-query can have, and does not read the sub-query's tables (a sub-query
+  that is not a numeric comparison operand: no instance);
 * the sub-plan is rendered by the IR's SQL generator (predicates, projections, column
   names, types and literals as the plan holds them), so two spellings of one plan are one
   instance and a change of any predicate, projection, literal or column type is another.
@@ -33,6 +37,8 @@ from ..dsl.identity import sha256_of
 from ..ir.generate import to_sql
 from ..ir.keys import KEYS_ENTRY, keys_entry
 from ..ir.nodes import Node, Scan, replace
+from ..ir.parameters import VALUE_PLACEHOLDER
+from ..ir.subqueries import tokens_as_parameters
 from .kit.diamond import over_source, single_input_base
 from .kit.records import Match
 from .matching import first_match
@@ -51,6 +57,13 @@ class Instance:
     @property
     def key(self) -> str:
         return sha256_of({"sql": self.sql, "schema": self.schema, "form": self.form})
+
+    @property
+    def reads_subquery_values(self) -> bool:
+        """Does the instance read a sub-query's value (a ``:q<i>_number`` parameter)? Its
+        bounded certificate is about the parameter, not the sub-query the runtime's program
+        evaluates: only an unbounded proof covers such a match at run time."""
+        return VALUE_PLACEHOLDER.search(self.sql) is not None
 
     @property
     def short(self) -> str:
@@ -106,7 +119,8 @@ def _rendered(m: Match) -> Optional[tuple[str, dict[str, Any]]]:
         if not _same_instance(m, again):
             continue        # the family needs what the source computes: cut lower
         plan, schema = _named_by_identity(plan, schema)
-        return to_sql(plan, structural=True), schema
+        param = tokens_as_parameters(plan)     # a sub-query's value: any number or NULL
+        return None if param is None else (to_sql(param, structural=True), schema)
     return None
 
 

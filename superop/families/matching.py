@@ -18,10 +18,12 @@ from enum import Enum
 from typing import Iterable, Optional
 
 from ..ir.nodes import Node, walk
+from ..ir.subqueries import opaque_subqueries
 from ..ir.safety import BlockReason, Blocker, blocking_reason
 from ..dsl import Program, sort_distinct
 from .kit.diamond import PlanContext, keys_implied, shape_at
 from .kit.keyedfilter import keyed_filters
+from .kit.sharedconj import shared_subquery_conjuncts
 from .kit.onerow import one_row_products
 from .kit.regroup import regroup
 from .kit.records import Finding, Match, NearMiss, Reason, ReasonCode, TemplateError
@@ -112,7 +114,7 @@ def canonical(plan: Node) -> Node:
     pushed below the GROUP BY they join (:func:`.kit.onerow.one_row_products`), then
     :func:`regroup`, then keyed filter joins of cross-joined global aggregates read as
     filters on one input (:func:`.kit.keyedfilter.keyed_filters`, under a declared key)."""
-    return keyed_filters(regroup(one_row_products(plan)))
+    return keyed_filters(regroup(one_row_products(shared_subquery_conjuncts(opaque_subqueries(plan)))))
 
 
 def scan(plan: Node) -> list[Finding]:

@@ -76,6 +76,23 @@ class SuperopSpark(Spark):
             return out
 
 
+class SubqueryValue(exp.Expression):
+    """An uncorrelated, deterministic sub-query of an expression held as its SQL text
+    (``this``, parentheses included): one value (scalar) or one set (``x IN …``) per query.
+    Its text is a string, not a tree, so nothing that walks an expression — renaming the
+    row's columns into a program's namespaces, substituting them back — reaches the
+    columns inside it; it renders as the text it was made from (:mod:`superop.ir.subqueries`).
+    ``kind``: the Spark type of a scalar sub-query's value when the lowering could type it
+    (its schema's columns through sqlglot's type annotation), else absent."""
+    arg_types = {"this": True, "kind": False}
+
+
+def _subquery_value_sql(self: Any, e: SubqueryValue) -> str:
+    return str(e.this)
+
+
+SuperopSpark.Generator.TRANSFORMS = {**SuperopSpark.Generator.TRANSFORMS, SubqueryValue: _subquery_value_sql}
+
 assert Dialect.get(DIALECT) is SuperopSpark, "sqlglot registers dialects by class name"
 
 

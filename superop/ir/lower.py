@@ -28,6 +28,7 @@ from .names import TableName, ident
 from .nodes import (Limit, Node, Opaque, Rename, Scan, UnionAll, expressions_of, intern,
                     resolve_field, walk)
 from .schema import TableInfo, schema_source
+from .subquery_types import record_subquery_types
 
 
 def parse(sql: str) -> exp.Expr:
@@ -219,6 +220,7 @@ def lower_ast(q: Qualified) -> Lowered:
         body = ast.copy()
         return Lowered(Opaque(body.sql(dialect=DIALECT), tuple(ast.named_selects), why), ast,
                        lw.reasons + [why])
+    record_subquery_types(plan, q.tables, q.case_sensitive)
     return Lowered(plan, ast, lw.reasons)
 
 

@@ -1,10 +1,13 @@
-"""Typed parameters in place of literals: ``:p<i>_<type>`` placeholders.
+"""Typed parameters in place of literals (``:p<i>_<type>``) and of sub-query values
+(``:q<i>_number``).
 
 A placeholder stands for a value of a Spark type written in its name (``:p0_int``,
 ``:p1_bigint``, ``:p2_decimal_2_1``), so the IR, the templates and the SQL generator carry
 it like a literal, and the verifier reads it as a free symbolic value of that type
 (:mod:`superop.verify.exprs`). :mod:`superop.families.parametric` makes an instance's
-parametric form with them.
+parametric form with them. A ``:q<i>_number`` stands for the value of an uncorrelated
+sub-query (:mod:`superop.ir.subqueries`): any number or NULL, a free real with a free NULL
+flag to the verifier.
 """
 from __future__ import annotations
 
@@ -16,6 +19,9 @@ from sqlglot import exp
 _INT = re.compile(r"^\d+$")
 _DEC = re.compile(r"^(\d+)\.(\d+)$")
 _NAME = re.compile(r"^p(\d+)_(int|bigint|decimal_(\d+)_(\d+))$")
+# a sub-query's value (superop.ir.subqueries): any number, or NULL
+_VALUE_NAME = re.compile(r"^q\d+_number$")
+VALUE_PLACEHOLDER = re.compile(r":q\d+_number\b")
 PLACEHOLDER = re.compile(r":(p\d+_(?:int|bigint|decimal_\d+_\d+))\b")
 
 
@@ -39,9 +45,23 @@ def parameter_name(i: int, typ: str) -> str:
     return f"p{i}_" + typ.replace("(", "_").replace(",", "_").replace(")", "")
 
 
+def value_parameter_name(i: int) -> str:
+    """The placeholder name of the ``i``-th sub-query value of an instance: a number of any
+    numeric type, or NULL (``q<i>_number``). Never bound to a literal."""
+    return f"q{i}_number"
+
+
+def nullable_parameter(name: str) -> bool:
+    """Is ``name`` a sub-query value's parameter (which may be NULL)?"""
+    return _VALUE_NAME.match(name) is not None
+
+
 def parameter_type(name: str) -> Optional[tuple[str, Optional[int]]]:
-    """(the verifier's kind, its integer width) of a parameter named ``p<i>_<type>`` (None:
-    not a parameter name)."""
+    """(the verifier's kind, its integer width) of a parameter named ``p<i>_<type>`` or
+    ``q<i>_number`` (a real: every integer, decimal and double is one) (None: not a
+    parameter name)."""
+    if nullable_parameter(name):
+        return "real", None
     m = _NAME.match(name)
     if m is None:
         return None

@@ -113,7 +113,7 @@ def _node_blocker(n: Node, where: str, interior: bool = False) -> Optional[Block
     return None
 
 
-def _sql_blocker(sql: str, where: str) -> Optional[Blocker]:
+def sql_blocker(sql: str, where: str) -> Optional[Blocker]:
     """For SQL carried as text (Opaque): parse it and look inside."""
     try:
         tree = parse_one(sql)
@@ -132,7 +132,7 @@ def source_blocker(source: Node) -> Optional[Blocker]:
         if isinstance(n, Limit):
             return Blocker(BlockReason.LIMIT_IN_SOURCE, f"LIMIT {n.limit} in the shared input")
         if isinstance(n, Opaque):
-            b = _sql_blocker(n.sql, "in the shared input")
+            b = sql_blocker(n.sql, "in the shared input")
         elif isinstance(n, Scan):
             b = Blocker(BlockReason.VOLATILE_VIEW, f"{n.table}: {n.volatile}") if n.volatile else None
         else:

@@ -14,6 +14,7 @@ from ..families import first_match
 from ..families.identity import instance_of
 from ..families.kit.diamond import over_source, single_input_base
 from ..ir import Scan, lower, to_sql
+from ..ir.subqueries import has_tokens, tokens_as_parameters
 from ..rules_out.generalize import edges_from_shape, merge_edges
 from ..synth.synthesizer import synthesize
 from .records import MinedCandidate, Outcome, OutcomeStatus, Support
@@ -79,6 +80,19 @@ def synthesize_candidate(cand: MinedCandidate | dict, schema: dict, K: int, synt
             if inst is not None:    # the match alone, canonical: what the certificate is about
                 out.sql, out.schema = inst.sql, inst.schema
             out.example_sql = c.example_sql     # what the runtime rewrites (certified)
+            if has_tokens(target):
+                # a sub-query's value on the match: synthesized (and certified) with the
+                # value as a parameter that may be any number or NULL, never its text
+                if inst is not None:
+                    target, tschema = lower(inst.sql, inst.schema).plan, inst.schema
+                else:
+                    param = tokens_as_parameters(target)
+                    if param is None:
+                        out.status = OutcomeStatus.UNSUPPORTED
+                        out.reason = "a sub-query on the match is not a numeric comparison operand"
+                        return out
+                    target = param
+                    out.sql = to_sql(target)
         if synth_fn is None:
             synth_fn = synthesize
         res = synth_fn(target, schema=tschema, K=K, timeout_s=synth_timeout_s,

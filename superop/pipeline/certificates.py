@@ -22,6 +22,7 @@ from ..families import Side
 from ..families.coverage import cover_bound
 from ..families.identity import instance_of_sql
 from ..families.parametric import parametric_of
+from ..ir.parameters import VALUE_PLACEHOLDER
 from ..rewrite.proofs import parametric_covers
 from ..rules_out.generalize import Pattern
 from ..verify.certify import check_and_certify, prove_and_certify
@@ -44,7 +45,10 @@ def spark_types(spark: Any) -> Types:
             for t, cols in tables.items():
                 ddl = ", ".join(f"`{c}` {ty}" for c, ty in cols.items())
                 sess.createDataFrame([], ddl).createOrReplaceTempView(t)
-            out = [f.dataType.simpleString() for f in sess.sql(sql).schema.fields]
+            # a sub-query's value parameter is bound to NULL: it is only ever a comparison
+            # operand (superop.ir.subqueries), so no output column's type depends on it
+            values = {m.group(0)[1:]: None for m in VALUE_PLACEHOLDER.finditer(sql)}
+            out = [f.dataType.simpleString() for f in sess.sql(sql, args=values or None).schema.fields]
         except Exception as e:  # types are what the certificate records; unknown: none
             log.info("no Spark types for an instance: %s", str(e).splitlines()[0] if str(e) else e)
             return None, None

@@ -242,6 +242,10 @@ class Rewriter:
         if not self.require_proof:
             return Match(rule.id, inst, form=form, form_program=program)
         proof, key = rule.proofs.covering(inst, form, program)
+        if proof is None and key is not None and key.reads_subquery_values:
+            why.append(f"{rule.id}: admits it, but {UNCOVERED} instance {key.short}: it compares with a "
+                       f"sub-query's value, which only an unbounded proof covers")
+            return None
         if proof is None and key is not None and self.certify is not None:
             proof = self._certified(rule, inst, form, program, key)
         if proof is None and key is not None and self.certify is not None and self.certify.pending(key.key):

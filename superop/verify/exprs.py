@@ -34,7 +34,7 @@ import z3
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
-from ..ir.parameters import is_parameter_arithmetic, parameter_type
+from ..ir.parameters import is_parameter_arithmetic, nullable_parameter, parameter_type
 from .result import Unsupported
 from .values import (
     EPOCH,
@@ -400,14 +400,17 @@ def _premised(e: exp.Expression, v: V) -> V:
 
 
 def _ev_parameter(e: exp.Placeholder) -> V:
-    """A typed parameter (``superop.ir.parameters``): a free non-NULL value of its type, the
-    same variable wherever the name occurs — the check holds for every value of it."""
+    """A typed parameter (``superop.ir.parameters``): a free non-NULL value of its type (a
+    sub-query's value: a free real or NULL), the same variable wherever the name occurs —
+    the check holds for every value of it."""
     name = str(e.this or "")
     typ = parameter_type(name)
     if typ is None:
         raise Unsupported(f"placeholder :{name} (not a typed parameter)")
     kind, width = typ
-    return V(fresh(kind, f"param!{name}"), FALSE, kind, FALSE, width)
+    # a sub-query's value may be NULL: the same free NULL flag wherever the name occurs
+    null = fresh("bool", f"paramnull!{name}") if nullable_parameter(name) else FALSE
+    return V(fresh(kind, f"param!{name}"), null, kind, FALSE, width)
 
 
 def _ev_not(e: exp.Not, ctx: Ctx) -> V:

@@ -39,6 +39,7 @@ from typing import Any, Optional, Sequence
 from sqlglot import exp
 
 from ...ir.analysis import walk_edge
+from ...ir.dialect import SubqueryValue
 from ...ir.functions import Determinism, risky_calls
 from ...ir.lowering.exprs import conjuncts
 from ...ir.nodes import Aggregate, Join, Node, Scan, Select, replace, walk
@@ -116,7 +117,7 @@ def _region(n: Node) -> Optional[_Region]:
         return True
     if not go(n):
         return None
-    if any(c.find(exp.Select, exp.Subquery) is not None or _nondeterministic(c) for c in conds):
+    if any(c.find(exp.Select, exp.Subquery, SubqueryValue) is not None or _nondeterministic(c) for c in conds):
         return None
     return _Region(leaves, equis, {c.sql(): c for c in conds if c != exp.true()})
 

@@ -44,6 +44,9 @@ class LowererBase:
         self.case_sensitive = case_sensitive
         self.reasons: list[str] = []
         self.cte_sql: dict[str, exp.Expr] = {}  # name -> CTE body AST
+        # why a CTE's body became (partly) Opaque: counted only where a FROM reads the CTE
+        # (a CTE read only inside a sub-query expression stays that expression's text)
+        self.cte_reasons: dict[int, list[str]] = {}    # id(the CTE's node) -> reasons
 
     def norm(self, name: str) -> str:
         """An identifier as Spark compares it (the qualified AST is normalized already)."""
@@ -104,7 +107,10 @@ class LowererBase:
             for cte in w.expressions:
                 name = self.norm(cte.alias_or_name)
                 self.cte_sql[name] = cte.this
+                n_reasons = len(self.reasons)
                 ctes[name] = self.query(cte.this, ctes)
+                self.cte_reasons[id(ctes[name])] = self.reasons[n_reasons:]
+                del self.reasons[n_reasons:]
         check_args(q)
         if isinstance(q, exp.Subquery):
             node = self.query(q.this, ctes)

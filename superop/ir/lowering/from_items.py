@@ -29,6 +29,7 @@ class FromLowering(SetOpLowering):
             base: Node
             if len(name.parts) == 1 and self.norm(name.name) in ctes:
                 base = ctes[self.norm(name.name)]
+                self.reasons.extend(r for r in self.cte_reasons.get(id(base), ()) if r not in self.reasons)
             else:
                 info = self.tables.get(name.normalized(self.case_sensitive))
                 if info is None:
