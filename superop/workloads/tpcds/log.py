@@ -65,7 +65,7 @@ class TpcdsLog:
     by_class: dict[str, int]
 
 
-def generate(days: int = 7, seed: int = 7, start: Optional[datetime] = None,
+def generate(days: int = 14, seed: int = 7, start: Optional[datetime] = None,
              sink: Optional[Callable[[str], None]] = None) -> TpcdsLog:
     """Emit the log lines (JSON) to ``sink`` in time order; returns what was emitted."""
     if days < 1:
@@ -120,7 +120,7 @@ def generate(days: int = 7, seed: int = 7, start: Optional[datetime] = None,
     return TpcdsLog(len(runs), execs, failed, by_class)
 
 
-def write_tpcds_log(path, days: int = 7, seed: int = 7) -> TpcdsLog:
+def write_tpcds_log(path, days: int = 14, seed: int = 7) -> TpcdsLog:
     """Write the log (``.gz`` -> gzip) atomically: a temp file renamed into place."""
     import os
     import tempfile
