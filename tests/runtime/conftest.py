@@ -35,14 +35,21 @@ def ops(spark):
 
 
 @pytest.fixture(scope="session")
-def catalog(tmp_path_factory):
-    # the proofs computed once per run across the suite's workers; signed by each (its key store)
+def runtime_rules(tmp_path_factory) -> list:
+    """The test catalog's rules (``runtime_fixtures.catalog_rules``: real proofs and bounded
+    certificates), computed once per run across the suite's workers (Z3 runs in one of them);
+    the catalogs of the runtime tests are made from them."""
     rules, status = computed_once(tmp_path_factory, "runtime_catalog_rules",
                                   lambda: verifier_certificates(catalog_rules()))
     # every template instance the runtime generates must pass the real verifier
     assert all(v == "verified" for v in status.values()), status
+    return rules
+
+
+@pytest.fixture(scope="session")
+def catalog(runtime_rules):
     # signed, as the nightly job signs what the verifier just proved (the tests' key store)
-    return sign_catalog(make_catalog(rules, version="test"), signing_key(), "tests (fresh proofs)")
+    return sign_catalog(make_catalog(runtime_rules, version="test"), signing_key(), "tests (fresh proofs)")
 
 
 @pytest.fixture(scope="session")

@@ -20,12 +20,10 @@ from superop.rules_out.catalog import (
 )
 from superop.rules_out.signing import signing_key
 
-from .runtime_fixtures import catalog_rules
 
-
-def test_roundtrip_and_checksum(tmp_path):
-    cat = make_catalog(catalog_rules(), version="t1", source={"log": "x.jsonl", "window": None,
-                                                              "content_hash": "sha256:00"})
+def test_roundtrip_and_checksum(tmp_path, runtime_rules):
+    cat = make_catalog(runtime_rules, version="t1", source={"log": "x.jsonl", "window": None,
+                                                            "content_hash": "sha256:00"})
     p = tmp_path / "catalog.json"
     written = write_catalog(p, cat, signer=signing_key(), signed_by="tests")
     loaded = load_catalog(p)
@@ -39,8 +37,8 @@ def test_roundtrip_and_checksum(tmp_path):
     assert "du-2way" in ids and "dj-full" in ids and "mj-semi" in ids
 
 
-def test_refuses_tampered_unverified_and_malformed(tmp_path):
-    cat = make_catalog(catalog_rules())
+def test_refuses_tampered_unverified_and_malformed(tmp_path, runtime_rules):
+    cat = make_catalog(runtime_rules)
     bad = copy.deepcopy(cat)
     bad["rules"][0]["abstract_edges"][0]["optional"] = ["Select"]        # tampered
     p = tmp_path / "c.json"
@@ -73,10 +71,10 @@ def test_refuses_tampered_unverified_and_malformed(tmp_path):
         write_catalog(tmp_path / "x.json", make_catalog([r]))
 
 
-def test_write_is_atomic(tmp_path):
+def test_write_is_atomic(tmp_path, runtime_rules):
     p = tmp_path / "catalog.json"
-    good = write_catalog(p, make_catalog(catalog_rules()))
-    bad = make_catalog(catalog_rules())
+    good = write_catalog(p, make_catalog(runtime_rules))
+    bad = make_catalog(runtime_rules)
     bad["rules"][0]["family"] = "nope"
     with pytest.raises(CatalogError):
         write_catalog(p, bad)
@@ -84,11 +82,11 @@ def test_write_is_atomic(tmp_path):
     assert [f.name for f in tmp_path.iterdir()] == ["catalog.json"]
 
 
-def test_load_from_mlflow_run(tmp_path, monkeypatch):
+def test_load_from_mlflow_run(tmp_path, monkeypatch, runtime_rules):
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")   # a throwaway local store
     src = tmp_path / "out" / "catalog.json"
-    cat = write_catalog(src, make_catalog(catalog_rules()), signer=signing_key())
+    cat = write_catalog(src, make_catalog(runtime_rules), signer=signing_key())
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
     try:
         # an experiment of this store (the fluent API may remember another store's one)

@@ -12,17 +12,16 @@ from superop.rules_out.catalog import make_catalog, write_catalog
 from superop.rules_out.signing import signing_key
 from superop.runtime import commands
 
-from .runtime_fixtures import catalog_rules
 from .test_differential import DU
 
 SCHEMA = {"ops": {"a": "int", "b": "int", "c": "int", "d": "string", "s": "int"}}
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, runtime_rules):
     d = tmp_path_factory.mktemp("inputs")
-    write_catalog(d / "catalog.json", make_catalog(catalog_rules()), signer=signing_key())
-    write_catalog(d / "unsigned.json", make_catalog(catalog_rules()))
+    write_catalog(d / "catalog.json", make_catalog(runtime_rules), signer=signing_key())
+    write_catalog(d / "unsigned.json", make_catalog(runtime_rules))
     (d / "schema.json").write_text(json.dumps(SCHEMA))
     return d
 

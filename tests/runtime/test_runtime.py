@@ -20,7 +20,7 @@ from superop.runtime import SuperOpSession, compile_program, run_generic
 from superop.runtime.plan import analyze_plan
 from superop.sparkutil import bag
 
-from .runtime_fixtures import OPS_ROWS, STREAMING_FOLDS, catalog_rules, rule_certificates
+from .runtime_fixtures import OPS_ROWS, STREAMING_FOLDS, rule_certificates
 
 DU_Q = ("SELECT a, sum(s) AS t FROM ops WHERE b > 0 GROUP BY a "
         "UNION ALL SELECT a, count(*) AS t FROM ops WHERE c < 5 GROUP BY a")
@@ -215,9 +215,9 @@ def test_compile_program_matches_interpreter(spark, ops, name):
 # the command line
 # ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cli_files(tmp_path_factory):
+def cli_files(tmp_path_factory, runtime_rules):
     d = tmp_path_factory.mktemp("cli")
-    write_catalog(d / "catalog.json", make_catalog(catalog_rules()), signer=signing_key())
+    write_catalog(d / "catalog.json", make_catalog(runtime_rules), signer=signing_key())
     (d / "schema.json").write_text(json.dumps({"ops": {"a": "int", "b": "int", "c": "int", "d": "string",
                                                       "s": "int"}}))
     return d
