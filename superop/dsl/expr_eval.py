@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from sqlglot import exp
 
 from ..ir.dialect import DIALECT
-from ..ir.parameters import nullable_parameter
+from ..ir.parameters import nullable_parameter, value_parameter_index
 
 Fn = Callable[[Any], Any]
 
@@ -196,7 +196,7 @@ def compile_expr(e: exp.Expression, resolve: Callable[[exp.Column], Fn],
     if isinstance(e, exp.Placeholder) and nullable_parameter(str(e.this or "")):
         # a sub-query's value (any number or NULL): on test data, one point of its domain
         # (its index); the verifier covers every value
-        v = int(str(e.this)[1:].split("_", 1)[0])
+        v = value_parameter_index(str(e.this))
         return lambda env: v
     if isinstance(e, exp.AggFunc) and agg is not None:
         return agg(e)

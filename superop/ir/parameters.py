@@ -51,6 +51,11 @@ def value_parameter_name(i: int) -> str:
     return f"q{i}_number"
 
 
+def value_parameter_index(name: str) -> int:
+    """``i`` of a sub-query value's parameter ``q<i>_number``."""
+    return int(name[1:].split("_", 1)[0])
+
+
 def nullable_parameter(name: str) -> bool:
     """Is ``name`` a sub-query value's parameter (which may be NULL)?"""
     return _VALUE_NAME.match(name) is not None

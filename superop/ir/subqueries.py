@@ -26,18 +26,17 @@ from sqlglot import exp
 from .dialect import DIALECT, SubqueryValue
 from .parameters import value_parameter_name
 from .subquery_types import NUMBER, TYPE_META, outermost_subqueries
-from .nodes import Aggregate, Join, Node, Project, Select, Window, walk
+from .lowering.scope import outer_columns
+from .nodes import Aggregate, Join, Node, Project, Select, Window, expressions_of, walk
 from .safety import sql_blocker
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 
 def uncorrelated(q: exp.Expr) -> bool:
-    """Every column of ``q`` is qualified by an alias defined inside ``q``."""
-    defined = {t.alias_or_name.lower() for t in q.find_all(exp.Table)}
-    defined |= {s.alias.lower() for s in q.find_all(exp.Subquery) if s.alias}
-    defined |= {c.alias_or_name.lower() for c in q.find_all(exp.CTE)}
-    return all(c.table and c.table.lower() in defined for c in q.find_all(exp.Column))
+    """Every column of ``q`` is qualified, by an alias defined inside ``q`` (the lowering's
+    own test of correlation, :func:`~superop.ir.lowering.scope.outer_columns`)."""
+    return all(c.table for c in q.find_all(exp.Column)) and not outer_columns(q)
 
 
 def _opaque(e: exp.Expr) -> Optional[SubqueryValue]:
@@ -107,7 +106,7 @@ def _map_expressions(plan: Node, f: Rewrite, kind: type) -> Node:
     for n in walk(plan):                      # children before parents
         kids = tuple(memo[id(c)] for c in n.children)
         new = n if all(a is b for a, b in zip(kids, n.children)) else n.with_children(kids)
-        if any(e.find(kind) is not None for e in _exprs(new)):
+        if any(e.find(kind) is not None for e in expressions_of(new)):
             new = _node(new, f)
         memo[id(n)] = new
     return memo[id(plan)]
@@ -125,7 +124,7 @@ class _NotParametric(Exception):
 
 def has_tokens(plan: Node) -> bool:
     """Does an expression of ``plan`` hold a sub-query value token?"""
-    return any(e.find(SubqueryValue) is not None for n in walk(plan) for e in _exprs(n))
+    return any(e.find(SubqueryValue) is not None for n in walk(plan) for e in expressions_of(n))
 
 
 def tokens_as_parameters(plan: Node) -> Optional[Node]:
@@ -151,15 +150,3 @@ def tokens_as_parameters(plan: Node) -> Optional[Node]:
         return _map_expressions(plan, param, SubqueryValue)
     except _NotParametric:
         return None
-
-
-def _exprs(n: Node) -> list[exp.Expr]:
-    if isinstance(n, Select):
-        return [n.predicate]
-    if isinstance(n, (Project, Window)):
-        return [e for e, _ in n.items]
-    if isinstance(n, Aggregate):
-        return list(n.keys) + [e for e, _ in n.items]
-    if isinstance(n, Join) and n.residual is not None:
-        return [n.residual]
-    return []
